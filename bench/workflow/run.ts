@@ -1,0 +1,214 @@
+/**
+ * Workflow engine throughput: runs completed per second for a 5-node graph (COMPUTE -> SWITCH -> two
+ * conditional COMPUTE branches -> JOIN ANY), triggered by published events, every run and run-node
+ * persisted, on SQLite (file, WAL) and PostgreSQL. Next to it, the ceiling: the outbox drain rate of
+ * the same events when no subscription matches (publish -> drain -> router lookup -> DONE).
+ *
+ * The real worker (src/worker) runs the real jobs (outbox drain + workflows); events are published
+ * first (a backlog), then the worker is started and timed until every run has completed.
+ *
+ * `npm run bench -- workflow [events-per-round] [rounds]`
+ * Env: SVC_BENCH_PG_URL (default postgres://postgres@127.0.0.1:5432/postgres; "off" skips PostgreSQL),
+ * SVC_BENCH_STORES (default "sqlite,postgres").
+ */
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import pg from 'pg';
+import pino from 'pino';
+import { createContext, createWorker } from '../../src/app/runtime.js';
+import type { AppContext } from '../../src/app/types.js';
+import { loadConfig } from '../../src/config/config.js';
+import { newId } from '../../src/lib/ids.js';
+
+const EVENTS = Number(process.argv[2] ?? 2000);
+const ROUNDS = Number(process.argv[3] ?? 3);
+const PG_URL = process.env.SVC_BENCH_PG_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
+
+const GRAPH = {
+  nodes: [
+    { key: 'score', type: 'COMPUTE', config: { logic: { '*': [{ var: 'event.data.n' }, 2] } } },
+    { key: 'route', type: 'SWITCH' },
+    {
+      key: 'high',
+      type: 'COMPUTE',
+      config: { logic: { cat: ['high:', { var: 'nodes.score.output.result' }] } },
+    },
+    {
+      key: 'low',
+      type: 'COMPUTE',
+      config: { logic: { cat: ['low:', { var: 'nodes.score.output.result' }] } },
+    },
+    { key: 'join', type: 'JOIN', config: { mode: 'ANY' } },
+  ],
+  edges: [
+    { from_node_id: 'score', to_node_id: 'route' },
+    {
+      from_node_id: 'route',
+      to_node_id: 'high',
+      condition_jsonlogic: { '>=': [{ var: 'nodes.score.output.result' }, 100] },
+    },
+    {
+      from_node_id: 'route',
+      to_node_id: 'low',
+      condition_jsonlogic: { '<': [{ var: 'nodes.score.output.result' }, 100] },
+    },
+    { from_node_id: 'high', to_node_id: 'join' },
+    { from_node_id: 'low', to_node_id: 'join' },
+  ],
+};
+
+interface Store {
+  url: string;
+  drop(): Promise<void>;
+}
+
+async function sqliteStore(): Promise<Store> {
+  const dir = mkdtempSync(join(tmpdir(), 'svc-bench-wf-'));
+  return { url: `sqlite:${dir}/svc.db`, drop: async () => rmSync(dir, { recursive: true, force: true }) };
+}
+
+async function pgStore(): Promise<Store> {
+  const name = `svc_bench_${newId().replace(/-/g, '').slice(0, 12)}`;
+  const admin = new pg.Client({ connectionString: PG_URL });
+  await admin.connect();
+  await admin.query(`create database ${name}`);
+  await admin.end();
+  const url = new URL(PG_URL);
+  url.pathname = `/${name}`;
+  return {
+    url: url.toString(),
+    async drop() {
+      const c = new pg.Client({ connectionString: PG_URL });
+      await c.connect();
+      await c.query(`drop database if exists ${name} with (force)`);
+      await c.end();
+    },
+  };
+}
+
+async function context(url: string): Promise<AppContext> {
+  const config = loadConfig({
+    NODE_ENV: 'test',
+    SVC_DATABASE_URL: url,
+    SVC_LOG_LEVEL: 'warn',
+    SVC_JWT_SECRET: 'bench-jwt-secret-that-is-long-enough-0123456789',
+    SVC_VAULT_ENCRYPTION_KEY: 'bench-vault-key',
+    SVC_OUTBOX_DRAIN_INTERVAL_MS: '50',
+    SVC_WORKFLOW_POLL_INTERVAL_MS: '50',
+  });
+  return createContext(config, { log: pino({ level: 'warn' }) });
+}
+
+async function publish(ctx: AppContext, count: number): Promise<void> {
+  for (let i = 0; i < count; i += 100) {
+    await ctx.store.transaction(async (tx) => {
+      for (let j = i; j < Math.min(count, i + 100); j++) {
+        const id = newId();
+        await ctx.services.events.publish(tx, {
+          type: 'svc.user.created',
+          source: '/api/v1/user',
+          subject: id,
+          data: { user_id: id, email: `${id.slice(0, 8)}@bench.test`, n: j % 100 },
+        });
+      }
+    });
+  }
+}
+
+async function countWhere(ctx: AppContext, what: 'tasks' | 'runs'): Promise<number> {
+  const row =
+    what === 'tasks'
+      ? await ctx.store.db
+          .selectFrom('event_delivery_task')
+          .where('status', '=', 'DONE')
+          .select((eb) => eb.fn.countAll().as('n'))
+          .executeTakeFirstOrThrow()
+      : await ctx.store.db
+          .selectFrom('workflow_run')
+          .where('status', '=', 'completed')
+          .select((eb) => eb.fn.countAll().as('n'))
+          .executeTakeFirstOrThrow();
+  return Number(row.n);
+}
+
+/** Starts the worker on a published backlog; answers seconds until `target` rows reached `what`. */
+async function timeWorker(ctx: AppContext, what: 'tasks' | 'runs', target: number): Promise<number> {
+  const worker = createWorker(ctx);
+  const started = performance.now();
+  worker.start();
+  for (;;) {
+    if ((await countWhere(ctx, what)) >= target) break;
+    if (performance.now() - started > 300_000) throw new Error(`${what} did not finish`);
+    await new Promise((r) => setTimeout(r, 20));
+  }
+  const seconds = (performance.now() - started) / 1000;
+  await worker.stop();
+  return seconds;
+}
+
+const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
+
+async function measure(name: string, make: () => Promise<Store>) {
+  const drain: number[] = [];
+  const runs: number[] = [];
+  for (let round = 0; round < ROUNDS; round++) {
+    // Ceiling: the outbox drain of the same events, no subscription matching.
+    {
+      const store = await make();
+      const ctx = await context(store.url);
+      const sub = await ctx.services.subscriptions.create('bench', {
+        name: 'elsewhere',
+        event_type: 'svc.other',
+      });
+      await ctx.services.subscriptions.putGraph('bench', sub.id, GRAPH);
+      await publish(ctx, EVENTS);
+      const base = await countWhere(ctx, 'tasks');
+      drain.push(EVENTS / (await timeWorker(ctx, 'tasks', base + EVENTS)));
+      await ctx.store.close();
+      await store.drop();
+    }
+    // Workflows: every event starts a 5-node run; timed until every run completed.
+    {
+      const store = await make();
+      const ctx = await context(store.url);
+      const sub = await ctx.services.subscriptions.create('bench', {
+        name: 'bench',
+        event_type: 'svc.user.created',
+      });
+      await ctx.services.subscriptions.putGraph('bench', sub.id, GRAPH);
+      await publish(ctx, EVENTS);
+      runs.push(EVENTS / (await timeWorker(ctx, 'runs', EVENTS)));
+      const nodes = await ctx.store.db
+        .selectFrom('workflow_run_node')
+        .select((eb) => eb.fn.countAll().as('n'))
+        .where('status', 'in', ['completed', 'skipped'])
+        .executeTakeFirstOrThrow();
+      if (Number(nodes.n) !== EVENTS * 5)
+        throw new Error(`expected ${EVENTS * 5} finished run nodes, found ${nodes.n}`);
+      await ctx.store.close();
+      await store.drop();
+    }
+    console.log(
+      `  ${name} round ${round + 1}: drain ${drain[round].toFixed(0)} events/s, workflows ${runs[round].toFixed(0)} runs/s`,
+    );
+  }
+  return { name, drain: median(drain), runs: median(runs) };
+}
+
+console.log(
+  `workflow engine: ${EVENTS} events per round, ${ROUNDS} rounds, 5-node graph, every run and node persisted\n`,
+);
+const stores = (process.env.SVC_BENCH_STORES ?? 'sqlite,postgres').split(',');
+const results = [];
+if (stores.includes('sqlite')) results.push(await measure('sqlite', sqliteStore));
+if (stores.includes('postgres') && PG_URL !== 'off') results.push(await measure('postgres', pgStore));
+console.log(
+  '\nstore       outbox drain (ceiling)   workflow runs completed   runs / drain   nodes persisted/s',
+);
+for (const r of results) {
+  console.log(
+    `${r.name.padEnd(12)}${`${r.drain.toFixed(0)} events/s`.padStart(22)}${`${r.runs.toFixed(0)} runs/s`.padStart(26)}${`${((100 * r.runs) / r.drain).toFixed(0)}%`.padStart(15)}${`${(r.runs * 5).toFixed(0)}`.padStart(20)}`,
+  );
+}
+console.log('\n(medians of the rounds; goal >= 500 runs/s on SQLite)');

@@ -1,0 +1,174 @@
+import { randomUUID } from 'node:crypto';
+import swagger from '@fastify/swagger';
+import swaggerUi from '@fastify/swagger-ui';
+import Fastify from 'fastify';
+import { migrationsApplied } from '../db/migrate.js';
+import { ping } from '../db/store.js';
+import { satisfies } from '../http/access.js';
+import { AppError } from '../http/errors.js';
+import { ErrorBody } from '../http/schemas.js';
+import { VERSION } from '../version.js';
+import { handleError } from './errors.js';
+import { registerMetrics } from './metrics.js';
+import { registerAreaRoutes } from './routes.js';
+import type { App, AppContext, RouteEntry } from './types.js';
+import { compileValidator } from './validation.js';
+
+export const API_PREFIX = '/api/v1';
+const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
+
+export interface BuiltApp {
+  app: App;
+  /** Every API route with its declared access, read by the authorization matrix test. */
+  routes: RouteEntry[];
+}
+
+/** Builds the HTTP app without listening (the CLI's server owns listen and close). */
+export async function buildApp(ctx: AppContext): Promise<BuiltApp> {
+  const app = Fastify({
+    loggerInstance: ctx.log,
+    bodyLimit: ctx.config.bodyLimitBytes,
+    genReqId: (req) => {
+      const given = req.headers['x-request-id'];
+      return typeof given === 'string' && REQUEST_ID.test(given) ? given : randomUUID();
+    },
+    return503OnClosing: true,
+  }).withTypeProvider() as unknown as App;
+
+  app.setValidatorCompiler(compileValidator);
+  refuseNulCharacters(app);
+  app.setErrorHandler(handleError);
+  app.setNotFoundHandler((request, reply) =>
+    reply
+      .status(404)
+      .send({ code: 'NOT_FOUND', message: `Route ${request.method} ${request.url.split('?')[0]} not found` }),
+  );
+  app.addSchema(ErrorBody);
+  app.addHook('onSend', async (request, reply) => {
+    reply.header('x-request-id', request.id);
+  });
+
+  const routes: RouteEntry[] = [];
+  app.addHook('onRoute', (route) => {
+    if (!route.url.startsWith(API_PREFIX) || route.method === 'HEAD') return;
+    const access = route.config?.access;
+    if (!access) throw new Error(`route ${route.method} ${route.url} declares no access`);
+    for (const method of [route.method].flat()) routes.push({ method, url: route.url, access });
+    decorateSchema(route as { schema?: Record<string, unknown> }, access);
+  });
+
+  app.decorateRequest('principal', undefined as never);
+  app.addHook('onRequest', async (request) => {
+    const access = request.routeOptions.config.access;
+    if (!access || access.kind === 'public') return;
+    const principal = await ctx.services.authenticate(request.headers as never);
+    if (!principal) throw new AppError('AUTH.UNAUTHENTICATED', 'Authentication required');
+    if (access.kind === 'api_key' && principal.authPath !== 'api_key') {
+      throw new AppError('AUTH.FORBIDDEN', 'This endpoint accepts API keys only', {
+        required_auth: 'api_key',
+      });
+    }
+    if (!satisfies(principal, access)) {
+      const scoped = access as { scopes: readonly string[]; mode: string };
+      throw new AppError('AUTH.FORBIDDEN', `Requires ${scoped.mode} of: ${scoped.scopes.join(', ')}`, {
+        required_scopes: scoped.scopes,
+        mode: scoped.mode,
+      });
+    }
+    request.principal = principal;
+  });
+
+  registerMetrics(app as never);
+  await app.register(swagger, {
+    openapi: {
+      openapi: '3.1.0',
+      info: {
+        title: 'svc',
+        version: VERSION,
+        description: 'Access-controlled event, workflow and integration service.',
+      },
+      components: {
+        securitySchemes: {
+          bearer: { type: 'http', scheme: 'bearer', description: 'JWT access token or svc_key_ API key' },
+          apiKey: { type: 'apiKey', in: 'header', name: 'X-API-KEY' },
+        },
+      },
+    },
+  });
+  await app.register(swaggerUi, { routePrefix: '/docs', uiConfig: { deepLinking: true } });
+
+  app.get('/healthz', { schema: { hide: true }, config: { access: { kind: 'public' } } }, async () => ({
+    status: 'ok',
+  }));
+  app.get(
+    '/readyz',
+    { schema: { hide: true }, config: { access: { kind: 'public' } } },
+    async (_req, reply) => {
+      const ready = (await ping(ctx.store)) && (await migrationsApplied(ctx.store));
+      return reply.status(ready ? 200 : 503).send({ status: ready ? 'ready' : 'unavailable' });
+    },
+  );
+
+  await app.register(
+    async (api) => {
+      api.get('/openapi.json', { schema: { hide: true }, config: { access: { kind: 'public' } } }, async () =>
+        app.swagger(),
+      );
+      registerAreaRoutes(api as App, ctx);
+    },
+    { prefix: API_PREFIX },
+  );
+  await app.ready();
+  return { app, routes };
+}
+
+/** Adds to a route's OpenAPI entry what its access implies: security, scopes and the error answers. */
+function decorateSchema(route: { schema?: Record<string, unknown> }, access: RouteEntry['access']) {
+  route.schema ??= {};
+  const schema = route.schema;
+  if (schema.hide) return;
+  schema.response ??= {};
+  const response = schema.response as Record<string, unknown>;
+  const errorRef = { $ref: 'ErrorBody#' };
+  response['400'] ??= errorRef;
+  if (access.kind !== 'public') {
+    const scopes = access.kind === 'scoped' ? [...access.scopes] : [];
+    schema.security = [{ bearer: scopes }, { apiKey: scopes }];
+    response['401'] ??= errorRef;
+    response['403'] ??= errorRef;
+    if (access.kind === 'scoped') {
+      schema['x-required-scopes'] = { scopes, mode: access.mode };
+      const line = `Requires ${access.mode === 'all' ? 'all' : 'any'} of: \`${scopes.join('`, `')}\`.`;
+      schema.description = schema.description ? `${schema.description}\n\n${line}` : line;
+    }
+  }
+}
+
+/**
+ * U+0000 cannot be stored in PostgreSQL text and has no business in any field: a request carrying it
+ * (in the path, the query or a JSON string) is a 400 here, not a 500 from the store later.
+ */
+function refuseNulCharacters(app: App): void {
+  const nul = () => new AppError('VALIDATION_ERROR', 'Request contains a NUL (U+0000) character');
+  app.addHook('onRequest', async (request) => {
+    if (/%00/.test(request.url)) throw nul();
+  });
+  const parseJson = app.getDefaultJsonParser('error', 'error');
+  app.removeContentTypeParser('application/json');
+  app.addContentTypeParser('application/json', { parseAs: 'string' }, (request, body, done) => {
+    parseJson(request, body as string, (err, value) => {
+      // Raw JSON can hold U+0000 only as the escape \u0000; walk the value only when that text appears.
+      if (!err && (body as string).includes('\\u0000') && holdsNul(value)) return done(nul(), undefined);
+      done(err, value);
+    });
+  });
+}
+
+function holdsNul(value: unknown): boolean {
+  if (typeof value === 'string') return value.includes('\u0000');
+  if (Array.isArray(value)) return value.some(holdsNul);
+  if (value && typeof value === 'object') {
+    return Object.entries(value).some(([k, v]) => k.includes('\u0000') || holdsNul(v));
+  }
+  return false;
+}

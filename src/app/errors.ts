@@ -1,0 +1,65 @@
+import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
+import { AppError } from '../http/errors.js';
+import { validationDetails } from './validation.js';
+
+/** Fastify's own failures that are the client's fault, mapped to the contract's codes. */
+const FASTIFY_CODES: Record<string, { status: number; code: string; message: string }> = {
+  FST_ERR_CTP_BODY_TOO_LARGE: {
+    status: 413,
+    code: 'PAYLOAD_TOO_LARGE',
+    message: 'Request body is too large',
+  },
+  FST_ERR_CTP_INVALID_MEDIA_TYPE: {
+    status: 415,
+    code: 'UNSUPPORTED_MEDIA_TYPE',
+    message: 'Request body must be application/json',
+  },
+  FST_ERR_CTP_INVALID_JSON_BODY: {
+    status: 400,
+    code: 'VALIDATION_ERROR',
+    message: 'Request body is not valid JSON',
+  },
+  FST_ERR_CTP_EMPTY_JSON_BODY: { status: 400, code: 'VALIDATION_ERROR', message: 'Request body is empty' },
+  FST_ERR_CTP_INVALID_CONTENT_LENGTH: {
+    status: 400,
+    code: 'VALIDATION_ERROR',
+    message: 'Invalid Content-Length',
+  },
+};
+
+/**
+ * The one error handler: every error becomes `{code, message, details?}`. A 5xx never carries the
+ * underlying message or stack; it is logged with the request id instead.
+ */
+export function handleError(
+  error: FastifyError | AppError | Error,
+  request: FastifyRequest,
+  reply: FastifyReply,
+) {
+  if (error instanceof AppError) {
+    if (error.headers) reply.headers(error.headers);
+    return reply
+      .status(error.status)
+      .send({ code: error.code, message: error.message, ...withDetails(error.details) });
+  }
+  const fe = error as FastifyError;
+  if (fe.validation) {
+    const { message, details } = validationDetails(fe.validation, fe.validationContext);
+    return reply.status(400).send({ code: 'VALIDATION_ERROR', message, details });
+  }
+  const known = fe.code ? FASTIFY_CODES[fe.code] : undefined;
+  if (known) return reply.status(known.status).send({ code: known.code, message: known.message });
+  // JSON.parse failures inside the content-type parser surface as SyntaxError with status 400.
+  if (fe instanceof SyntaxError || (fe.statusCode === 400 && /JSON/i.test(fe.message))) {
+    return reply.status(400).send({ code: 'VALIDATION_ERROR', message: 'Request body is not valid JSON' });
+  }
+  if (fe.statusCode && fe.statusCode >= 400 && fe.statusCode < 500) {
+    return reply.status(fe.statusCode).send({ code: 'VALIDATION_ERROR', message: fe.message });
+  }
+  request.log.error({ err: error }, 'request failed');
+  return reply.status(500).send({ code: 'INTERNAL_ERROR', message: 'Internal server error' });
+}
+
+function withDetails(details: Record<string, unknown> | undefined) {
+  return details === undefined ? {} : { details };
+}

@@ -1,0 +1,217 @@
+import type { Logger } from 'pino';
+import { type AnalyticsService, createAnalyticsService } from '../areas/analytics/service.js';
+import { type AuthService, createAuthService } from '../areas/auth/service.js';
+import { createEnrollmentService, type EnrollmentService } from '../areas/enrollments/service.js';
+import type { EventHandler } from '../areas/events/handlers.js';
+import { createOutboxJob } from '../areas/events/outbox.js';
+import { createEventPublisher } from '../areas/events/publish.js';
+import { createEventRegistry } from '../areas/events/registry.js';
+import { createEventsService, type EventsService } from '../areas/events/service.js';
+import { createOutboxSignal } from '../areas/events/signal.js';
+import { createIdentityService, type IdentityService } from '../areas/identity/service.js';
+import { createPluginService, type PluginService } from '../areas/plugins/service.js';
+import { createQuestionnaireArea, type QuestionnaireArea } from '../areas/questionnaires/area.js';
+import { createSubmissionService, type SubmissionService } from '../areas/submissions/service.js';
+import { createSubscriptionService, type SubscriptionService } from '../areas/subscriptions/service.js';
+import { createVaultService, type VaultService } from '../areas/vault/service.js';
+import { createWebhookService, type WebhookService } from '../areas/webhooks/service.js';
+import { createWorkflowEngine, WORKFLOWS_JOB, type WorkflowEngine } from '../areas/workflows/engine.js';
+import { createWorkflowService, type WorkflowService } from '../areas/workflows/service.js';
+import type { Config } from '../config/config.js';
+import type { Store } from '../db/store.js';
+import type { Authenticator } from '../http/access.js';
+import type { Clock } from '../lib/clock.js';
+import { Wakeups } from '../worker/wakeups.js';
+import type { Job } from '../worker/worker.js';
+
+/**
+ * The composition root: every area's service, built once in dependency order and passed
+ * explicitly. Routes, the worker and the CLI all use these; nothing reaches into another area's store.
+ */
+export interface Services {
+  wakeups: Wakeups;
+  /** publish (inside a transaction), the event definition registry, the outbox task list. */
+  events: EventsService;
+  authenticate: Authenticator;
+  /** Users, roles, scopes, API keys, sessions and the authenticator (src/areas/identity). */
+  identity: IdentityService;
+  /** Sign-in flows: credentials, refresh tokens, MFA, password reset, external IdP, devices. */
+  auth: AuthService;
+  /** Questionnaires and their revisions, snapshots, forks (docs/platform.md). */
+  questionnaires: QuestionnaireArea['questionnaires'];
+  /** Folders and the folder tree (docs/platform.md#folders). */
+  folders: QuestionnaireArea['folders'];
+  /** Folder and questionnaire grants (docs/platform.md#permissions). */
+  permissions: QuestionnaireArea['permissions'];
+  /** Public app config and effective questionnaire/folder config (docs/platform.md#config). */
+  platformConfig: QuestionnaireArea['platformConfig'];
+  /** Enrollments of responders into questionnaires, consent (docs/platform.md#enrollments). */
+  enrollments: EnrollmentService;
+  /** Questionnaire submissions and their events (docs/platform.md#submissions). */
+  submissions: SubmissionService;
+  /** Signed BI dashboard embedding (docs/platform.md#analytics). */
+  analytics: AnalyticsService;
+  vault: VaultService;
+  /** Plugin definitions (discovered at start-up), instances and invocation (docs/plugins.md). */
+  plugins: PluginService;
+  /** Event subscriptions and their graphs (docs/workflows.md). */
+  subscriptions: SubscriptionService;
+  /** The durable workflow engine: the router (an event handler) and the `workflows` job. */
+  workflowEngine: WorkflowEngine;
+  /** Workflow runs, introspection, evaluation and simulation (docs/workflows.md). */
+  workflows: WorkflowService;
+  /** Webhooks: CRUD, the dispatcher (an event handler) and the sender (the `webhooks` job). */
+  webhooks: WebhookService;
+  /** What the outbox drain hands every event to (src/areas/events/handlers.ts). */
+  eventHandlers: EventHandler[];
+  /** Background loops the worker runs. */
+  jobs: Job[];
+}
+
+export interface ServiceDeps {
+  config: Config;
+  store: Store;
+  clock: Clock;
+  log: Logger;
+}
+
+export function createServices(deps: ServiceDeps): Services {
+  const wakeups = new Wakeups();
+  const eventRegistry = createEventRegistry();
+  const outboxSignal = createOutboxSignal({ store: deps.store, wakeups, log: deps.log });
+  const events = createEventsService({
+    store: deps.store,
+    registry: eventRegistry,
+    // Outside production every published event is checked against the registry (docs/events.md).
+    publisher: createEventPublisher({
+      clock: deps.clock,
+      wake: outboxSignal.wake,
+      registry: deps.config.production ? undefined : eventRegistry,
+    }),
+  });
+  // Areas append their handlers (webhook dispatcher, workflow router); the drain reads the live list.
+  const eventHandlers: EventHandler[] = [];
+  const outbox = createOutboxJob(
+    {
+      store: deps.store,
+      clock: deps.clock,
+      log: deps.log,
+      wakeups,
+      handlers: eventHandlers,
+      signal: outboxSignal,
+    },
+    { intervalMs: deps.config.outboxDrainIntervalMs, leaseMs: deps.config.outboxLeaseMs },
+  );
+  const identity = createIdentityService({
+    store: deps.store,
+    clock: deps.clock,
+    log: deps.log,
+    events,
+    // Always set here: config refuses production without it and dev-secrets fills it otherwise.
+    jwtSecret: deps.config.jwtSecret!,
+    passwordHashCost: deps.config.passwordHashCost,
+    accessTokenTtlSeconds: deps.config.accessTokenTtlSeconds,
+  });
+  const catalogue = createQuestionnaireArea({
+    config: deps.config,
+    store: deps.store,
+    clock: deps.clock,
+    log: deps.log,
+    events,
+    identity,
+  });
+  const questionnaires = catalogue.questionnaires;
+  const enrollments = createEnrollmentService({
+    store: deps.store,
+    clock: deps.clock,
+    identity,
+    questionnaires,
+  });
+  const webhooks = createWebhookService({
+    store: deps.store,
+    clock: deps.clock,
+    log: deps.log,
+    timeoutMs: deps.config.webhookTimeoutMs,
+    backoffBaseSeconds: deps.config.webhookBackoffBaseSeconds,
+    retryIntervalMs: deps.config.webhookRetryIntervalMs,
+    allowPrivate: deps.config.allowPrivateNetworks,
+    wake: () => wakeups.wake('webhooks'),
+  });
+  const vault = createVaultService({
+    store: deps.store,
+    clock: deps.clock,
+    log: deps.log,
+    encryptionKey: deps.config.vaultEncryptionKey,
+    previousKeys: deps.config.vaultPreviousKeys,
+  });
+  const plugins = createPluginService({
+    store: deps.store,
+    clock: deps.clock,
+    log: deps.log,
+    vault,
+    pluginDir: deps.config.pluginDir,
+    pluginServices: deps.config.pluginServices,
+    allowPrivateNetworks: deps.config.allowPrivateNetworks,
+  });
+  eventHandlers.push(webhooks.dispatcher);
+  const auth = createAuthService({
+    store: deps.store,
+    clock: deps.clock,
+    log: deps.log,
+    identity,
+    events,
+    config: deps.config,
+  });
+  const subscriptions = createSubscriptionService({
+    store: deps.store,
+    clock: deps.clock,
+    actions: plugins,
+    eventDataSchema: (type) => eventRegistry.get(type)?.data_schema,
+  });
+  const workflowEngine = createWorkflowEngine({
+    store: deps.store,
+    clock: deps.clock,
+    log: deps.log,
+    subscriptions,
+    actions: plugins,
+    vault,
+    wake: () => wakeups.wake(WORKFLOWS_JOB),
+    leaseMs: deps.config.workflowLeaseMs,
+    pollIntervalMs: deps.config.workflowPollIntervalMs,
+  });
+  eventHandlers.push(workflowEngine.router);
+  const workflows = createWorkflowService({
+    store: deps.store,
+    clock: deps.clock,
+    subscriptions,
+    planOf: workflowEngine.planOf,
+  });
+  return {
+    wakeups,
+    events,
+    authenticate: identity.authenticate,
+    identity,
+    auth,
+    vault,
+    plugins,
+    subscriptions,
+    workflowEngine,
+    workflows,
+    questionnaires,
+    folders: catalogue.folders,
+    permissions: catalogue.permissions,
+    platformConfig: catalogue.platformConfig,
+    enrollments,
+    submissions: createSubmissionService({
+      store: deps.store,
+      clock: deps.clock,
+      events,
+      questionnaires,
+      enrollments,
+    }),
+    analytics: createAnalyticsService({ config: deps.config.analytics, clock: deps.clock }),
+    webhooks,
+    eventHandlers,
+    jobs: [outbox, webhooks.engine.job, workflowEngine.job, auth.cleanupJob],
+  };
+}

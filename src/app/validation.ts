@@ -1,0 +1,64 @@
+import { Ajv, type ErrorObject } from 'ajv';
+import formats from 'ajv-formats';
+import type { FastifySchemaValidationError } from 'fastify/types/schema.js';
+
+/**
+ * Two validators. Bodies are checked as sent: no coercion, no removal of unknown fields (an unknown
+ * field is a 400, CONTRACTS §2). Query strings, params and headers arrive as text, so those coerce.
+ */
+function makeAjv(coerce: boolean): Ajv {
+  const ajv = new Ajv({
+    coerceTypes: coerce ? 'array' : false,
+    useDefaults: true,
+    removeAdditional: false,
+    allErrors: false,
+    strict: false,
+  });
+  // ajv-formats is CommonJS: its default export is the function under ESM interop.
+  (formats as unknown as { default: (a: Ajv) => void }).default(ajv);
+  return ajv;
+}
+
+const bodyAjv = makeAjv(false);
+const textAjv = makeAjv(true);
+
+export function compileValidator({ schema, httpPart }: { schema: object; httpPart?: string }) {
+  return (httpPart === 'body' ? bodyAjv : textAjv).compile(schema);
+}
+
+/** Turns a schema failure into the contract's details: the field, what is allowed, what went wrong. */
+export function validationDetails(
+  errors: ReadonlyArray<FastifySchemaValidationError | ErrorObject>,
+  part: string | undefined,
+): { message: string; details: Record<string, unknown> } {
+  const e = errors[0] as ErrorObject;
+  const path = (e.instancePath ?? '').replace(/^\//, '').replace(/\//g, '.');
+  const params = (e.params ?? {}) as Record<string, unknown>;
+  let field = path;
+  if (e.keyword === 'required') field = [path, params.missingProperty].filter(Boolean).join('.');
+  if (e.keyword === 'additionalProperties')
+    field = [path, params.additionalProperty].filter(Boolean).join('.');
+  const details: Record<string, unknown> = { field: field || part || 'body', in: part ?? 'body' };
+  let message: string;
+  if (e.keyword === 'required') message = `${details.field} is required`;
+  else if (e.keyword === 'additionalProperties') message = `${details.field} is not a known field`;
+  else message = `${details.field} ${e.message ?? 'is invalid'}`;
+  // A closed set of values (an enum, or a union of literals like sort_by) names what is allowed.
+  const allowed = allowedValues(errors as ErrorObject[], e.instancePath);
+  if (allowed) {
+    details.allowed_values = allowed;
+    message = `${details.field} must be one of: ${allowed.join(', ')}`;
+  }
+  return { message, details };
+}
+
+function allowedValues(errors: ErrorObject[], instancePath: string): string[] | undefined {
+  const values: string[] = [];
+  for (const err of errors) {
+    if (err.instancePath !== instancePath) continue;
+    if (err.keyword === 'enum')
+      values.push(...(err.params as { allowedValues: unknown[] }).allowedValues.map(String));
+    if (err.keyword === 'const') values.push(String((err.params as { allowedValue: unknown }).allowedValue));
+  }
+  return values.length > 0 ? [...new Set(values)] : undefined;
+}

@@ -1,0 +1,183 @@
+import { type Static, Type } from '@sinclair/typebox';
+import { Id, ListQuery, ListResponse, Nullable, QueryBoolean, Timestamp } from '../../http/schemas.js';
+
+const Email = Type.String({ minLength: 1, maxLength: 320 });
+/** Same rule as identity's user passwords. */
+const NewPassword = Type.String({ minLength: 8, maxLength: 1024 });
+/** One-time tokens are checked against their exact format in the service; the schema only bounds size. */
+const OpaqueToken = Type.String({ minLength: 1, maxLength: 200 });
+const TotpCode = Type.String({ minLength: 1, maxLength: 16, description: '6-digit TOTP code' });
+const AUTH_PATHS = ['password', 'mfa', 'external_idp', 'device', 'api_key'] as const;
+const AuthPath = Type.Union(AUTH_PATHS.map((p) => Type.Literal(p)));
+/** Per-user and per-device lifetime overrides; null falls back to the next level. */
+const Ttl = Nullable(Type.Integer({ minimum: 60, maximum: 31_536_000 }));
+
+export const CredentialsBody = Type.Object(
+  {
+    email: Email,
+    password: Type.String({ minLength: 1, maxLength: 1024 }),
+  },
+  { additionalProperties: false },
+);
+
+/** CONTRACTS §3 token response. */
+export const TokenResponse = Type.Object({
+  access_token: Type.String(),
+  token_type: Type.Literal('bearer'),
+  expires_in: Type.Integer({ description: 'access token lifetime, seconds' }),
+  refresh_token: Type.String(),
+  refresh_expires_at: Timestamp,
+  refresh_expires_in: Type.Integer({ description: 'refresh token lifetime, seconds' }),
+});
+
+export const MfaRequired = Type.Object({
+  mfa_required: Type.Literal(true),
+  mfa_token: Type.String(),
+  expires_in: Type.Integer({ description: 'seconds the mfa_token stays valid' }),
+});
+
+export const LoginResponse = Type.Union([TokenResponse, MfaRequired]);
+
+export const MfaVerifyLoginBody = Type.Object(
+  { mfa_token: OpaqueToken, code: TotpCode },
+  { additionalProperties: false },
+);
+
+export const RefreshBody = Type.Object({ refresh_token: OpaqueToken }, { additionalProperties: false });
+
+export const ExternalIdpBody = Type.Object(
+  { id_token: Type.String({ minLength: 1, maxLength: 16_384 }) },
+  { additionalProperties: false },
+);
+
+export const MfaSetupResponse = Type.Object({
+  secret: Type.String({ description: 'base32 TOTP secret (shown once)' }),
+  otpauth_url: Type.String(),
+});
+export const MfaCodeBody = Type.Object({ code: TotpCode }, { additionalProperties: false });
+export const MfaVerifyResponse = Type.Object({ verified: Type.Literal(true) });
+export const MfaEnableBody = Type.Object(
+  { enabled: Type.Boolean(), code: Type.Optional(TotpCode) },
+  { additionalProperties: false },
+);
+export const MfaEnableResponse = Type.Object({ mfa_enabled: Type.Boolean() });
+
+export const ResetRequestBody = Type.Object({ email: Email }, { additionalProperties: false });
+export const ResetConfirmBody = Type.Object(
+  { token: OpaqueToken, new_password: NewPassword },
+  { additionalProperties: false },
+);
+export const ChangePasswordBody = Type.Object(
+  { current_password: Type.String({ minLength: 1, maxLength: 1024 }), new_password: NewPassword },
+  { additionalProperties: false },
+);
+export const Message = Type.Object({ message: Type.String() });
+
+// ---- refresh token records
+export const RefreshTokenRecord = Type.Object({
+  id: Type.String(),
+  user_id: Type.String(),
+  session_id: Type.String({ description: 'the sign-in session: the rotation family' }),
+  parent_id: Nullable(Type.String()),
+  device_id: Nullable(Type.String()),
+  auth_path: AuthPath,
+  expires_at: Timestamp,
+  ip_address: Nullable(Type.String()),
+  user_agent: Nullable(Type.String()),
+  created_at: Timestamp,
+  used_at: Nullable(Timestamp),
+  revoked_at: Nullable(Timestamp),
+  revoked_reason: Nullable(Type.String()),
+  deleted_at: Nullable(Timestamp),
+});
+export const RefreshTokenListQuery = ListQuery(
+  ['created_at', 'expires_at', 'used_at', 'revoked_at'],
+  {
+    user_id: Type.Optional(Id),
+    device_id: Type.Optional(Id),
+    session_id: Type.Optional(Id),
+    auth_path: Type.Optional(AuthPath),
+    active: Type.Optional(QueryBoolean),
+  },
+  { sortBy: 'created_at' },
+);
+export type RefreshTokenListQuery = Static<typeof RefreshTokenListQuery>;
+export const RefreshTokenList = ListResponse('refresh_tokens', RefreshTokenRecord);
+
+// ---- devices
+export const Device = Type.Object({
+  id: Type.String(),
+  user_id: Type.String(),
+  name: Type.String(),
+  status: Type.Union([Type.Literal('PENDING'), Type.Literal('REGISTERED')]),
+  registration_expires_at: Timestamp,
+  registered_at: Nullable(Timestamp),
+  registered_by: Nullable(Type.String()),
+  consent_given: Type.Boolean(),
+  consent_at: Nullable(Timestamp),
+  last_login_at: Nullable(Timestamp),
+  access_token_ttl_seconds: Ttl,
+  refresh_token_ttl_seconds: Ttl,
+  created_at: Timestamp,
+  updated_at: Timestamp,
+  updated_by: Nullable(Type.String()),
+  deleted_at: Nullable(Timestamp),
+});
+export const DeviceRegisterBody = Type.Object(
+  {
+    user_id: Id,
+    name: Type.String({ minLength: 1, maxLength: 200 }),
+    access_token_ttl_seconds: Type.Optional(Ttl),
+    refresh_token_ttl_seconds: Type.Optional(Ttl),
+  },
+  { additionalProperties: false },
+);
+export const DeviceRegistration = Type.Object({
+  device_id: Type.String(),
+  registration_token: Type.String({ description: 'one-time; exchange with POST /auth/device/login' }),
+  expires_at: Timestamp,
+});
+export const DeviceLoginBody = Type.Object(
+  { registration_token: OpaqueToken },
+  { additionalProperties: false },
+);
+export const DeviceLoginResponse = Type.Object({
+  ...TokenResponse.properties,
+  device_id: Type.String(),
+});
+export const DeviceConsentBody = Type.Object(
+  { device_id: Type.Optional(Id), consent_given: Type.Boolean() },
+  { additionalProperties: false },
+);
+export const DevicePatchBody = Type.Object(
+  {
+    name: Type.Optional(Type.String({ minLength: 1, maxLength: 200 })),
+    access_token_ttl_seconds: Type.Optional(Ttl),
+    refresh_token_ttl_seconds: Type.Optional(Ttl),
+  },
+  { additionalProperties: false, minProperties: 1 },
+);
+export const DeviceListQuery = ListQuery(
+  ['created_at', 'updated_at', 'name', 'last_login_at'],
+  { user_id: Type.Optional(Id), search: Type.Optional(Type.String({ maxLength: 200 })) },
+  { sortBy: 'created_at' },
+);
+export type DeviceListQuery = Static<typeof DeviceListQuery>;
+export const DeviceList = ListResponse('devices', Device);
+
+// ---- per-user settings
+export const UserAuthSettings = Type.Object({
+  user_id: Type.String(),
+  mfa_enabled: Type.Boolean(),
+  password_reset_required: Type.Boolean(),
+  access_token_ttl_seconds: Ttl,
+  refresh_token_ttl_seconds: Ttl,
+});
+export const UserAuthSettingsPatch = Type.Object(
+  {
+    access_token_ttl_seconds: Type.Optional(Ttl),
+    refresh_token_ttl_seconds: Type.Optional(Ttl),
+    password_reset_required: Type.Optional(Type.Boolean()),
+  },
+  { additionalProperties: false, minProperties: 1 },
+);

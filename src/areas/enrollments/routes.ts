@@ -1,0 +1,177 @@
+import type { App, AppContext } from '../../app/types.js';
+import { anyScope, authenticated } from '../../http/access.js';
+import { envelope } from '../../http/list.js';
+import { IdParams, MessageBody } from '../../http/schemas.js';
+import {
+  ConsentBody,
+  CreateEnrollmentBody,
+  EnrolledUserList,
+  EnrolledUserListQuery,
+  Enrollment,
+  EnrollmentFetchList,
+  EnrollmentFetchQuery,
+  EnrollmentList,
+  EnrollmentListQuery,
+  OwnEnrollment,
+  UpdateEnrollmentBody,
+} from './schemas.js';
+
+const tags = ['enrollments'];
+
+/** Error answers a route can give besides the 400/401/403 every guarded route declares (OpenAPI). */
+const errors = (...statuses: number[]) =>
+  Object.fromEntries(statuses.map((s) => [s, { $ref: 'ErrorBody#' }]));
+
+/** Enrollments (docs/platform.md#enrollments). Provider endpoints are scoped; consent and fetch are the responder's own. */
+export function registerEnrollmentRoutes(api: App, ctx: AppContext): void {
+  const svc = ctx.services.enrollments;
+
+  api.get(
+    '/enrollment',
+    {
+      schema: {
+        tags,
+        summary: 'List enrollments',
+        description:
+          'A restricted caller (not admin or integration) sees only enrollments with at least one questionnaire it can see; the total counts those only.',
+        querystring: EnrollmentListQuery,
+        response: { 200: EnrollmentList },
+      },
+      config: anyScope('enrollment:read'),
+    },
+    async (req) => {
+      const { limit, offset, sort_by, sort_dir, ...filters } = req.query;
+      return envelope(
+        'enrollments',
+        await svc.list(req.principal, filters, { limit, offset, sort_by, sort_dir }),
+        req.query,
+      );
+    },
+  );
+
+  api.post(
+    '/enrollment',
+    {
+      schema: {
+        tags,
+        summary: 'Enroll a responder into questionnaires',
+        description:
+          'Starts PENDING_CONSENT (the responder consents through POST /enrollment_consent), or ENROLLED when consent_required is false. A restricted caller needs EDIT on every questionnaire named.',
+        body: CreateEnrollmentBody,
+        response: { 200: Enrollment, ...errors(404, 409) },
+      },
+      config: anyScope('enrollment:write'),
+    },
+    async (req) => svc.create(req.body, req.principal),
+  );
+
+  api.get(
+    '/enrollment/:id',
+    {
+      schema: {
+        tags,
+        summary: 'Get an enrollment',
+        description:
+          'An enrollment the caller cannot see (none of its questionnaires visible) is 404, like a missing one.',
+        params: IdParams,
+        response: { 200: Enrollment, ...errors(404) },
+      },
+      config: anyScope('enrollment:read'),
+    },
+    async (req) => svc.get(req.principal, req.params.id),
+  );
+
+  api.patch(
+    '/enrollment/:id',
+    {
+      schema: {
+        tags,
+        summary: 'Update an enrollment or change its status',
+        description:
+          'Status changes follow the transition table; a refused change is 409 ENROLLMENT.INVALID_TRANSITION. A restricted caller needs EDIT on every questionnaire of the enrollment (and on every one it is given).',
+        params: IdParams,
+        body: UpdateEnrollmentBody,
+        response: { 200: Enrollment, ...errors(404, 409) },
+      },
+      config: anyScope('enrollment:write'),
+    },
+    async (req) => svc.update(req.params.id, req.body, req.principal),
+  );
+
+  api.delete(
+    '/enrollment/:id',
+    {
+      schema: {
+        tags,
+        summary: 'Delete an enrollment (soft)',
+        description:
+          'SPEC lists DELETE under enrollment:write; enrollment:delete is accepted too. A restricted caller needs EDIT on every questionnaire of the enrollment.',
+        params: IdParams,
+        response: { 200: MessageBody, ...errors(404) },
+      },
+      config: anyScope('enrollment:write', 'enrollment:delete'),
+    },
+    async (req) => {
+      await svc.remove(req.params.id, req.principal);
+      return { message: 'Enrollment deleted' };
+    },
+  );
+
+  api.get(
+    '/enrollment_user',
+    {
+      schema: {
+        tags,
+        summary: 'Users with enrollments',
+        description:
+          'One entry per user having enrollments that match the filters, with counts by status and the latest enrollment. A restricted caller counts only the enrollments it can see.',
+        querystring: EnrolledUserListQuery,
+        response: { 200: EnrolledUserList },
+      },
+      config: anyScope('enrollment:read'),
+    },
+    async (req) => {
+      const { limit, offset, sort_by, sort_dir, ...filters } = req.query;
+      return envelope(
+        'enrollment_users',
+        await svc.enrolledUsers(req.principal, filters, { limit, offset, sort_by, sort_dir }),
+        req.query,
+      );
+    },
+  );
+
+  api.post(
+    '/enrollment_consent',
+    {
+      schema: {
+        tags,
+        summary: 'Consent to, decline or withdraw from your own enrollment',
+        body: ConsentBody,
+        response: { 200: OwnEnrollment, ...errors(404, 409) },
+      },
+      config: authenticated(),
+    },
+    async (req) => svc.consent(req.body, req.principal.userId),
+  );
+
+  api.get(
+    '/enrollment_fetch',
+    {
+      schema: {
+        tags,
+        summary: 'Your own enrollments with their questionnaires',
+        querystring: EnrollmentFetchQuery,
+        response: { 200: EnrollmentFetchList },
+      },
+      config: authenticated(),
+    },
+    async (req) => {
+      const { limit, offset, sort_by, sort_dir, status } = req.query;
+      return envelope(
+        'enrollments',
+        await svc.fetchOwn(req.principal.userId, { status }, { limit, offset, sort_by, sort_dir }),
+        req.query,
+      );
+    },
+  );
+}

@@ -1,0 +1,448 @@
+import { isUniqueViolation } from '../../db/errors.js';
+import type { Store, Tx } from '../../db/store.js';
+import type { Principal } from '../../http/access.js';
+import { AppError, validationError } from '../../http/errors.js';
+import type { Page } from '../../http/list.js';
+import { type Clock, iso } from '../../lib/clock.js';
+import { newId } from '../../lib/ids.js';
+import { atLeast } from '../questionnaires/access.js';
+import {
+  loadQuestionnaires,
+  type QuestionnaireLookup,
+  type QuestionnaireRecord,
+  type RecordAccess,
+  requireRecordAccess,
+} from './questionnaire-lookup.js';
+import {
+  closeQuestionnaires,
+  type Enrollment,
+  type EnrollmentFilters,
+  findEnrollment,
+  insertEnrollment,
+  jsonText,
+  listEnrolledUsers,
+  listEnrollments,
+  openConflicts,
+  replaceQuestionnaires,
+  updateEnrollment,
+} from './store.js';
+import type { EnrollmentTable } from './tables.js';
+import { allowedTargets, canTransition, type EnrollmentStatus, isOpen } from './transitions.js';
+
+/** What enrollments need of identity: the user record (throws USER.NOT_FOUND). */
+export interface UserLookup {
+  getUser(id: string): Promise<{ id: string; email: string; name: string | null }>;
+  getUsers(ids: string[]): Promise<Array<{ id: string; email: string; name: string | null }>>;
+}
+
+export interface EnrollmentDeps {
+  store: Store;
+  clock: Clock;
+  identity: UserLookup;
+  questionnaires: QuestionnaireLookup;
+}
+
+export interface CreateEnrollmentInput {
+  user_id: string;
+  questionnaire_ids: string[];
+  consent_required?: boolean;
+  consent_version?: string | null;
+  starts_at?: string | null;
+  ends_at?: string | null;
+  schedule?: Record<string, unknown> | null;
+  metadata?: Record<string, unknown> | null;
+}
+
+export interface UpdateEnrollmentInput {
+  status?: EnrollmentStatus;
+  status_reason?: string | null;
+  questionnaire_ids?: string[];
+  consent_version?: string | null;
+  starts_at?: string | null;
+  ends_at?: string | null;
+  schedule?: Record<string, unknown> | null;
+  metadata?: Record<string, unknown> | null;
+}
+
+export interface ConsentInput {
+  enrollment_id: string;
+  consent: boolean;
+  consent_version?: string;
+  reason?: string;
+}
+
+/** A questionnaire as a responder receives it with their enrollment. */
+export type EnrollmentQuestionnaire = Pick<
+  QuestionnaireRecord,
+  'id' | 'name' | 'status' | 'description' | 'payload' | 'config' | 'schedule_payload' | 'updated_at'
+>;
+
+const norm = (v: string | null | undefined) =>
+  v === null || v === undefined ? v : new Date(v).toISOString();
+
+/**
+ * Enrollments: a provider enrolls a responder into questionnaires; the responder consents, declines or
+ * withdraws; the provider completes or terminates. Every status change goes through TRANSITIONS with a
+ * compare-and-set on the current status, so two concurrent changes cannot both apply.
+ */
+export function createEnrollmentService(deps: EnrollmentDeps) {
+  const { store, clock } = deps;
+  const now = () => iso(clock.now());
+
+  const notFound = () => new AppError('ENROLLMENT.NOT_FOUND', 'Enrollment not found');
+
+  async function require(id: string): Promise<Enrollment> {
+    const e = await findEnrollment(store.db, id);
+    if (!e) throw notFound();
+    return e;
+  }
+
+  /**
+   * An enrollment as the caller may see (VIEW: at least one of its questionnaires visible) or change
+   * (EDIT on every one of them). Hidden is 404 like a missing one; visible at too low a level, 403.
+   * docs/platform.md "Enrollments".
+   */
+  async function requireFor(principal: Principal, id: string, need: 'VIEW' | 'EDIT') {
+    const [access, e] = await Promise.all([
+      deps.questionnaires.accessOf(principal),
+      findEnrollment(store.db, id),
+    ]);
+    if (!e) throw notFound();
+    await requireRecordAccess(access, e.questionnaire_ids, need, {
+      what: 'enrollment',
+      details: { enrollment_id: id },
+      notFound,
+    });
+    return { access, enrollment: e };
+  }
+
+  function checkWindow(startsAt: string | null | undefined, endsAt: string | null | undefined) {
+    if (startsAt && endsAt && endsAt <= startsAt) {
+      throw validationError('ends_at must be after starts_at', { field: 'ends_at', in: 'body' });
+    }
+  }
+
+  /**
+   * Every id must name an active questionnaire the provider may see (one they cannot see is reported
+   * like a missing one), on which it holds EDIT, and that is not archived. Two queries for any number
+   * of ids (the questionnaires, then the caller's levels on them).
+   */
+  async function checkQuestionnaires(ids: string[], access: RecordAccess): Promise<void> {
+    const [found, levels] = await Promise.all([
+      loadQuestionnaires(deps.questionnaires, ids),
+      access.levels(ids),
+    ]);
+    const missing = ids.filter((id) => !found.has(id) || levels.get(id) === null);
+    if (missing.length > 0) {
+      throw new AppError('QUESTIONNAIRE.NOT_FOUND', `Questionnaire not found: ${missing.join(', ')}`, {
+        questionnaire_ids: missing,
+      });
+    }
+    const short = ids.filter((id) => !atLeast(levels.get(id) ?? null, 'EDIT'));
+    if (short.length > 0) {
+      throw new AppError('PERMISSION.DENIED', 'Enrolling into a questionnaire needs EDIT permission on it', {
+        questionnaire_ids: short,
+        required_level: 'EDIT',
+        level: 'VIEW',
+      });
+    }
+    const archived = ids.filter((id) => found.get(id)?.status === 'ARCHIVED');
+    if (archived.length > 0) {
+      throw new AppError('QUESTIONNAIRE.INVALID_STATE', 'Cannot enroll into an archived questionnaire', {
+        questionnaire_ids: archived,
+      });
+    }
+  }
+
+  function alreadyEnrolled(conflicts: Array<{ questionnaire_id: string; enrollment_id: string }>): AppError {
+    return new AppError(
+      'ENROLLMENT.ALREADY_ENROLLED',
+      'The user already has an open enrollment for these questionnaires',
+      { conflicts },
+    );
+  }
+
+  function invalidTransition(from: string, to: string, actor: 'provider' | 'responder'): AppError {
+    return new AppError(
+      'ENROLLMENT.INVALID_TRANSITION',
+      `Cannot change an enrollment from ${from} to ${to}`,
+      {
+        from,
+        to,
+        allowed: allowedTargets(from, actor),
+      },
+    );
+  }
+
+  /** Runs a write; a unique violation on the open-enrollment index becomes ALREADY_ENROLLED. */
+  async function writeGuarded<T>(userId: string, ids: string[], fn: () => Promise<T>): Promise<T> {
+    try {
+      return await fn();
+    } catch (err) {
+      if (!isUniqueViolation(err)) throw err;
+      throw alreadyEnrolled(await openConflicts(store.db, userId, ids));
+    }
+  }
+
+  async function create(input: CreateEnrollmentInput, principal: Principal): Promise<Enrollment> {
+    const actorId = principal.userId;
+    const startsAt = norm(input.starts_at) ?? null;
+    const endsAt = norm(input.ends_at) ?? null;
+    checkWindow(startsAt, endsAt);
+    await deps.identity.getUser(input.user_id);
+    await checkQuestionnaires(input.questionnaire_ids, await deps.questionnaires.accessOf(principal));
+    const conflicts = await openConflicts(store.db, input.user_id, input.questionnaire_ids);
+    if (conflicts.length > 0) throw alreadyEnrolled(conflicts);
+    const consentRequired = input.consent_required ?? true;
+    const at = now();
+    const row: EnrollmentTable = {
+      id: newId(),
+      user_id: input.user_id,
+      status: consentRequired ? 'PENDING_CONSENT' : 'ENROLLED',
+      consent_required: consentRequired ? 1 : 0,
+      consent_version: input.consent_version ?? null,
+      consented_at: null,
+      starts_at: startsAt,
+      ends_at: endsAt,
+      schedule: jsonText(input.schedule),
+      metadata: jsonText(input.metadata),
+      status_reason: null,
+      status_changed_at: at,
+      created_by: actorId,
+      created_at: at,
+      updated_at: at,
+      updated_by: actorId,
+      deleted_at: null,
+    };
+    await writeGuarded(input.user_id, input.questionnaire_ids, () =>
+      store.transaction((tx) => insertEnrollment(tx.db, row, input.questionnaire_ids, true)),
+    );
+    return require(row.id);
+  }
+
+  async function update(id: string, input: UpdateEnrollmentInput, principal: Principal): Promise<Enrollment> {
+    const actorId = principal.userId;
+    const { access, enrollment: current } = await requireFor(principal, id, 'EDIT');
+    const from = current.status;
+    const to = input.status ?? from;
+    const statusChanges = to !== from;
+    if (statusChanges && !canTransition(from, to, 'provider')) throw invalidTransition(from, to, 'provider');
+    const { status: _s, status_reason: _r, ...other } = input;
+    if (!statusChanges && Object.keys(other).length === 0 && input.status_reason === undefined)
+      return current;
+    if (!isOpen(from) && (Object.keys(other).length > 0 || input.status_reason !== undefined)) {
+      throw new AppError('ENROLLMENT.CLOSED', `The enrollment is ${from} and can no longer be changed`, {
+        status: from,
+      });
+    }
+    const reconsent = statusChanges && to === 'PENDING_CONSENT';
+    if (input.consent_version !== undefined && to !== 'PENDING_CONSENT') {
+      throw new AppError(
+        'ENROLLMENT.INVALID_TRANSITION',
+        'consent_version can change only while consent is pending; set status PENDING_CONSENT to ask for consent again',
+        { from, to, field: 'consent_version' },
+      );
+    }
+    const startsAt = input.starts_at === undefined ? current.starts_at : (norm(input.starts_at) ?? null);
+    const endsAt = input.ends_at === undefined ? current.ends_at : (norm(input.ends_at) ?? null);
+    checkWindow(startsAt, endsAt);
+    const ids = input.questionnaire_ids;
+    if (ids) {
+      await checkQuestionnaires(ids, access);
+      const conflicts = await openConflicts(store.db, current.user_id, ids, id);
+      if (conflicts.length > 0) throw alreadyEnrolled(conflicts);
+    }
+    const at = now();
+    const changes: Partial<EnrollmentTable> = { updated_at: at, updated_by: actorId };
+    if (input.starts_at !== undefined) changes.starts_at = startsAt;
+    if (input.ends_at !== undefined) changes.ends_at = endsAt;
+    if (input.schedule !== undefined) changes.schedule = jsonText(input.schedule);
+    if (input.metadata !== undefined) changes.metadata = jsonText(input.metadata);
+    if (input.consent_version !== undefined) changes.consent_version = input.consent_version;
+    if (input.status_reason !== undefined) changes.status_reason = input.status_reason;
+    if (statusChanges) {
+      changes.status = to;
+      changes.status_changed_at = at;
+      if (input.status_reason === undefined) changes.status_reason = null;
+      if (reconsent) {
+        changes.consent_required = 1;
+        changes.consented_at = null;
+      }
+    }
+    await writeGuarded(current.user_id, ids ?? [], () =>
+      store.transaction(async (tx) => {
+        // Compare-and-set on the status read above: a concurrent change makes this one fail cleanly.
+        const applied = await updateEnrollment(tx.db, id, changes, from);
+        if (!applied) throw await staleError(tx.db, id, from, to);
+        if (ids) await replaceQuestionnaires(tx.db, id, current.user_id, ids, isOpen(to));
+        else if (!isOpen(to)) await closeQuestionnaires(tx.db, id);
+      }),
+    );
+    return require(id);
+  }
+
+  /** Why a compare-and-set found nothing: deleted meanwhile (404) or moved on (409 from its new status). */
+  async function staleError(db: Tx['db'], id: string, from: string, to: string): Promise<AppError> {
+    const latest = await findEnrollment(db, id);
+    if (!latest) return new AppError('ENROLLMENT.NOT_FOUND', 'Enrollment not found');
+    return new AppError(
+      'ENROLLMENT.INVALID_TRANSITION',
+      `The enrollment changed from ${from} to ${latest.status} meanwhile; cannot move it to ${to}`,
+      { from: latest.status, to },
+    );
+  }
+
+  async function remove(id: string, principal: Principal): Promise<void> {
+    const actorId = principal.userId;
+    await requireFor(principal, id, 'EDIT');
+    const at = now();
+    await store.transaction(async (tx) => {
+      const applied = await updateEnrollment(tx.db, id, {
+        deleted_at: at,
+        updated_at: at,
+        updated_by: actorId,
+      });
+      if (!applied) throw notFound();
+      await closeQuestionnaires(tx.db, id);
+    });
+  }
+
+  /**
+   * The responder's answer to their own enrollment. consent true: PENDING_CONSENT -> ENROLLED (the
+   * consent_version must match when the enrollment names one). consent false: declines a pending
+   * enrollment or withdraws from an active one (-> TERMINATED_BY_PATIENT). Repeating the answer that
+   * produced the current status returns the enrollment unchanged (safe client retries).
+   */
+  async function consent(input: ConsentInput, userId: string): Promise<Enrollment> {
+    const current = await findEnrollment(store.db, input.enrollment_id);
+    // Another user's enrollment gets the same 404 as a missing one.
+    if (!current || current.user_id !== userId)
+      throw new AppError('ENROLLMENT.NOT_FOUND', 'Enrollment not found');
+    const from = current.status;
+    const to: EnrollmentStatus = input.consent ? 'ENROLLED' : 'TERMINATED_BY_PATIENT';
+    if (from === to) return current;
+    if (!canTransition(from, to, 'responder')) throw invalidTransition(from, to, 'responder');
+    const at = now();
+    const changes: Partial<EnrollmentTable> = {
+      status: to,
+      status_changed_at: at,
+      status_reason: input.reason ?? null,
+      updated_at: at,
+      updated_by: userId,
+    };
+    if (input.consent) {
+      if (current.consent_version !== null && input.consent_version !== current.consent_version) {
+        throw new AppError(
+          'ENROLLMENT.CONSENT_VERSION_MISMATCH',
+          'Consent must be given to the current consent document version',
+          { expected: current.consent_version, given: input.consent_version ?? null },
+        );
+      }
+      if (current.ends_at !== null && current.ends_at <= at) {
+        throw new AppError('ENROLLMENT.NOT_ACTIVE', 'The enrollment period has ended', {
+          ends_at: current.ends_at,
+        });
+      }
+      changes.consented_at = at;
+    }
+    await store.transaction(async (tx) => {
+      const applied = await updateEnrollment(tx.db, current.id, changes, from);
+      if (!applied) throw await staleError(tx.db, current.id, from, to);
+      if (!isOpen(to)) await closeQuestionnaires(tx.db, current.id);
+    });
+    return require(current.id);
+  }
+
+  /** Users with matching enrollments, with their counts and latest status, enriched with email and name. */
+  async function enrolledUsers(principal: Principal, filters: EnrollmentFilters, page: Page) {
+    const { questionnaireFilter } = await deps.questionnaires.accessOf(principal);
+    const result = await listEnrolledUsers(store.db, filters, page, questionnaireFilter);
+    const users = new Map(
+      (await deps.identity.getUsers(result.items.map((r) => r.user_id))).map((u) => [u.id, u]),
+    );
+    const items = result.items.map((row) => {
+      const user = users.get(row.user_id);
+      return { ...row, email: user?.email ?? null, name: user?.name ?? null };
+    });
+    return { items, total: result.total };
+  }
+
+  /** The responder's own enrollments, each with its questionnaires (active ones only). */
+  async function fetchOwn(userId: string, filters: { status?: EnrollmentStatus }, page: Page) {
+    // The caller's own enrollments: not narrowed by permissions.
+    const result = await listEnrollments(store.db, { user_id: userId, status: filters.status }, page, 'all');
+    const found = await loadQuestionnaires(
+      deps.questionnaires,
+      result.items.flatMap((e) => e.questionnaire_ids),
+    );
+    const items = result.items.map((e) => ({
+      ...e,
+      questionnaires: e.questionnaire_ids
+        .map((qid) => found.get(qid))
+        .filter((q): q is QuestionnaireRecord => q !== undefined)
+        .map((q): EnrollmentQuestionnaire => {
+          // Content only once published: a responder never sees a draft or an archived form.
+          const live = q.status === 'PUBLISHED';
+          return {
+            id: q.id,
+            name: q.name,
+            status: q.status,
+            description: q.description ?? null,
+            payload: live ? (q.payload ?? null) : null,
+            config: live ? (q.config ?? null) : null,
+            schedule_payload: live ? (q.schedule_payload ?? null) : null,
+            updated_at: q.updated_at,
+          };
+        }),
+    }));
+    return { items, total: result.total };
+  }
+
+  /**
+   * For submissions: the enrollment must be the user's, ENROLLED, within its window, and include the
+   * questionnaire. Returns nothing; throws ENROLLMENT.NOT_FOUND or ENROLLMENT.NOT_ACTIVE.
+   */
+  async function assertAcceptsSubmission(enrollmentId: string, userId: string, questionnaireId: string) {
+    const e = await findEnrollment(store.db, enrollmentId);
+    if (!e || e.user_id !== userId) throw new AppError('ENROLLMENT.NOT_FOUND', 'Enrollment not found');
+    const at = now();
+    const reason =
+      e.status !== 'ENROLLED'
+        ? `the enrollment is ${e.status}`
+        : !e.questionnaire_ids.includes(questionnaireId)
+          ? 'the questionnaire is not part of the enrollment'
+          : e.starts_at !== null && at < e.starts_at
+            ? 'the enrollment period has not started'
+            : e.ends_at !== null && at >= e.ends_at
+              ? 'the enrollment period has ended'
+              : null;
+    if (reason) {
+      throw new AppError('ENROLLMENT.NOT_ACTIVE', `Cannot submit under this enrollment: ${reason}`, {
+        enrollment_id: e.id,
+        status: e.status,
+      });
+    }
+  }
+
+  return {
+    /** An enrollment as `principal` may see it (404 when it cannot). */
+    get: async (principal: Principal, id: string) => (await requireFor(principal, id, 'VIEW')).enrollment,
+    /** Enrollments `principal` may see, filtered; the total counts those only. */
+    list: async (principal: Principal, filters: EnrollmentFilters, page: Page) =>
+      listEnrollments(
+        store.db,
+        filters,
+        page,
+        (await deps.questionnaires.accessOf(principal)).questionnaireFilter,
+      ),
+    create,
+    update,
+    remove,
+    consent,
+    enrolledUsers,
+    fetchOwn,
+    assertAcceptsSubmission,
+  };
+}
+
+export type EnrollmentService = ReturnType<typeof createEnrollmentService>;

@@ -1,0 +1,317 @@
+/**
+ * The event definition registry's contents: every event type the service emits (CONTRACTS §6), with
+ * the JSON Schema of its `data`, where its subject comes from, and complete example events.
+ *
+ * `subject_template` names the `data` field that holds the subject (`{user_id}`): CONTRACTS §6 makes
+ * the subject the id of the resource the event is about. `source` is stable per area (docs/events.md).
+ * Schemas require what the contracts promise and describe the optional fields areas add; they stay
+ * open (`additionalProperties: true`) so adding a field to an event is a compatible change.
+ */
+
+export interface EventDefinition {
+  event_type: string;
+  schema_version: string;
+  description: string;
+  /** The `source` every event of this type carries. */
+  source: string;
+  data_schema: Record<string, unknown>;
+  subject_template: string;
+  examples: Record<string, unknown>[];
+  deprecated: boolean;
+}
+
+export const EVENT_SOURCES = {
+  user: '/api/v1/user',
+  folder: '/api/v1/folder',
+  questionnaire: '/api/v1/questionnaire',
+  submission: '/api/v1/questionnaire_submission',
+} as const;
+
+const id = { type: 'string', minLength: 1 };
+const nullableString = { type: ['string', 'null'] };
+const timestamp = { type: 'string', format: 'date-time' };
+
+function dataSchema(
+  title: string,
+  required: string[],
+  properties: Record<string, unknown>,
+): Record<string, unknown> {
+  return {
+    $schema: 'http://json-schema.org/draft-07/schema#',
+    title,
+    type: 'object',
+    required,
+    properties,
+    additionalProperties: true,
+  };
+}
+
+const EXAMPLE_TIME = '2026-01-01T12:00:00.000Z';
+let exampleSeq = 0;
+
+function define(
+  area: keyof typeof EVENT_SOURCES,
+  name: string,
+  description: string,
+  schema: Record<string, unknown>,
+  subjectField: string,
+  exampleData: Record<string, unknown>[],
+): EventDefinition {
+  const type = `svc.${name}`;
+  return {
+    event_type: type,
+    schema_version: '1.0',
+    description,
+    source: EVENT_SOURCES[area],
+    data_schema: schema,
+    subject_template: `{${subjectField}}`,
+    examples: exampleData.map((data) => ({
+      specversion: '1.0',
+      id: `00000000-0000-4000-8000-${String(++exampleSeq).padStart(12, '0')}`,
+      source: EVENT_SOURCES[area],
+      type,
+      subject: data[subjectField],
+      time: EXAMPLE_TIME,
+      datacontenttype: 'application/json',
+      data,
+    })),
+    deprecated: false,
+  };
+}
+
+const USER_ID = '5b0e6c1e-2f7a-4c1b-9d55-0c7f3e1d2a10';
+const FOLDER_ID = '9a8b7c6d-1e2f-4a3b-8c4d-5e6f7a8b9c0d';
+const PARENT_FOLDER_ID = '1c2d3e4f-5a6b-4c7d-8e9f-0a1b2c3d4e5f';
+const QUESTIONNAIRE_ID = '3f1e2d4c-5b6a-4978-8a9b-0c1d2e3f4a5b';
+const SUBMISSION_ID = '7e6d5c4b-3a29-4187-9f6e-5d4c3b2a1908';
+const API_KEY_ID = '2a3b4c5d-6e7f-4a8b-9c0d-1e2f3a4b5c6d';
+
+const userProperties = {
+  user_id: id,
+  email: { type: 'string', minLength: 1 },
+  name: nullableString,
+};
+const folderProperties = { folder_id: id, name: { type: 'string' }, parent_id: nullableString };
+const REVISION_ID = '4d5e6f7a-8b9c-4d0e-9f1a-2b3c4d5e6f7a';
+const SOURCE_QUESTIONNAIRE_ID = '6c7d8e9f-0a1b-4c2d-8e3f-4a5b6c7d8e9f';
+
+const questionnaireProperties = {
+  questionnaire_id: id,
+  name: { type: 'string' },
+  status: { enum: ['DRAFT', 'PUBLISHED', 'ARCHIVED'] },
+  folder_id: nullableString,
+  revision_id: nullableString,
+  sequence: { type: 'integer', minimum: 1 },
+  operation: {
+    enum: ['EDIT', 'METADATA_EDIT', 'PUBLISH', 'FORK', 'DELETE', 'RESTORE', 'ARCHIVE'],
+    description: 'The revision operation of the change.',
+  },
+  lineage_root_id: { ...id, description: 'The first questionnaire of its fork family.' },
+};
+const answers = {
+  type: 'object',
+  description:
+    'The raw answers. When answers.scoring exists it also carries variables_by_name and functions_by_name (SPEC Emission).',
+};
+const scoredAnswers = {
+  q1: 'yes',
+  scoring: {
+    variables: [{ name: 'total', value: 7 }],
+    functions: [{ name: 'sum', expression: { '+': [{ var: 'q1_score' }, 4] } }],
+    variables_by_name: { total: { name: 'total', value: 7 } },
+    functions_by_name: { sum: { name: 'sum', expression: { '+': [{ var: 'q1_score' }, 4] } } },
+  },
+};
+
+const userEvent = (name: string, description: string, extra: Record<string, unknown> = {}) =>
+  define(
+    'user',
+    `user.${name}`,
+    description,
+    dataSchema(`svc.user.${name} data`, ['user_id', 'email'], { ...userProperties, ...extra }),
+    'user_id',
+    [{ user_id: USER_ID, email: 'ada@example.com', name: 'Ada Lovelace' }],
+  );
+
+const folderEvent = (name: string, description: string, extra: Record<string, unknown> = {}) =>
+  define(
+    'folder',
+    `folder.${name}`,
+    description,
+    dataSchema(`svc.folder.${name} data`, ['folder_id'], { ...folderProperties, ...extra }),
+    'folder_id',
+    [{ folder_id: FOLDER_ID, name: 'Cardiology', parent_id: PARENT_FOLDER_ID }],
+  );
+
+const questionnaireExample = (status: string, operation: string, sequence: number) => ({
+  questionnaire_id: QUESTIONNAIRE_ID,
+  name: 'Intake',
+  status,
+  folder_id: FOLDER_ID,
+  revision_id: REVISION_ID,
+  sequence,
+  operation,
+  lineage_root_id: QUESTIONNAIRE_ID,
+});
+
+const questionnaireEvent = (
+  name: string,
+  description: string,
+  operations: string[],
+  examples: Record<string, unknown>[],
+  extra: Record<string, unknown> = {},
+) =>
+  define(
+    'questionnaire',
+    `questionnaire.${name}`,
+    description,
+    dataSchema(`svc.questionnaire.${name} data`, ['questionnaire_id'], {
+      ...questionnaireProperties,
+      operation: { ...questionnaireProperties.operation, enum: operations },
+      ...extra,
+    }),
+    'questionnaire_id',
+    examples,
+  );
+
+export const EVENT_DEFINITIONS: readonly EventDefinition[] = [
+  userEvent('created', 'A user was created.'),
+  userEvent('updated', 'A user was changed.', {
+    changed_fields: { type: 'array', items: { type: 'string' } },
+  }),
+  userEvent('deleted', 'A user was soft-deleted.', { deleted_at: timestamp }),
+  userEvent('password.changed', 'A user changed or reset their password (the password is never included).', {
+    changed_by: {
+      ...nullableString,
+      description: 'The id of whoever set the password: the user themself, or an administrator.',
+    },
+  }),
+  folderEvent('created', 'A folder was created.'),
+  folderEvent('updated', 'A folder was changed (renamed or moved).', {
+    changed_fields: { type: 'array', items: { type: 'string' } },
+  }),
+  folderEvent('deleted', 'A folder was soft-deleted.', { deleted_at: timestamp }),
+  questionnaireEvent(
+    'created',
+    'A questionnaire was created: by POST /questionnaire (its first revision, operation EDIT) or by forking ' +
+      'another one (operation FORK, with forked_from_id naming the source; lineage_root_id is the ' +
+      "source's lineage root).",
+    ['EDIT', 'FORK'],
+    [
+      questionnaireExample('DRAFT', 'EDIT', 1),
+      {
+        ...questionnaireExample('DRAFT', 'FORK', 1),
+        name: 'Intake (v2)',
+        lineage_root_id: SOURCE_QUESTIONNAIRE_ID,
+        forked_from_id: SOURCE_QUESTIONNAIRE_ID,
+      },
+    ],
+    {
+      forked_from_id: {
+        ...id,
+        description: 'Only when operation is FORK: the questionnaire this one was forked from.',
+      },
+    },
+  ),
+  questionnaireEvent(
+    'updated',
+    'A questionnaire was edited (EDIT or METADATA_EDIT revision).',
+    ['EDIT', 'METADATA_EDIT'],
+    [questionnaireExample('DRAFT', 'EDIT', 2)],
+  ),
+  questionnaireEvent(
+    'published',
+    'A questionnaire was published (PUBLISH revision).',
+    ['PUBLISH'],
+    [questionnaireExample('PUBLISHED', 'PUBLISH', 2)],
+  ),
+  questionnaireEvent(
+    'deleted',
+    'A questionnaire was soft-deleted (DELETE revision).',
+    ['DELETE'],
+    [{ ...questionnaireExample('DRAFT', 'DELETE', 2), deleted_at: EXAMPLE_TIME }],
+    { deleted_at: timestamp },
+  ),
+  questionnaireEvent(
+    'restored',
+    'A deleted questionnaire was restored (RESTORE revision).',
+    ['RESTORE'],
+    [questionnaireExample('DRAFT', 'RESTORE', 3)],
+  ),
+  questionnaireEvent(
+    'archived',
+    'A questionnaire was archived (ARCHIVE revision).',
+    ['ARCHIVE'],
+    [questionnaireExample('ARCHIVED', 'ARCHIVE', 3)],
+  ),
+  define(
+    'submission',
+    'submission.created',
+    'A signed-in user submitted a questionnaire. data.answers is enriched when it has a scoring block.',
+    dataSchema('svc.submission.created data', ['submission_id', 'questionnaire_id', 'answers'], {
+      submission_id: id,
+      questionnaire_id: id,
+      answers,
+      user_id: nullableString,
+    }),
+    'submission_id',
+    [
+      {
+        submission_id: SUBMISSION_ID,
+        questionnaire_id: QUESTIONNAIRE_ID,
+        answers: { q1: 'yes' },
+        user_id: USER_ID,
+      },
+      {
+        submission_id: SUBMISSION_ID,
+        questionnaire_id: QUESTIONNAIRE_ID,
+        answers: scoredAnswers,
+        user_id: USER_ID,
+      },
+    ],
+  ),
+  define(
+    'submission',
+    'submission.anonymous_created',
+    'A questionnaire was submitted anonymously with an API key. data.answers is enriched like submission.created.',
+    dataSchema('svc.submission.anonymous_created data', ['submission_id', 'questionnaire_id', 'answers'], {
+      submission_id: id,
+      questionnaire_id: id,
+      answers,
+      api_key_id: nullableString,
+    }),
+    'submission_id',
+    [
+      {
+        submission_id: SUBMISSION_ID,
+        questionnaire_id: QUESTIONNAIRE_ID,
+        answers: { q1: 'no' },
+        api_key_id: API_KEY_ID,
+      },
+    ],
+  ),
+  define(
+    'submission',
+    'submission.updated',
+    'A submission was changed.',
+    dataSchema('svc.submission.updated data', ['submission_id', 'questionnaire_id'], {
+      submission_id: id,
+      questionnaire_id: id,
+      answers,
+    }),
+    'submission_id',
+    [{ submission_id: SUBMISSION_ID, questionnaire_id: QUESTIONNAIRE_ID, answers: { q1: 'maybe' } }],
+  ),
+  define(
+    'submission',
+    'submission.deleted',
+    'A submission was soft-deleted.',
+    dataSchema('svc.submission.deleted data', ['submission_id', 'questionnaire_id'], {
+      submission_id: id,
+      questionnaire_id: id,
+      deleted_at: timestamp,
+    }),
+    'submission_id',
+    [{ submission_id: SUBMISSION_ID, questionnaire_id: QUESTIONNAIRE_ID, deleted_at: EXAMPLE_TIME }],
+  ),
+];

@@ -1,0 +1,40 @@
+/**
+ * Submission scoring enrichment (SPEC Events, Emission): when `data.answers.scoring` is an object,
+ * add `variables_by_name` (from `scoring.variables`) and `functions_by_name` (from `scoring.functions`),
+ * each keyed by the entries' `name`; the original structures stay as they are. Data without a scoring
+ * block is returned unchanged. Pure: returns a new object and never mutates its input.
+ *
+ * `variables` / `functions` may be a list of entries or an object of entries (keyed by anything);
+ * entries without a string `name` are left out of the index; with a repeated name the last one wins.
+ */
+export function enrichSubmissionData<T extends Record<string, unknown>>(data: T): T {
+  const answers = data.answers;
+  if (!isObject(answers)) return data;
+  const scoring = answers.scoring;
+  if (!isObject(scoring)) return data;
+  return {
+    ...data,
+    answers: {
+      ...answers,
+      scoring: {
+        ...scoring,
+        variables_by_name: indexByName(scoring.variables),
+        functions_by_name: indexByName(scoring.functions),
+      },
+    },
+  };
+}
+
+function indexByName(entries: unknown): Record<string, unknown> {
+  const list = Array.isArray(entries) ? entries : isObject(entries) ? Object.values(entries) : [];
+  const index = new Map<string, unknown>();
+  for (const entry of list) {
+    if (isObject(entry) && typeof entry.name === 'string') index.set(entry.name, entry);
+  }
+  // fromEntries defines own properties, so a name like "__proto__" is a key, not a prototype.
+  return Object.fromEntries(index);
+}
+
+function isObject(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}

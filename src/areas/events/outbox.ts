@@ -1,0 +1,241 @@
+import { randomBytes } from 'node:crypto';
+import { hostname } from 'node:os';
+import type { Logger } from 'pino';
+import type { Store } from '../../db/store.js';
+import { type Clock, iso } from '../../lib/clock.js';
+import type { Wakeups } from '../../worker/wakeups.js';
+import type { Job } from '../../worker/worker.js';
+import type { CloudEvent } from './cloudevent.js';
+import type { EventHandler } from './handlers.js';
+import { afterFailure } from './retry.js';
+import { OUTBOX_JOB, type OutboxSignal } from './signal.js';
+import {
+  claimTasks,
+  expiredLeases,
+  extendLeases,
+  type FailureUpdate,
+  markDone,
+  markFailed,
+  nextDueAt,
+  type TaskRow,
+} from './store.js';
+
+export interface OutboxOptions {
+  /** Tasks claimed per step. */
+  batchSize?: number;
+  /** Events of one batch handled at the same time. */
+  concurrency?: number;
+  /** How long a claim is exclusive; renewed every third of it while handlers run. */
+  leaseMs: number;
+  intervalMs: number;
+  /** One attempt's handlers may run this long before the attempt counts as failed. */
+  handlerTimeoutMs?: number;
+  /** Identifies this drain in `locked_by`; unique per job instance. */
+  workerId?: string;
+}
+
+export interface OutboxDeps {
+  store: Store;
+  clock: Clock;
+  log: Logger;
+  wakeups: Wakeups;
+  /** Read at every event, so handlers appended after construction are called too. */
+  handlers: readonly EventHandler[];
+  signal: OutboxSignal;
+}
+
+export type OutboxJob = Job & {
+  readonly workerId: string;
+  /** Starts LISTEN (PostgreSQL) so this process wakes when another one publishes. */
+  start(): void;
+  stop(): Promise<void>;
+};
+
+const MAX_ERROR_LENGTH = 2_000;
+/** Never re-arm the due-timer closer than this: a due task another worker holds locked must not spin us. */
+const MIN_TIMER_MS = 50;
+
+/**
+ * The outbox drain (SPEC Pipeline 2): claim a batch, hand each event to every handler, then settle
+ * each task: DONE, or the retry rule of retry.ts (PENDING later, or FAILED). Leases that ran out
+ * count as failed attempts. Run by the worker as the job `outbox`, woken after every publish.
+ */
+export function createOutboxJob(deps: OutboxDeps, options: OutboxOptions): OutboxJob {
+  const { store, clock, log } = deps;
+  const batchSize = options.batchSize ?? 100;
+  const concurrency = options.concurrency ?? 8;
+  const handlerTimeoutMs = options.handlerTimeoutMs ?? 5 * 60_000;
+  const workerId = options.workerId ?? `${hostname()}/${process.pid}/${randomBytes(4).toString('hex')}`;
+  let dueTimer: NodeJS.Timeout | undefined;
+  // Housekeeping (reaping expired leases, asking the store for the next due time) costs three queries.
+  // Under a stream of publishes the drain steps hundreds of times a second, so housekeeping runs at
+  // most every `housekeepingMs`; retries this drain schedules meanwhile are tracked in `knownDueAt`.
+  const housekeepingMs = Math.min(1_000, options.leaseMs / 2);
+  let housekeepingAt = 0;
+  let knownDueAt: number | null = null;
+
+  const leaseUntil = () => iso(new Date(clock.now().getTime() + options.leaseMs));
+
+  /** Expired leases are failed attempts: settled by the same rule as a handler's failure. */
+  async function reapExpiredLeases(now: Date): Promise<void> {
+    const expired = await expiredLeases(store.db, iso(now), batchSize);
+    for (const task of expired) {
+      const error = `lease of ${task.locked_by ?? 'a worker'} expired during attempt ${task.attempts} (worker stopped or stalled)`;
+      const reaped = await markFailed(
+        store.db,
+        failedAttempt(task, error, now),
+        { lockedUntil: task.locked_until!, attempts: task.attempts },
+        iso(now),
+      );
+      if (reaped)
+        log.warn({ task_id: task.id, event_id: task.event_id }, 'outbox: reclaimed an expired lease');
+    }
+  }
+
+  /** Calls every handler; a failing handler does not stop the others. Resolves to the error text, if any. */
+  async function deliver(task: TaskRow): Promise<string | null> {
+    let event: CloudEvent;
+    try {
+      event = JSON.parse(task.cloudevent) as CloudEvent;
+    } catch {
+      return 'stored CloudEvent is not valid JSON';
+    }
+    const errors: string[] = [];
+    for (const handler of deps.handlers) {
+      try {
+        await withTimeout(handler.handle(event), handlerTimeoutMs, handler.name);
+      } catch (err) {
+        const message = err instanceof Error ? err.message : String(err);
+        errors.push(`${handler.name}: ${message}`);
+        log.warn(
+          { handler: handler.name, event_id: event.id, event_type: event.type, attempt: task.attempts, err },
+          'outbox: event handler failed',
+        );
+      }
+    }
+    return errors.length ? errors.join('; ').slice(0, MAX_ERROR_LENGTH) : null;
+  }
+
+  /** Settles a claimed batch; records when the retries it schedules come due. */
+  async function settle(tasks: TaskRow[], results: Array<string | null>): Promise<void> {
+    const now = clock.now();
+    const doneIds = tasks.filter((_, i) => results[i] === null).map((t) => t.id);
+    await markDone(store.db, doneIds, workerId, iso(now));
+    for (const [i, task] of tasks.entries()) {
+      const error = results[i];
+      if (error === null) continue;
+      const update = failedAttempt(task, error, now);
+      await markFailed(store.db, update, { workerId }, iso(now));
+      if (update.next_attempt_at) knownDueAt = earliest(knownDueAt, Date.parse(update.next_attempt_at));
+      if (update.status === 'FAILED') {
+        log.error(
+          { task_id: task.id, event_id: task.event_id, attempts: task.attempts },
+          'outbox: task FAILED',
+        );
+      }
+    }
+  }
+
+  /**
+   * Arms a timer for the next retry or lease expiry (or the next housekeeping, which may find one), so
+   * it happens on time rather than at the next interval.
+   */
+  function armDueTimer(wakeAt: number | null, nowMs: number): void {
+    clearTimeout(dueTimer);
+    if (wakeAt === null) return;
+    const delay = Math.max(wakeAt - nowMs, MIN_TIMER_MS);
+    if (delay >= options.intervalMs) return;
+    dueTimer = setTimeout(() => deps.wakeups.wake(OUTBOX_JOB), delay);
+    dueTimer.unref();
+  }
+
+  return {
+    name: OUTBOX_JOB,
+    intervalMs: options.intervalMs,
+    workerId,
+    async run() {
+      const now = clock.now();
+      const nowMs = now.getTime();
+      const housekeeping = nowMs >= housekeepingAt;
+      if (housekeeping) await reapExpiredLeases(now);
+      const tasks = await claimTasks(store.db, store.dialect, {
+        now: iso(now),
+        leaseUntil: leaseUntil(),
+        workerId,
+        limit: batchSize,
+      });
+      if (tasks.length > 0) {
+        const ids = tasks.map((t) => t.id);
+        const heartbeat = setInterval(
+          () => {
+            extendLeases(store.db, ids, workerId, leaseUntil()).catch((err) =>
+              log.warn({ err }, 'outbox: lease renewal failed'),
+            );
+          },
+          Math.max(options.leaseMs / 3, 10),
+        );
+        try {
+          const results = await mapConcurrently(tasks, concurrency, deliver);
+          await settle(tasks, results);
+        } finally {
+          clearInterval(heartbeat);
+        }
+      }
+      if (tasks.length === batchSize) return true;
+      if (housekeeping) {
+        const due = await nextDueAt(store.db);
+        knownDueAt = due ? Date.parse(due) : null;
+        housekeepingAt = nowMs + housekeepingMs;
+        armDueTimer(knownDueAt, nowMs);
+      } else {
+        // What was due by `now` was claimable in this step; look ahead only.
+        if (knownDueAt !== null && knownDueAt <= nowMs) knownDueAt = null;
+        armDueTimer(earliest(knownDueAt, housekeepingAt), nowMs);
+      }
+      return false;
+    },
+    start() {
+      deps.signal.listen();
+    },
+    async stop() {
+      clearTimeout(dueTimer);
+      await deps.signal.close();
+    },
+  };
+}
+
+/** A failed attempt of `task`, placed by the retry rule (retry.ts). */
+function failedAttempt(task: TaskRow, error: string, now: Date): FailureUpdate {
+  const next = afterFailure(task.attempts, task.max_attempts, now);
+  return {
+    id: task.id,
+    status: next.status,
+    next_attempt_at: next.status === 'PENDING' ? iso(next.next_attempt_at) : null,
+    error,
+  };
+}
+
+function earliest(a: number | null, b: number): number {
+  return a === null ? b : Math.min(a, b);
+}
+
+async function mapConcurrently<T, R>(items: T[], limit: number, fn: (item: T) => Promise<R>): Promise<R[]> {
+  const results = new Array<R>(items.length);
+  let next = 0;
+  const lane = async () => {
+    while (next < items.length) {
+      const i = next++;
+      results[i] = await fn(items[i]);
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(limit, items.length) }, lane));
+  return results;
+}
+
+function withTimeout<T>(promise: Promise<T>, ms: number, name: string): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`${name} did not finish within ${ms} ms`)), ms);
+  });
+  return Promise.race([promise, timeout]).finally(() => clearTimeout(timer));
+}

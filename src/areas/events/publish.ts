@@ -1,0 +1,75 @@
+import type { Tx } from '../../db/store.js';
+import { type Clock, iso } from '../../lib/clock.js';
+import { newId } from '../../lib/ids.js';
+import type { CloudEvent } from './cloudevent.js';
+import type { EventRegistry } from './registry.js';
+import { DEFAULT_MAX_ATTEMPTS } from './retry.js';
+import { insertTask } from './store.js';
+
+export interface EventInput {
+  /** Full type, e.g. `svc.user.created`. */
+  type: string;
+  /** Stable per area, e.g. `/api/v1/user` (documented in docs/events.md). */
+  source: string;
+  /** Id of the resource the event is about. */
+  subject: string;
+  data: Record<string, unknown>;
+}
+
+export interface EventPublisher {
+  /**
+   * Writes the event's outbox task inside `tx` and wakes the worker once `tx` commits. Taking a Tx
+   * (not a connection) is the rule of the transactional outbox: the event exists iff the change does.
+   */
+  publish(tx: Tx, input: EventInput): Promise<CloudEvent>;
+}
+
+export const LOCAL_HANDLERS_TARGET = 'local-handlers';
+
+export function createEventPublisher(deps: {
+  clock: Clock;
+  /** Called after commit: wakes the drain here and, on PostgreSQL, in every worker process. */
+  wake: () => void;
+  /**
+   * When given, every event is checked against it before it is written (SPEC Pipeline 1): an
+   * unregistered type is `EVENT.UNKNOWN_TYPE`, a wrong source, subject or data `EVENT.INVALID`, and the
+   * area's transaction rolls back. On outside production, so no area ships garbage events.
+   */
+  registry?: EventRegistry;
+}): EventPublisher {
+  return {
+    async publish(tx, input) {
+      deps.registry?.check(input);
+      const now = iso(deps.clock.now());
+      const event: CloudEvent = {
+        specversion: '1.0',
+        id: newId(),
+        source: input.source,
+        type: input.type,
+        subject: input.subject,
+        time: now,
+        datacontenttype: 'application/json',
+        data: input.data,
+      };
+      await insertTask(tx.db, {
+        id: newId(),
+        event_id: event.id,
+        event_type: event.type,
+        cloudevent: JSON.stringify(event),
+        target: LOCAL_HANDLERS_TARGET,
+        status: 'PENDING',
+        error: null,
+        attempts: 0,
+        max_attempts: DEFAULT_MAX_ATTEMPTS,
+        next_attempt_at: now,
+        locked_until: null,
+        locked_by: null,
+        done_at: null,
+        created_at: now,
+        updated_at: now,
+      });
+      tx.afterCommit(deps.wake);
+      return event;
+    },
+  };
+}

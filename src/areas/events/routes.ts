@@ -1,0 +1,42 @@
+import type { App, AppContext } from '../../app/types.js';
+import { anyScope } from '../../http/access.js';
+import {
+  EventDefinitionList,
+  EventDefinitionQuery,
+  EventDeliveryTaskList,
+  EventDeliveryTaskQuery,
+} from './schemas.js';
+
+export function registerEventRoutes(api: App, ctx: AppContext): void {
+  const events = ctx.services.events;
+
+  api.get(
+    '/event_definition',
+    {
+      schema: {
+        tags: ['events'],
+        summary: 'List the event definition registry',
+        description: 'Every event type the service emits, with the JSON Schema of its data and examples.',
+        querystring: EventDefinitionQuery,
+        response: { 200: EventDefinitionList },
+      },
+      config: anyScope('event_subscription:read'),
+    },
+    async (request) => events.listDefinitions(request.query),
+  );
+
+  api.get(
+    '/event_delivery_task',
+    {
+      schema: {
+        tags: ['events'],
+        summary: 'List outbox tasks',
+        description: 'The transactional outbox: one task per published event and its processing state.',
+        querystring: EventDeliveryTaskQuery,
+        response: { 200: EventDeliveryTaskList },
+      },
+      config: anyScope('event_subscription:read'),
+    },
+    async (request) => events.listTasks(request.query),
+  );
+}

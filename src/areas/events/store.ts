@@ -1,0 +1,208 @@
+import { type Kysely, type Selectable, sql, type Transaction } from 'kysely';
+import type { Database } from '../../db/schema.js';
+import type { Dialect } from '../../db/store.js';
+import { isoParam, paginate } from '../../http/list.js';
+import type { CloudEvent } from './cloudevent.js';
+import type { EventDeliveryTask, EventDeliveryTaskQuery } from './schemas.js';
+import type { EventDeliveryTaskTable } from './tables.js';
+
+/** SQL of the outbox: every statement the publisher, the drain and the task list run. */
+
+type Db = Kysely<Database> | Transaction<Database>;
+export type TaskRow = Selectable<EventDeliveryTaskTable>;
+
+const TABLE = 'event_delivery_task';
+
+export async function insertTask(db: Db, row: TaskRow): Promise<void> {
+  await db.insertInto(TABLE).values(row).execute();
+}
+
+/**
+ * Claims up to `limit` due PENDING tasks for `workerId` in one statement: IN_PROGRESS, attempts + 1
+ * (an attempt counts when it starts, so a task that kills its worker still runs out of attempts),
+ * leased until `leaseUntil`. Returned oldest first.
+ */
+export async function claimTasks(
+  db: Kysely<Database>,
+  dialect: Dialect,
+  opts: { now: string; leaseUntil: string; workerId: string; limit: number },
+): Promise<TaskRow[]> {
+  const claimed = {
+    status: 'IN_PROGRESS',
+    attempts: sql<number>`attempts + 1`,
+    locked_until: opts.leaseUntil,
+    locked_by: opts.workerId,
+    updated_at: opts.now,
+  } as const;
+  let rows: TaskRow[];
+  if (dialect === 'postgres') {
+    // Several workers claim at once: FOR UPDATE SKIP LOCKED hands each a disjoint batch without
+    // waiting on the others' row locks. A CTE with FOR UPDATE is evaluated exactly once, which an
+    // `IN (subquery LIMIT n)` is not guaranteed to be.
+    rows = await db
+      .with('claimable', (qb) =>
+        qb
+          .selectFrom(TABLE)
+          .select('id')
+          .where('status', '=', 'PENDING')
+          .where('next_attempt_at', '<=', opts.now)
+          .orderBy('next_attempt_at')
+          .limit(opts.limit)
+          .forUpdate()
+          .skipLocked(),
+      )
+      .updateTable(TABLE)
+      .from('claimable')
+      .set(claimed)
+      .whereRef(`${TABLE}.id`, '=', 'claimable.id')
+      .returningAll(TABLE)
+      .execute();
+  } else {
+    // SQLite has one writer at a time: a single UPDATE statement is the whole claim transaction, so
+    // two processes on one database file can never claim the same row. No row locks exist to skip.
+    rows = await db
+      .updateTable(TABLE)
+      .set(claimed)
+      .where('id', 'in', (qb) =>
+        qb
+          .selectFrom(TABLE)
+          .select('id')
+          .where('status', '=', 'PENDING')
+          .where('next_attempt_at', '<=', opts.now)
+          .orderBy('next_attempt_at')
+          .limit(opts.limit),
+      )
+      .returningAll()
+      .execute();
+  }
+  return rows.sort((a, b) => a.created_at.localeCompare(b.created_at) || a.id.localeCompare(b.id));
+}
+
+/** IN_PROGRESS tasks whose lease ran out: their worker died or stalled. */
+export async function expiredLeases(db: Db, now: string, limit: number): Promise<TaskRow[]> {
+  return db
+    .selectFrom(TABLE)
+    .selectAll()
+    .where('status', '=', 'IN_PROGRESS')
+    .where('locked_until', '<=', now)
+    .orderBy('locked_until')
+    .limit(limit)
+    .execute();
+}
+
+/** Marks a worker's tasks DONE, in one statement. Fenced: a task re-claimed by another worker is left alone. */
+export async function markDone(db: Db, ids: string[], workerId: string, now: string): Promise<void> {
+  if (ids.length === 0) return;
+  await db
+    .updateTable(TABLE)
+    .set({ status: 'DONE', done_at: now, locked_until: null, error: null, updated_at: now })
+    .where('id', 'in', ids)
+    .where('status', '=', 'IN_PROGRESS')
+    .where('locked_by', '=', workerId)
+    .execute();
+}
+
+export interface FailureUpdate {
+  id: string;
+  status: 'PENDING' | 'FAILED';
+  /** Unchanged when null (FAILED keeps the time of the attempt that was due). */
+  next_attempt_at: string | null;
+  error: string;
+}
+
+/**
+ * Records a failed attempt. `fence` names the claim being settled: the worker that holds it, or (for
+ * a lease found expired) the exact lease read, so two workers reaping the same task update it once.
+ * Returns whether the row was updated.
+ */
+export async function markFailed(
+  db: Db,
+  update: FailureUpdate,
+  fence: { workerId: string } | { lockedUntil: string; attempts: number },
+  now: string,
+): Promise<boolean> {
+  let q = db
+    .updateTable(TABLE)
+    .set({
+      status: update.status,
+      error: update.error,
+      locked_until: null,
+      locked_by: null,
+      updated_at: now,
+      ...(update.next_attempt_at ? { next_attempt_at: update.next_attempt_at } : {}),
+    })
+    .where('id', '=', update.id)
+    .where('status', '=', 'IN_PROGRESS');
+  q =
+    'workerId' in fence
+      ? q.where('locked_by', '=', fence.workerId)
+      : q.where('locked_until', '=', fence.lockedUntil).where('attempts', '=', fence.attempts);
+  const result = await q.executeTakeFirst();
+  return Number(result.numUpdatedRows) > 0;
+}
+
+/** Pushes the lease of a worker's in-flight tasks forward while its handlers run. */
+export async function extendLeases(db: Db, ids: string[], workerId: string, until: string): Promise<void> {
+  if (ids.length === 0) return;
+  await db
+    .updateTable(TABLE)
+    .set({ locked_until: until })
+    .where('id', 'in', ids)
+    .where('status', '=', 'IN_PROGRESS')
+    .where('locked_by', '=', workerId)
+    .execute();
+}
+
+/** The earliest moment the drain has work: a PENDING task coming due, or a lease running out. */
+export async function nextDueAt(db: Db): Promise<string | null> {
+  const [pending, leased] = await Promise.all([
+    db
+      .selectFrom(TABLE)
+      .select((eb) => eb.fn.min('next_attempt_at').as('at'))
+      .where('status', '=', 'PENDING')
+      .executeTakeFirst(),
+    db
+      .selectFrom(TABLE)
+      .select((eb) => eb.fn.min('locked_until').as('at'))
+      .where('status', '=', 'IN_PROGRESS')
+      .executeTakeFirst(),
+  ]);
+  const times = [pending?.at, leased?.at].filter((t): t is string => typeof t === 'string');
+  return times.length ? times.sort()[0] : null;
+}
+
+export async function listTasks(db: Db, query: EventDeliveryTaskQuery) {
+  let base = db.selectFrom(TABLE);
+  if (query.status) base = base.where('status', '=', query.status);
+  if (query.target) base = base.where('target', '=', query.target);
+  const ranges = [
+    ['created_at', query.created_at_gte, query.created_at_lte],
+    ['next_attempt_at', query.next_attempt_at_gte, query.next_attempt_at_lte],
+    ['done_at', query.done_at_gte, query.done_at_lte],
+  ] as const;
+  for (const [column, gte, lte] of ranges) {
+    if (gte) base = base.where(column, '>=', isoParam(gte));
+    if (lte) base = base.where(column, '<=', isoParam(lte));
+  }
+  return paginate(base, query, toTask);
+}
+
+export function toTask(row: TaskRow): EventDeliveryTask {
+  return {
+    id: row.id,
+    event_id: row.event_id,
+    event_type: row.event_type,
+    cloudevent: JSON.parse(row.cloudevent) as CloudEvent as unknown as Record<string, unknown>,
+    target: row.target,
+    status: row.status,
+    error: row.error,
+    attempts: Number(row.attempts),
+    max_attempts: Number(row.max_attempts),
+    next_attempt_at: row.next_attempt_at,
+    locked_until: row.locked_until,
+    locked_by: row.locked_by,
+    done_at: row.done_at,
+    created_at: row.created_at,
+    updated_at: row.updated_at,
+  };
+}

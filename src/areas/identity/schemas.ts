@@ -1,0 +1,115 @@
+import { Type } from '@sinclair/typebox';
+import { AuditFields, Id, Nullable, Timestamp } from '../../http/schemas.js';
+
+export const Email = Type.String({ format: 'email', maxLength: 320 });
+export const Password = Type.String({ minLength: 8, maxLength: 1024 });
+export const RoleKey = Type.String({ pattern: '^[a-z][a-z0-9_-]{0,63}$' });
+export const ScopeKey = Type.String({ minLength: 3, maxLength: 100 });
+
+export const User = Type.Object({
+  id: Id,
+  email: Type.String(),
+  name: Nullable(Type.String()),
+  mfa_enabled: Type.Boolean(),
+  ...AuditFields,
+});
+
+export const Role = Type.Object({
+  id: Id,
+  key: Type.String(),
+  name: Type.String(),
+  description: Nullable(Type.String()),
+  is_builtin: Type.Boolean(),
+  ...AuditFields,
+});
+
+export const UserRole = Type.Object({ id: Id, user_id: Id, role_id: Id, ...AuditFields });
+
+export const RoleScopeEntry = Type.Object({ id: Id, role_id: Id, scope_key: Type.String(), ...AuditFields });
+
+export const Scope = Type.Object({ key: Type.String(), name: Type.String(), description: Type.String() });
+
+export const CurrentUser = Type.Object({
+  ...User.properties,
+  roles: Type.Array(Role),
+  scopes: Type.Array(Type.String()),
+  auth_path: Type.String(),
+});
+
+export const CreateUserBody = Type.Object(
+  {
+    email: Email,
+    password: Password,
+    name: Type.Optional(Nullable(Type.String({ maxLength: 200 }))),
+    role_keys: Type.Optional(Type.Array(RoleKey, { maxItems: 50 })),
+  },
+  { additionalProperties: false },
+);
+
+export const UpdateUserBody = Type.Object(
+  {
+    email: Type.Optional(Email),
+    name: Type.Optional(Nullable(Type.String({ maxLength: 200 }))),
+    password: Type.Optional(Password),
+  },
+  { additionalProperties: false, minProperties: 1 },
+);
+
+export const CreateRoleBody = Type.Object(
+  {
+    key: RoleKey,
+    name: Type.String({ minLength: 1, maxLength: 200 }),
+    description: Type.Optional(Nullable(Type.String({ maxLength: 2000 }))),
+  },
+  { additionalProperties: false },
+);
+
+export const UpdateRoleBody = Type.Object(
+  {
+    name: Type.Optional(Type.String({ minLength: 1, maxLength: 200 })),
+    description: Type.Optional(Nullable(Type.String({ maxLength: 2000 }))),
+  },
+  { additionalProperties: false, minProperties: 1 },
+);
+
+export const CreateUserRoleBody = Type.Object({ user_id: Id, role_id: Id }, { additionalProperties: false });
+export const CreateRoleScopeBody = Type.Object(
+  { role_id: Id, scope_key: ScopeKey },
+  { additionalProperties: false },
+);
+export const PutRoleScopesBody = Type.Object(
+  { scope_keys: Type.Array(ScopeKey, { maxItems: 200 }) },
+  { additionalProperties: false },
+);
+export const RoleScopeDiff = Type.Object({
+  role_id: Id,
+  scope_keys: Type.Array(Type.String()),
+  added: Type.Array(Type.String()),
+  removed: Type.Array(Type.String()),
+  unchanged: Type.Array(Type.String()),
+});
+export const PersistedRoleScopes = Type.Object({ role_id: Id, scope_keys: Type.Array(Type.String()) });
+
+export const ApiKey = Type.Object({
+  id: Id,
+  user_id: Id,
+  name: Type.String(),
+  description: Nullable(Type.String()),
+  token_hint: Type.String(),
+  scope_keys: Type.Array(Type.String()),
+  expires_at: Timestamp,
+  is_revoked: Type.Boolean(),
+  revoked_at: Nullable(Timestamp),
+  last_used_at: Nullable(Timestamp),
+  created_at: Timestamp,
+});
+export const CreatedApiKey = Type.Object({ ...ApiKey.properties, token: Type.String() });
+export const CreateApiKeyBody = Type.Object(
+  {
+    name: Type.String({ minLength: 1, maxLength: 200 }),
+    description: Type.Optional(Nullable(Type.String({ maxLength: 2000 }))),
+    scope_keys: Type.Array(ScopeKey, { maxItems: 200 }),
+    expires_in: Type.Integer({ minimum: 1 }),
+  },
+  { additionalProperties: false },
+);

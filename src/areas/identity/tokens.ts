@@ -1,0 +1,65 @@
+import { randomUUID } from 'node:crypto';
+import { jwtVerify, SignJWT } from 'jose';
+import type { AuthPath } from '../../http/access.js';
+import type { Clock } from '../../lib/clock.js';
+
+/** Claims of an access token: the user, the sign-in session it belongs to, how they signed in. */
+export interface AccessClaims {
+  sub: string;
+  sid?: string;
+  ap: AuthPath;
+  did?: string;
+}
+
+const ISSUER = 'svc';
+const AUDIENCE = 'svc-api';
+
+/** HS256 access tokens (jose). Short-lived; the session behind `sid` is checked on every request. */
+export function createAccessTokens(deps: { secret: string; clock: Clock; ttlSeconds: number }) {
+  const key = new TextEncoder().encode(deps.secret);
+  return {
+    async issue(
+      claims: AccessClaims,
+      ttlSeconds = deps.ttlSeconds,
+    ): Promise<{ token: string; expiresIn: number }> {
+      const now = Math.floor(deps.clock.now().getTime() / 1000);
+      const token = await new SignJWT({
+        ap: claims.ap,
+        ...(claims.sid && { sid: claims.sid }),
+        ...(claims.did && { did: claims.did }),
+      })
+        .setProtectedHeader({ alg: 'HS256', typ: 'JWT' })
+        .setSubject(claims.sub)
+        .setIssuer(ISSUER)
+        .setAudience(AUDIENCE)
+        .setIssuedAt(now)
+        // A unique id: two tokens issued in the same second for the same session still differ.
+        .setJti(randomUUID())
+        .setExpirationTime(now + ttlSeconds)
+        .sign(key);
+      return { token, expiresIn: ttlSeconds };
+    },
+    /** The claims of a valid token, or undefined for anything else (bad signature, expired, malformed). */
+    async verify(token: string): Promise<AccessClaims | undefined> {
+      try {
+        const { payload } = await jwtVerify(token, key, {
+          issuer: ISSUER,
+          audience: AUDIENCE,
+          algorithms: ['HS256'],
+          currentDate: deps.clock.now(),
+        });
+        if (typeof payload.sub !== 'string' || typeof payload.ap !== 'string') return undefined;
+        return {
+          sub: payload.sub,
+          ap: payload.ap as AuthPath,
+          sid: typeof payload.sid === 'string' ? payload.sid : undefined,
+          did: typeof payload.did === 'string' ? payload.did : undefined,
+        };
+      } catch {
+        return undefined;
+      }
+    },
+  };
+}
+
+export type AccessTokens = ReturnType<typeof createAccessTokens>;

@@ -1,0 +1,190 @@
+import net from 'node:net';
+import nodemailer from 'nodemailer';
+import { AppError } from '../../../http/errors.js';
+import { classifyAddress, ForbiddenTargetError } from '../../../lib/net-guard.js';
+import { VERSION } from '../../../version.js';
+import type { PluginModule } from '../manifest.js';
+
+const TIMEOUT_SECONDS = 60;
+const CONNECT_TIMEOUT_MS = 10_000;
+
+interface EmailConfig {
+  host: string;
+  port: number;
+  secure?: boolean;
+  require_tls?: boolean;
+  tls_reject_unauthorized?: boolean;
+  username?: string;
+  password?: string;
+  from: string;
+}
+
+interface EmailInput {
+  to: string | string[];
+  cc?: string | string[];
+  bcc?: string | string[];
+  reply_to?: string;
+  subject: string;
+  text?: string;
+  html?: string;
+  headers?: Record<string, string>;
+}
+
+const Addresses = {
+  anyOf: [
+    { type: 'string', minLength: 3, maxLength: 998 },
+    { type: 'array', items: { type: 'string', minLength: 3, maxLength: 998 }, minItems: 1, maxItems: 100 },
+  ],
+};
+
+/**
+ * `email`: sends one message through the SMTP server configured in the instance (nodemailer). The
+ * password is meant to be a `$secret:` reference, resolved only for the send. The connection is
+ * opened here so its address can be checked by net-guard's classifier (same policy as webhooks).
+ */
+export function emailPlugin(deps: { allowPrivateNetworks: boolean }): PluginModule {
+  return {
+    manifest: {
+      name: 'email',
+      version: VERSION,
+      instance_config_schema: {
+        type: 'object',
+        required: ['host', 'port', 'from'],
+        properties: {
+          host: { type: 'string', minLength: 1, maxLength: 255 },
+          port: { type: 'integer', minimum: 1, maximum: 65535 },
+          secure: { type: 'boolean', description: 'TLS from the first byte (usually port 465)' },
+          require_tls: { type: 'boolean', description: 'Fail unless STARTTLS upgrades the connection' },
+          tls_reject_unauthorized: { type: 'boolean', description: 'Default true: verify the certificate' },
+          username: { type: 'string', maxLength: 500 },
+          password: { type: 'string', maxLength: 1000, description: 'A $secret: reference' },
+          from: { type: 'string', minLength: 3, maxLength: 998 },
+        },
+        additionalProperties: false,
+      },
+      actions: [
+        {
+          name: 'send',
+          title: 'Send an email',
+          description:
+            'Sends one message over SMTP; answers the message id and the accepted and rejected recipients.',
+          input_schema: {
+            type: 'object',
+            required: ['to', 'subject'],
+            properties: {
+              to: Addresses,
+              cc: Addresses,
+              bcc: Addresses,
+              reply_to: { type: 'string', minLength: 3, maxLength: 998 },
+              subject: { type: 'string', maxLength: 998 },
+              text: { type: 'string', maxLength: 1_000_000 },
+              html: { type: 'string', maxLength: 1_000_000 },
+              headers: { type: 'object', additionalProperties: { type: 'string' } },
+            },
+            anyOf: [{ required: ['text'] }, { required: ['html'] }],
+            additionalProperties: false,
+          },
+          output_schema: {
+            type: 'object',
+            required: ['message_id', 'accepted', 'rejected', 'response'],
+            properties: {
+              message_id: { type: 'string' },
+              accepted: { type: 'array', items: { type: 'string' } },
+              rejected: { type: 'array', items: { type: 'string' } },
+              response: { type: 'string' },
+            },
+            additionalProperties: false,
+          },
+          idempotent: false,
+          timeout_seconds: TIMEOUT_SECONDS,
+        },
+      ],
+    },
+    handlers: {
+      send: async ({ config, input, signal }) => {
+        const cfg = config as unknown as EmailConfig;
+        const msg = input as EmailInput;
+        const transport = nodemailer.createTransport({
+          host: cfg.host,
+          port: cfg.port,
+          secure: cfg.secure ?? false,
+          requireTLS: cfg.require_tls ?? false,
+          tls: { rejectUnauthorized: cfg.tls_reject_unauthorized ?? true, servername: cfg.host },
+          auth: cfg.username !== undefined ? { user: cfg.username, pass: cfg.password ?? '' } : undefined,
+          connectionTimeout: CONNECT_TIMEOUT_MS,
+          greetingTimeout: CONNECT_TIMEOUT_MS,
+          socketTimeout: TIMEOUT_SECONDS * 1000,
+          logger: false,
+          getSocket: (_opts, callback) => guardedSocket(cfg, deps.allowPrivateNetworks, callback),
+        });
+        const abort = () => transport.close();
+        signal.addEventListener('abort', abort, { once: true });
+        try {
+          const info = await transport.sendMail({
+            from: cfg.from,
+            to: msg.to,
+            cc: msg.cc,
+            bcc: msg.bcc,
+            replyTo: msg.reply_to,
+            subject: msg.subject,
+            text: msg.text,
+            html: msg.html,
+            headers: msg.headers,
+          });
+          return {
+            message_id: info.messageId,
+            accepted: info.accepted.map(addressText),
+            rejected: info.rejected.map(addressText),
+            response: info.response,
+          };
+        } catch (err) {
+          if (err instanceof ForbiddenTargetError) {
+            throw new AppError('PLUGIN.INVOCATION_FAILED', `email.send refused: ${err.message}`);
+          }
+          throw err;
+        } finally {
+          signal.removeEventListener('abort', abort);
+          transport.close();
+        }
+      },
+    },
+  };
+}
+
+/** Opens the SMTP connection and refuses it when the address actually reached is not public. */
+function guardedSocket(
+  cfg: EmailConfig,
+  allowPrivate: boolean,
+  callback: (err: Error | null, socketOptions: object | false) => void,
+): void {
+  const socket = net.connect({ host: cfg.host, port: cfg.port });
+  const fail = (err: Error) => {
+    socket.destroy();
+    callback(err, false);
+  };
+  socket.setTimeout(CONNECT_TIMEOUT_MS, () =>
+    fail(new Error(`connection to ${cfg.host}:${cfg.port} timed out`)),
+  );
+  socket.once('error', fail);
+  socket.once('connect', () => {
+    socket.setTimeout(0);
+    socket.removeListener('error', fail);
+    // nodemailer attaches its own handlers a tick later; until then an error must not crash the process.
+    socket.on('error', () => {});
+    const remote = socket.remoteAddress ?? '';
+    const reason = allowPrivate ? null : classifyAddress(remote);
+    if (reason !== null) {
+      return fail(
+        new ForbiddenTargetError(
+          `SMTP host "${cfg.host}" is ${remote} (${reason}); only public addresses are allowed unless SVC_ALLOW_PRIVATE_NETWORKS=true`,
+          reason,
+        ),
+      );
+    }
+    callback(null, { connection: socket });
+  });
+}
+
+function addressText(a: string | { address: string }): string {
+  return typeof a === 'string' ? a : a.address;
+}

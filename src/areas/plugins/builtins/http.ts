@@ -1,0 +1,204 @@
+import { type Dispatcher, request } from 'undici';
+import { AppError } from '../../../http/errors.js';
+import { assertAllowedUrl, ForbiddenTargetError, guardedDispatcher } from '../../../lib/net-guard.js';
+import { VERSION } from '../../../version.js';
+import { BodyTooLargeError, readCapped } from '../http-body.js';
+import type { PluginModule } from '../manifest.js';
+
+/** Largest response body kept, unless the instance sets a smaller max_response_bytes. */
+export const HTTP_MAX_RESPONSE_BYTES = 10 * 1024 * 1024;
+const DEFAULT_RESPONSE_BYTES = 1024 * 1024;
+const TIMEOUT_SECONDS = 30;
+const METHODS = ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS'];
+
+interface HttpConfig {
+  base_url?: string;
+  headers?: Record<string, string>;
+  max_response_bytes?: number;
+}
+
+interface HttpInput {
+  method: string;
+  url: string;
+  headers?: Record<string, string>;
+  query?: Record<string, string | number | boolean>;
+  body?: unknown;
+  timeout_ms?: number;
+}
+
+const StringMap = { type: 'object', additionalProperties: { type: 'string' } };
+
+/**
+ * `http` (CONTRACTS §9): one HTTP request per invocation. Targets follow the webhooks' SSRF policy
+ * through net-guard (https and public addresses only unless SVC_ALLOW_PRIVATE_NETWORKS), redirects
+ * are answered, never followed, and the response body is capped.
+ */
+export function httpPlugin(deps: { allowPrivateNetworks: boolean }): PluginModule {
+  let dispatcher: Dispatcher | undefined;
+  const allowPrivate = deps.allowPrivateNetworks;
+  return {
+    manifest: {
+      name: 'http',
+      version: VERSION,
+      instance_config_schema: {
+        type: 'object',
+        properties: {
+          base_url: {
+            type: 'string',
+            format: 'uri',
+            description: 'Relative request URLs resolve against it',
+          },
+          headers: { ...StringMap, description: 'Sent with every request; the request headers win' },
+          max_response_bytes: { type: 'integer', minimum: 1, maximum: HTTP_MAX_RESPONSE_BYTES },
+        },
+        additionalProperties: false,
+      },
+      actions: [
+        {
+          name: 'request',
+          title: 'HTTP request',
+          description:
+            'Sends one HTTP request and answers {status, headers, body}. Any status is an answer (3xx ' +
+            'included: redirects are not followed); a JSON response body is parsed, others are text.',
+          input_schema: {
+            type: 'object',
+            required: ['method', 'url'],
+            properties: {
+              method: { type: 'string', enum: METHODS },
+              url: { type: 'string', minLength: 1, maxLength: 8192 },
+              headers: StringMap,
+              query: { type: 'object', additionalProperties: { type: ['string', 'number', 'boolean'] } },
+              body: {},
+              timeout_ms: { type: 'integer', minimum: 1, maximum: TIMEOUT_SECONDS * 1000 },
+            },
+            additionalProperties: false,
+          },
+          output_schema: {
+            type: 'object',
+            required: ['status', 'headers', 'body'],
+            properties: { status: { type: 'integer' }, headers: StringMap, body: {} },
+            additionalProperties: false,
+          },
+          idempotent: false,
+          timeout_seconds: TIMEOUT_SECONDS,
+        },
+      ],
+    },
+    handlers: {
+      request: async ({ config, input, idempotencyKey, signal }) => {
+        const cfg = config as HttpConfig;
+        const req = input as HttpInput;
+        const target = targetUrl(req, cfg);
+        try {
+          await assertAllowedUrl(target, { allowPrivate });
+        } catch (err) {
+          if (err instanceof ForbiddenTargetError) {
+            throw new AppError('PLUGIN.INVALID_INPUT', `url is not allowed: ${err.message}`, {
+              field: 'url',
+              reason: err.reason,
+            });
+          }
+          throw err;
+        }
+        const headers = mergeHeaders(cfg.headers, req.headers);
+        if (idempotencyKey && !('idempotency-key' in headers)) headers['idempotency-key'] = idempotencyKey;
+        let body: string | undefined;
+        if (req.body !== undefined) {
+          if (req.method === 'GET' || req.method === 'HEAD') {
+            throw new AppError('PLUGIN.INVALID_INPUT', `a ${req.method} request cannot have a body`, {
+              field: 'body',
+            });
+          }
+          body = typeof req.body === 'string' ? req.body : JSON.stringify(req.body);
+          if (typeof req.body !== 'string' && !('content-type' in headers)) {
+            headers['content-type'] = 'application/json';
+          }
+        }
+        const limit = Math.min(cfg.max_response_bytes ?? DEFAULT_RESPONSE_BYTES, HTTP_MAX_RESPONSE_BYTES);
+        const deadline = req.timeout_ms ? AbortSignal.timeout(req.timeout_ms) : undefined;
+        dispatcher ??= guardedDispatcher({ allowPrivate, timeoutMs: TIMEOUT_SECONDS * 1000 });
+        try {
+          const res = await request(target, {
+            method: req.method as Dispatcher.HttpMethod,
+            headers,
+            body,
+            dispatcher,
+            signal: deadline ? AbortSignal.any([signal, deadline]) : signal,
+          });
+          const raw = await readCapped(res.body, limit);
+          return {
+            status: res.statusCode,
+            headers: flattenHeaders(res.headers),
+            body: parseBody(raw, res.headers['content-type']),
+          };
+        } catch (err) {
+          if (deadline?.aborted && !signal.aborted) {
+            throw new AppError('PLUGIN.TIMEOUT', `request timed out after ${req.timeout_ms} ms`);
+          }
+          if (err instanceof BodyTooLargeError) {
+            throw new AppError('PLUGIN.INVOCATION_FAILED', `http.request failed: ${err.message}`);
+          }
+          const forbidden = findForbidden(err);
+          if (forbidden)
+            throw new AppError('PLUGIN.INVOCATION_FAILED', `http.request refused: ${forbidden.message}`);
+          throw err;
+        }
+      },
+    },
+  };
+}
+
+function targetUrl(req: HttpInput, cfg: HttpConfig): string {
+  let url: URL;
+  try {
+    url = cfg.base_url ? new URL(req.url, cfg.base_url) : new URL(req.url);
+  } catch {
+    throw new AppError(
+      'PLUGIN.INVALID_INPUT',
+      cfg.base_url
+        ? 'url is not a valid URL (relative URLs resolve against the instance base_url)'
+        : 'url must be an absolute URL (the instance has no base_url)',
+      { field: 'url' },
+    );
+  }
+  for (const [k, v] of Object.entries(req.query ?? {})) url.searchParams.append(k, String(v));
+  return url.toString();
+}
+
+/** Header names are case-insensitive: lower-cased, the request's own headers over the instance's. */
+function mergeHeaders(...sources: Array<Record<string, string> | undefined>): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const source of sources) {
+    for (const [k, v] of Object.entries(source ?? {})) out[k.toLowerCase()] = v;
+  }
+  return out;
+}
+
+function flattenHeaders(headers: Record<string, string | string[] | undefined>): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const [k, v] of Object.entries(headers)) {
+    if (v !== undefined) out[k] = Array.isArray(v) ? v.join(', ') : v;
+  }
+  return out;
+}
+
+function parseBody(raw: Buffer, contentType: string | string[] | undefined): unknown {
+  if (raw.length === 0) return null;
+  const text = raw.toString('utf8');
+  const type = String(contentType ?? '').toLowerCase();
+  if (/[/+]json\b/.test(type)) {
+    try {
+      return JSON.parse(text);
+    } catch {
+      return text;
+    }
+  }
+  return text;
+}
+
+function findForbidden(err: unknown): ForbiddenTargetError | undefined {
+  for (let e = err, depth = 0; e && depth < 5; e = (e as { cause?: unknown }).cause, depth++) {
+    if (e instanceof ForbiddenTargetError) return e;
+  }
+  return undefined;
+}

@@ -1,0 +1,158 @@
+import { Type } from '@sinclair/typebox';
+import type { App, AppContext } from '../../app/types.js';
+import { anyScope } from '../../http/access.js';
+import { IdParams } from '../../http/schemas.js';
+import {
+  CreateInstance,
+  DefinitionListQuery,
+  DefinitionListResponse,
+  InstanceListQuery,
+  InstanceListResponse,
+  InvokeBody,
+  InvokeHeaders,
+  InvokeResponse,
+  PluginDefinitionSchema,
+  PluginInstanceSchema,
+  UpdateInstance,
+} from './schemas.js';
+
+const tags = ['plugins'];
+const errors = (...codes: number[]) => Object.fromEntries(codes.map((c) => [c, Type.Ref('ErrorBody')]));
+
+/** /plugin_definition and /plugin_instance (SPEC Plugins table). HTTP only: schema, scope, one call. */
+export function registerPluginRoutes(api: App, ctx: AppContext): void {
+  const plugins = ctx.services.plugins;
+
+  api.get(
+    '/plugin_definition',
+    {
+      config: anyScope('plugin:read'),
+      schema: {
+        tags,
+        summary: 'List plugin definitions (discovered at start-up, read-only)',
+        querystring: DefinitionListQuery,
+        response: { 200: DefinitionListResponse },
+      },
+    },
+    (request) => plugins.listDefinitions(request.query),
+  );
+
+  api.get(
+    '/plugin_definition/:id',
+    {
+      config: anyScope('plugin:read'),
+      schema: {
+        tags,
+        summary: 'Get a plugin definition',
+        params: IdParams,
+        response: { 200: PluginDefinitionSchema, ...errors(404) },
+      },
+    },
+    (request) => plugins.getDefinition(request.params.id),
+  );
+
+  api.post(
+    '/plugin_instance',
+    {
+      config: anyScope('plugin:write'),
+      schema: {
+        tags,
+        summary:
+          "Create a plugin instance (config_json is validated against the definition's instance_config_schema)",
+        body: CreateInstance,
+        response: { 200: PluginInstanceSchema, ...errors(404, 422) },
+      },
+    },
+    (request) => plugins.createInstance(request.body, request.principal.userId),
+  );
+
+  api.get(
+    '/plugin_instance',
+    {
+      config: anyScope('plugin:read'),
+      schema: {
+        tags,
+        summary: 'List plugin instances',
+        querystring: InstanceListQuery,
+        response: { 200: InstanceListResponse },
+      },
+    },
+    (request) => plugins.listInstances(request.query),
+  );
+
+  api.get(
+    '/plugin_instance/:id',
+    {
+      config: anyScope('plugin:read'),
+      schema: {
+        tags,
+        summary: 'Get a plugin instance',
+        params: IdParams,
+        response: { 200: PluginInstanceSchema, ...errors(404) },
+      },
+    },
+    (request) => plugins.getInstance(request.params.id),
+  );
+
+  api.patch(
+    '/plugin_instance/:id',
+    {
+      config: anyScope('plugin:write'),
+      schema: {
+        tags,
+        summary: 'Update a plugin instance (a new config_json is validated and re-hashed)',
+        params: IdParams,
+        body: UpdateInstance,
+        response: { 200: PluginInstanceSchema, ...errors(404) },
+      },
+    },
+    (request) => plugins.updateInstance(request.params.id, request.body, request.principal.userId),
+  );
+
+  api.delete(
+    '/plugin_instance/:id',
+    {
+      // SPEC's table says plugin:write, its list of enforced scopes has plugin:delete: either suffices.
+      config: anyScope('plugin:write', 'plugin:delete'),
+      schema: {
+        tags,
+        summary: 'Delete a plugin instance (soft; workflow nodes using it fail at run time)',
+        params: IdParams,
+        response: { 204: Type.Null({ description: 'No content' }), ...errors(404) },
+      },
+    },
+    async (request, reply) => {
+      await plugins.deleteInstance(request.params.id, request.principal.userId);
+      return reply.status(204).send(null);
+    },
+  );
+
+  api.post(
+    '/plugin_instance/:id/invoke',
+    {
+      config: anyScope('plugin:write'),
+      schema: {
+        tags,
+        summary: 'Invoke an action of a plugin instance; answers {output}',
+        description:
+          'The payload is validated against the action input_schema, vault references in config_json are ' +
+          'resolved for this call only, timeout_seconds is enforced and the output is checked against ' +
+          'output_schema. Failures: PLUGIN.INVALID_INPUT 400, PLUGIN.INSTANCE_DISABLED / ' +
+          'PLUGIN.DEFINITION_DISABLED / VAULT.* 422, PLUGIN.INVOCATION_FAILED / PLUGIN.INVALID_OUTPUT 502, ' +
+          'PLUGIN.TIMEOUT 504.',
+        params: IdParams,
+        headers: InvokeHeaders,
+        body: InvokeBody,
+        response: { 200: InvokeResponse, ...errors(404, 422, 502, 504) },
+      },
+    },
+    async (request) => ({
+      output: await plugins.invoke({
+        instanceId: request.params.id,
+        action: request.body.action,
+        payload: request.body.payload,
+        idempotencyKey: request.headers['idempotency-key'],
+      }),
+    }),
+  );
+}

@@ -1,0 +1,162 @@
+import { type Static, Type } from '@sinclair/typebox';
+import {
+  AuditFields,
+  Id,
+  JsonObject,
+  ListQuery,
+  ListResponse,
+  Nullable,
+  QueryBoolean,
+  Timestamp,
+} from '../../http/schemas.js';
+
+const Runtime = Type.Union([Type.Literal('package'), Type.Literal('service')]);
+
+export const PluginActionSchema = Type.Object(
+  {
+    name: Type.String(),
+    title: Type.String(),
+    description: Type.String(),
+    input_schema: JsonObject,
+    output_schema: JsonObject,
+    idempotent: Type.Boolean({ description: 'Safe to retry' }),
+    timeout_seconds: Type.Integer(),
+  },
+  { additionalProperties: false },
+);
+
+export const PluginDefinitionSchema = Type.Object(
+  {
+    id: Type.String(),
+    name: Type.String(),
+    version: Type.String(),
+    runtime: Runtime,
+    entrypoint: Type.String(),
+    plugin_key: Type.String({
+      description:
+        'Where discovery found it: `builtin:<name>`, `package:<package name>` or `service:<base URL>`',
+    }),
+    instance_config_schema: JsonObject,
+    actions: Type.Array(PluginActionSchema),
+    dist_name: Nullable(Type.String()),
+    dist_commit: Nullable(Type.String()),
+    enabled: Type.Boolean(),
+    created_at: Timestamp,
+    updated_at: Timestamp,
+  },
+  { additionalProperties: false },
+);
+
+const Search = Type.String({
+  minLength: 1,
+  maxLength: 200,
+  description: 'case-insensitive partial match on name',
+});
+
+export const DefinitionListQuery = ListQuery(
+  ['name', 'version', 'runtime', 'plugin_key', 'enabled', 'created_at', 'updated_at'] as const,
+  {
+    name: Type.Optional(Type.String({ minLength: 1, maxLength: 200, description: 'exact name' })),
+    search: Type.Optional(Search),
+    plugin_key: Type.Optional(
+      Type.String({ minLength: 1, maxLength: 2000, description: 'exact plugin_key' }),
+    ),
+    runtime: Type.Optional(Runtime),
+    enabled: Type.Optional(QueryBoolean),
+  },
+  { sortBy: 'name', sortDir: 'asc' },
+);
+export type DefinitionListQuery = Static<typeof DefinitionListQuery>;
+export const DefinitionListResponse = ListResponse('plugin_definitions', PluginDefinitionSchema);
+
+const DisplayName = Type.String({ minLength: 1, maxLength: 200 });
+const ConfigJson = Nullable(
+  Type.Object(
+    {},
+    {
+      additionalProperties: true,
+      description:
+        "Must match the definition's instance_config_schema; a `$secret:<key>`/`$var:<key>` string is accepted wherever a string is expected",
+    },
+  ),
+);
+
+export const PluginInstanceSchema = Type.Object(
+  {
+    id: Type.String(),
+    plugin_definition_id: Type.String(),
+    display_name: Type.String(),
+    config_json: Nullable(JsonObject),
+    config_hash: Type.String({ description: 'Hex SHA-256 of config_json serialised with sorted keys' }),
+    enabled: Type.Boolean(),
+    ...AuditFields,
+  },
+  { additionalProperties: false },
+);
+
+export const CreateInstance = Type.Object(
+  {
+    plugin_definition_id: Id,
+    display_name: DisplayName,
+    enabled: Type.Boolean(),
+    config_json: Type.Optional(ConfigJson),
+  },
+  { additionalProperties: false },
+);
+export type CreateInstance = Static<typeof CreateInstance>;
+
+export const UpdateInstance = Type.Object(
+  {
+    display_name: Type.Optional(DisplayName),
+    config_json: Type.Optional(ConfigJson),
+    enabled: Type.Optional(Type.Boolean()),
+  },
+  { additionalProperties: false, minProperties: 1 },
+);
+export type UpdateInstance = Static<typeof UpdateInstance>;
+
+export const InstanceListQuery = ListQuery(
+  ['display_name', 'enabled', 'plugin_definition_id', 'created_at', 'updated_at'] as const,
+  {
+    plugin_definition_id: Type.Optional(Id),
+    display_name: Type.Optional(
+      Type.String({ minLength: 1, maxLength: 200, description: 'exact display name' }),
+    ),
+    enabled: Type.Optional(QueryBoolean),
+    search: Type.Optional(
+      Type.String({
+        minLength: 1,
+        maxLength: 200,
+        description: 'case-insensitive partial match on display_name',
+      }),
+    ),
+  },
+  { sortBy: 'created_at', sortDir: 'desc' },
+);
+export type InstanceListQuery = Static<typeof InstanceListQuery>;
+export const InstanceListResponse = ListResponse('plugin_instances', PluginInstanceSchema);
+
+export const InvokeBody = Type.Object(
+  {
+    action: Type.String({ minLength: 1, maxLength: 100 }),
+    payload: Type.Optional(
+      Type.Unknown({ description: "Validated against the action's input_schema; default {}" }),
+    ),
+  },
+  { additionalProperties: false },
+);
+export type InvokeBody = Static<typeof InvokeBody>;
+
+export const InvokeHeaders = Type.Object(
+  {
+    'idempotency-key': Type.Optional(
+      Type.String({ minLength: 1, maxLength: 255, description: 'Passed to the plugin as idempotencyKey' }),
+    ),
+  },
+  { additionalProperties: true },
+);
+
+export const InvokeResponse = Type.Object(
+  { output: Type.Unknown({ description: "The action's output, valid against its output_schema" }) },
+  { additionalProperties: false },
+);

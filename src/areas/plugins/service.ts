@@ -1,0 +1,456 @@
+import type { Logger } from 'pino';
+import type { Store } from '../../db/store.js';
+import { AppError } from '../../http/errors.js';
+import { envelope } from '../../http/list.js';
+import { type Clock, iso } from '../../lib/clock.js';
+import { newId } from '../../lib/ids.js';
+import { corePlugin } from './builtins/core.js';
+import { emailPlugin } from './builtins/email.js';
+import { httpPlugin } from './builtins/http.js';
+import { configHash } from './config-hash.js';
+import { discoverPlugins, type LoadedPlugin } from './discovery.js';
+import { describeErrors, isReference, validate } from './json-schema.js';
+import type { PluginAction } from './manifest.js';
+import type { CreateInstance, DefinitionListQuery, InstanceListQuery, UpdateInstance } from './schemas.js';
+import type { PluginDefinition, PluginInstance } from './store.js';
+import * as db from './store.js';
+
+export interface InvokeRequest {
+  instanceId: string;
+  action: string;
+  /** The action's input; validated against its input_schema. Absent means `{}`. */
+  payload?: unknown;
+  idempotencyKey?: string;
+  /** Bounds this invocation further than the action's timeout_seconds. */
+  timeoutMs?: number;
+  /** The caller giving up aborts the invocation. */
+  signal?: AbortSignal;
+}
+
+export interface ActionDescription {
+  idempotent: boolean;
+  timeout_seconds: number;
+  input_schema: Record<string, unknown>;
+  output_schema: Record<string, unknown>;
+}
+
+export interface DiscoveryReport {
+  /** Names of the definitions loaded in this process (enabled). */
+  loaded: string[];
+  /** Names marked enabled=false because this start-up did not find them. */
+  disabled: string[];
+}
+
+export interface PluginService {
+  /** Start-up: finds every plugin, loads it into this process and upserts its definition by name. */
+  discover(): Promise<DiscoveryReport>;
+  listDefinitions(
+    query: DefinitionListQuery,
+  ): Promise<ReturnType<typeof envelope<'plugin_definitions', PluginDefinition>>>;
+  getDefinition(id: string): Promise<PluginDefinition>;
+  createInstance(input: CreateInstance, by: string): Promise<PluginInstance>;
+  listInstances(
+    query: InstanceListQuery,
+  ): Promise<ReturnType<typeof envelope<'plugin_instances', PluginInstance>>>;
+  getInstance(id: string): Promise<PluginInstance>;
+  updateInstance(id: string, input: UpdateInstance, by: string): Promise<PluginInstance>;
+  deleteInstance(id: string, by: string): Promise<void>;
+  /**
+   * Invokes an action of an instance and answers its output; the one path of the invoke endpoint and
+   * of workflow ACTION nodes. Throws AppError PLUGIN.* (and VAULT.* when a reference fails).
+   */
+  invoke(req: InvokeRequest): Promise<unknown>;
+  /** The retry-relevant facts of an instance's action (PLUGIN.INSTANCE_NOT_FOUND, PLUGIN.ACTION_NOT_FOUND). */
+  describeAction(instanceId: string, action: string): Promise<ActionDescription>;
+}
+
+export interface PluginDeps {
+  store: Store;
+  clock: Clock;
+  log: Logger;
+  vault: { resolveReferences<T>(value: T): Promise<T> };
+  pluginDir?: string;
+  pluginServices: readonly string[];
+  allowPrivateNetworks: boolean;
+}
+
+/** Longest handler error message kept (a stack or a whole response body is not a message). */
+const MAX_MESSAGE = 1000;
+
+export function createPluginService(deps: PluginDeps): PluginService {
+  const { store, clock, log } = deps;
+  /** What this process can run, by definition name; filled by discover(). */
+  let loaded = new Map<string, LoadedPlugin>();
+
+  async function activeInstance(id: string) {
+    const row = await db.findActiveInstance(store.db, id);
+    if (!row) throw new AppError('PLUGIN.INSTANCE_NOT_FOUND', 'Plugin instance not found');
+    return row;
+  }
+
+  async function definitionRow(id: string) {
+    const row = await db.findDefinition(store.db, id);
+    if (!row) throw new AppError('PLUGIN.DEFINITION_NOT_FOUND', 'Plugin definition not found');
+    return row;
+  }
+
+  function checkConfig(schema: unknown, config: Record<string, unknown> | null | undefined, what: string) {
+    const errors = validate(schema, config ?? {}, { references: true });
+    if (errors.length > 0) {
+      throw new AppError(
+        'PLUGIN.INVALID_CONFIG',
+        `${what} does not match the plugin's instance_config_schema: ${describeErrors(errors)}`,
+        {
+          errors,
+        },
+      );
+    }
+  }
+
+  /**
+   * Parsed definition JSON by its stored text: definitions change only at start-up, and the same
+   * objects let json-schema.ts find their compiled validators at once. Never mutated.
+   */
+  const parsed = new Map<string, unknown>();
+  function parseDefinitionJson<T>(text: string): T {
+    let value = parsed.get(text);
+    if (value === undefined) {
+      value = JSON.parse(text);
+      if (parsed.size >= 500) parsed.clear();
+      parsed.set(text, value);
+    }
+    return value as T;
+  }
+
+  /** The instance, its definition and the action, as an invocation or a description needs them. */
+  async function target(instanceId: string, actionName: string) {
+    const row = await db.findInvocationTarget(store.db, instanceId);
+    if (!row) throw new AppError('PLUGIN.INSTANCE_NOT_FOUND', 'Plugin instance not found');
+    const actions = parseDefinitionJson<PluginAction[]>(row.actions);
+    const action = actions.find((a) => a.name === actionName);
+    const configSchema = parseDefinitionJson<Record<string, unknown>>(row.instance_config_schema);
+    return { row, action, actions, configSchema };
+  }
+
+  return {
+    async discover() {
+      const plugins = await discoverPlugins({
+        builtins: [
+          corePlugin(),
+          httpPlugin({ allowPrivateNetworks: deps.allowPrivateNetworks }),
+          emailPlugin({ allowPrivateNetworks: deps.allowPrivateNetworks }),
+        ],
+        pluginDir: deps.pluginDir,
+        serviceUrls: deps.pluginServices,
+        log,
+      });
+      loaded = new Map(plugins.map((p) => [p.manifest.name, p]));
+      const disabled: string[] = [];
+      await store.transaction(async (tx) => {
+        const existing = new Map((await db.allDefinitions(tx.db)).map((r) => [r.name, r]));
+        const now = iso(clock.now());
+        for (const p of plugins) {
+          const m = p.manifest;
+          const fields = {
+            version: m.version,
+            runtime: p.runtime,
+            entrypoint: p.entrypoint,
+            plugin_key: p.plugin_key,
+            instance_config_schema: JSON.stringify(m.instance_config_schema),
+            actions: JSON.stringify(m.actions),
+            dist_name: m.dist_name,
+            dist_commit: m.dist_commit,
+            enabled: 1,
+          };
+          const row = existing.get(m.name);
+          if (!row) {
+            await db.insertDefinition(tx.db, {
+              id: newId(),
+              name: m.name,
+              ...fields,
+              created_at: now,
+              updated_at: now,
+            });
+          } else if (Object.entries(fields).some(([k, v]) => row[k as keyof typeof row] !== v)) {
+            await db.updateDefinition(tx.db, row.id, { ...fields, updated_at: now });
+          }
+        }
+        for (const row of existing.values()) {
+          if (loaded.has(row.name) || !row.enabled) continue;
+          await db.updateDefinition(tx.db, row.id, { enabled: 0, updated_at: now });
+          disabled.push(row.name);
+        }
+      });
+      const report = { loaded: [...loaded.keys()], disabled };
+      log.info({ plugins: report.loaded, disabled_plugins: disabled }, 'plugins discovered');
+      return report;
+    },
+
+    async listDefinitions(query) {
+      const { limit, offset, sort_by, sort_dir, ...filters } = query;
+      const page = { limit, offset, sort_by, sort_dir };
+      return envelope('plugin_definitions', await db.listDefinitions(store.db, filters, page), page);
+    },
+
+    async getDefinition(id) {
+      return db.toDefinition(await definitionRow(id));
+    },
+
+    async createInstance(input, by) {
+      const definition = await definitionRow(input.plugin_definition_id);
+      if (!definition.enabled) {
+        throw new AppError(
+          'PLUGIN.DEFINITION_DISABLED',
+          `Plugin "${definition.name}" is disabled; it was not found at the last start`,
+        );
+      }
+      const config = input.config_json ?? null;
+      checkConfig(JSON.parse(definition.instance_config_schema), config, 'config_json');
+      const now = iso(clock.now());
+      const row: db.InstanceRow = {
+        id: newId(),
+        plugin_definition_id: definition.id,
+        display_name: input.display_name,
+        config_json: config === null ? null : JSON.stringify(config),
+        config_hash: configHash(config),
+        enabled: input.enabled ? 1 : 0,
+        created_at: now,
+        updated_at: now,
+        updated_by: by,
+        deleted_at: null,
+      };
+      await store.transaction((tx) => db.insertInstance(tx.db, row));
+      return db.toInstance(row);
+    },
+
+    async listInstances(query) {
+      const { limit, offset, sort_by, sort_dir, ...filters } = query;
+      const page = { limit, offset, sort_by, sort_dir };
+      return envelope('plugin_instances', await db.listInstances(store.db, filters, page), page);
+    },
+
+    async getInstance(id) {
+      return db.toInstance(await activeInstance(id));
+    },
+
+    async updateInstance(id, input, by) {
+      const current = await activeInstance(id);
+      const changes: Partial<db.InstanceRow> = { updated_at: iso(clock.now()), updated_by: by };
+      if (input.display_name !== undefined) changes.display_name = input.display_name;
+      if (input.enabled !== undefined) changes.enabled = input.enabled ? 1 : 0;
+      if (input.config_json !== undefined) {
+        const definition = await definitionRow(current.plugin_definition_id);
+        checkConfig(JSON.parse(definition.instance_config_schema), input.config_json, 'config_json');
+        changes.config_json = input.config_json === null ? null : JSON.stringify(input.config_json);
+        changes.config_hash = configHash(input.config_json);
+      }
+      await store.transaction((tx) => db.updateInstance(tx.db, id, changes));
+      return db.toInstance({ ...current, ...changes });
+    },
+
+    async deleteInstance(id, by) {
+      await activeInstance(id);
+      const now = iso(clock.now());
+      await store.transaction((tx) =>
+        db.updateInstance(tx.db, id, { deleted_at: now, updated_at: now, updated_by: by }),
+      );
+    },
+
+    async describeAction(instanceId, actionName) {
+      const { row, action, actions } = await target(instanceId, actionName);
+      if (!action) throw actionNotFound(row.definition_name, actionName, actions);
+      // Copies: the parsed definition is shared by every invocation.
+      return {
+        idempotent: action.idempotent,
+        timeout_seconds: action.timeout_seconds,
+        input_schema: structuredClone(action.input_schema),
+        output_schema: structuredClone(action.output_schema),
+      };
+    },
+
+    async invoke(req) {
+      const started = performance.now();
+      const { row, action, actions, configSchema } = await target(req.instanceId, req.action);
+      const name = row.definition_name;
+      if (!row.enabled) throw new AppError('PLUGIN.INSTANCE_DISABLED', 'Plugin instance is disabled');
+      // What this process loaded decides, not the stored flag: a process started with other settings
+      // (a one-shot CLI command without SVC_PLUGIN_DIR, say) must not stop the servers running it.
+      const plugin = loaded.get(name);
+      if (!plugin) {
+        throw new AppError(
+          'PLUGIN.DEFINITION_DISABLED',
+          row.definition_enabled
+            ? `Plugin "${name}" is not loaded in this process`
+            : `Plugin "${name}" is disabled; it was not found at the last start`,
+        );
+      }
+      if (!action) throw actionNotFound(name, req.action, actions);
+      const label = `${name}.${action.name}`;
+
+      const input = req.payload === undefined ? {} : req.payload;
+      const inputErrors = validate(action.input_schema, input);
+      if (inputErrors.length > 0) {
+        throw new AppError(
+          'PLUGIN.INVALID_INPUT',
+          `payload does not match the input_schema of ${label}: ${describeErrors(inputErrors)}`,
+          {
+            errors: inputErrors,
+          },
+        );
+      }
+      const stored = row.config_json === null ? {} : (JSON.parse(row.config_json) as Record<string, unknown>);
+      // The definition may have changed since the config was saved (a new plugin version).
+      checkConfig(configSchema, stored, "the instance's config_json");
+      const config = await deps.vault.resolveReferences(stored);
+      const secrets = substitutedValues(stored, config);
+
+      const limitMs = Math.max(
+        1,
+        Math.min(req.timeoutMs ?? Number.POSITIVE_INFINITY, action.timeout_seconds * 1000),
+      );
+      let outcome = 'ok';
+      try {
+        const result = await runWithTimeout(plugin, action.name, label, limitMs, {
+          config,
+          input,
+          idempotencyKey: req.idempotencyKey,
+          signal: req.signal,
+        });
+        let output: unknown;
+        try {
+          output = result === undefined ? null : JSON.parse(JSON.stringify(result));
+        } catch {
+          throw new AppError('PLUGIN.INVALID_OUTPUT', `${label} answered a value that is not JSON`);
+        }
+        const outputErrors = validate(action.output_schema, output);
+        if (outputErrors.length > 0) {
+          throw new AppError(
+            'PLUGIN.INVALID_OUTPUT',
+            `output of ${label} does not match its output_schema: ${describeErrors(outputErrors)}`,
+            {
+              errors: outputErrors,
+            },
+          );
+        }
+        return output;
+      } catch (err) {
+        const appError = toPluginError(err, label, secrets);
+        outcome = appError.code;
+        throw appError;
+      } finally {
+        // Never the payload, the config or the output: they may carry resolved vault values.
+        log.info(
+          {
+            plugin_instance_id: row.id,
+            plugin: name,
+            action: action.name,
+            outcome,
+            duration_ms: Math.round(performance.now() - started),
+          },
+          'plugin action invoked',
+        );
+      }
+    },
+  };
+}
+
+function actionNotFound(plugin: string, action: string, actions: PluginAction[]): AppError {
+  const available = actions.map((a) => a.name);
+  return new AppError(
+    'PLUGIN.ACTION_NOT_FOUND',
+    `Plugin "${plugin}" has no action "${action}"; it has: ${available.join(', ')}`,
+    {
+      field: 'action',
+      allowed_values: available,
+    },
+  );
+}
+
+class InvocationTimeout extends Error {}
+
+/**
+ * Runs the handler under `limitMs`: the signal it receives aborts at the limit (or when the caller's
+ * does), and the answer is given at that moment even if the handler ignores its signal.
+ */
+async function runWithTimeout(
+  plugin: LoadedPlugin,
+  action: string,
+  label: string,
+  limitMs: number,
+  ctx: { config: Record<string, unknown>; input: unknown; idempotencyKey?: string; signal?: AbortSignal },
+): Promise<unknown> {
+  const controller = new AbortController();
+  const caller = ctx.signal;
+  const timer = setTimeout(() => controller.abort(new InvocationTimeout()), limitMs);
+  const onCallerAbort = () => controller.abort(caller?.reason);
+  if (caller?.aborted) onCallerAbort();
+  else caller?.addEventListener('abort', onCallerAbort, { once: true });
+  const aborted = new Promise<never>((_, reject) => {
+    if (controller.signal.aborted) reject(controller.signal.reason);
+    controller.signal.addEventListener('abort', () => reject(controller.signal.reason), { once: true });
+  });
+  try {
+    const running = controller.signal.aborted
+      ? aborted
+      : plugin.run(action, {
+          config: ctx.config,
+          input: ctx.input,
+          idempotencyKey: ctx.idempotencyKey,
+          signal: controller.signal,
+        });
+    // A handler that settles after the race is lost must not become an unhandled rejection.
+    running.catch(() => {});
+    aborted.catch(() => {});
+    return await Promise.race([running, aborted]);
+  } catch (err) {
+    const reason = controller.signal.aborted ? controller.signal.reason : undefined;
+    if (reason instanceof InvocationTimeout || (reason as Error | undefined)?.name === 'TimeoutError') {
+      throw new AppError('PLUGIN.TIMEOUT', `${label} timed out after ${limitMs} ms`, { timeout_ms: limitMs });
+    }
+    if (controller.signal.aborted) {
+      throw new AppError('PLUGIN.INVOCATION_FAILED', `${label} was aborted by its caller`);
+    }
+    throw err;
+  } finally {
+    clearTimeout(timer);
+    caller?.removeEventListener('abort', onCallerAbort);
+  }
+}
+
+/**
+ * Any failure of an invocation as a PLUGIN.* AppError whose message names the action and never
+ * contains a value resolved from the vault.
+ */
+function toPluginError(err: unknown, label: string, secrets: string[]): AppError {
+  if (err instanceof AppError) {
+    if (err.code.startsWith('PLUGIN.') || err.code.startsWith('VAULT.')) {
+      const message = scrub(err.message, secrets);
+      return message === err.message ? err : new AppError(err.code, message, err.details);
+    }
+  }
+  const text = err instanceof Error ? err.message : String(err);
+  const message = scrub(text || 'unknown error', secrets).slice(0, MAX_MESSAGE);
+  return new AppError('PLUGIN.INVOCATION_FAILED', `${label} failed: ${message}`);
+}
+
+function scrub(message: string, secrets: string[]): string {
+  let out = message;
+  for (const s of secrets) out = out.split(s).join('******');
+  return out;
+}
+
+/** The values the vault put in place of references, longest first (so scrubbing is greedy). */
+function substitutedValues(stored: unknown, resolved: unknown): string[] {
+  const out: string[] = [];
+  const walk = (a: unknown, b: unknown) => {
+    if (isReference(a)) {
+      if (typeof b === 'string' && b.length > 0 && b !== a) out.push(b);
+    } else if (Array.isArray(a) && Array.isArray(b)) {
+      for (let i = 0; i < a.length; i++) walk(a[i], b[i]);
+    } else if (a && typeof a === 'object' && b && typeof b === 'object') {
+      for (const [k, v] of Object.entries(a)) walk(v, (b as Record<string, unknown>)[k]);
+    }
+  };
+  walk(stored, resolved);
+  return out.sort((x, y) => y.length - x.length);
+}

@@ -1,0 +1,172 @@
+import type { Kysely, Selectable } from 'kysely';
+import type { Database } from '../../db/schema.js';
+import type { Tx } from '../../db/store.js';
+import { containsInsensitive, type ListResult, type Page, paginate } from '../../http/list.js';
+import type { PluginAction } from './manifest.js';
+import type { PluginDefinitionTable, PluginInstanceTable } from './tables.js';
+
+/** SQL of the plugins area only; rows are mapped to the API's shapes here. */
+type Db = Kysely<Database> | Tx['db'];
+
+export interface PluginDefinition {
+  id: string;
+  name: string;
+  version: string;
+  runtime: 'package' | 'service';
+  entrypoint: string;
+  plugin_key: string;
+  instance_config_schema: Record<string, unknown>;
+  actions: PluginAction[];
+  dist_name: string | null;
+  dist_commit: string | null;
+  enabled: boolean;
+  created_at: string;
+  updated_at: string;
+}
+
+export interface PluginInstance {
+  id: string;
+  plugin_definition_id: string;
+  display_name: string;
+  config_json: Record<string, unknown> | null;
+  config_hash: string;
+  enabled: boolean;
+  created_at: string;
+  updated_at: string;
+  updated_by: string | null;
+  deleted_at: string | null;
+}
+
+export type DefinitionRow = Selectable<PluginDefinitionTable>;
+export type InstanceRow = Selectable<PluginInstanceTable>;
+
+export const toDefinition = (r: DefinitionRow): PluginDefinition => ({
+  ...r,
+  instance_config_schema: JSON.parse(r.instance_config_schema),
+  actions: JSON.parse(r.actions),
+  enabled: Boolean(r.enabled),
+});
+
+export const toInstance = (r: InstanceRow): PluginInstance => ({
+  ...r,
+  config_json: r.config_json === null ? null : JSON.parse(r.config_json),
+  enabled: Boolean(r.enabled),
+});
+
+export interface DefinitionFilters {
+  name?: string;
+  search?: string;
+  plugin_key?: string;
+  runtime?: 'package' | 'service';
+  enabled?: boolean;
+}
+
+export interface InstanceFilters {
+  plugin_definition_id?: string;
+  display_name?: string;
+  enabled?: boolean;
+  search?: string;
+}
+
+export async function allDefinitions(db: Db): Promise<DefinitionRow[]> {
+  return db.selectFrom('plugin_definition').selectAll().execute();
+}
+
+/**
+ * Inserts a definition; when another process inserted the same name first (two starts racing), the
+ * conflict turns into the same update instead of a failure.
+ */
+export async function insertDefinition(db: Db, row: DefinitionRow): Promise<void> {
+  const { id: _id, created_at: _created, ...changes } = row;
+  await db
+    .insertInto('plugin_definition')
+    .values(row)
+    .onConflict((oc) => oc.column('name').doUpdateSet(changes))
+    .execute();
+}
+
+export async function updateDefinition(
+  db: Db,
+  id: string,
+  changes: Partial<Omit<DefinitionRow, 'id' | 'created_at' | 'name'>>,
+): Promise<void> {
+  await db.updateTable('plugin_definition').set(changes).where('id', '=', id).execute();
+}
+
+export async function findDefinition(db: Db, id: string): Promise<DefinitionRow | undefined> {
+  return db.selectFrom('plugin_definition').selectAll().where('id', '=', id).executeTakeFirst();
+}
+
+export async function listDefinitions(
+  db: Db,
+  filters: DefinitionFilters,
+  page: Page,
+): Promise<ListResult<PluginDefinition>> {
+  let q = db.selectFrom('plugin_definition');
+  if (filters.name !== undefined) q = q.where('name', '=', filters.name);
+  if (filters.plugin_key !== undefined) q = q.where('plugin_key', '=', filters.plugin_key);
+  if (filters.runtime !== undefined) q = q.where('runtime', '=', filters.runtime);
+  if (filters.enabled !== undefined) q = q.where('enabled', '=', filters.enabled ? 1 : 0);
+  if (filters.search !== undefined) q = q.where(containsInsensitive('name', filters.search));
+  return paginate(q, page, toDefinition);
+}
+
+export async function insertInstance(db: Db, row: InstanceRow): Promise<void> {
+  await db.insertInto('plugin_instance').values(row).execute();
+}
+
+export async function findActiveInstance(db: Db, id: string): Promise<InstanceRow | undefined> {
+  return db
+    .selectFrom('plugin_instance')
+    .selectAll()
+    .where('id', '=', id)
+    .where('deleted_at', 'is', null)
+    .executeTakeFirst();
+}
+
+/** The active instance with the name and state of its definition: the one read of an invocation. */
+export async function findInvocationTarget(db: Db, id: string) {
+  return db
+    .selectFrom('plugin_instance as i')
+    .innerJoin('plugin_definition as d', 'd.id', 'i.plugin_definition_id')
+    .select([
+      'i.id',
+      'i.config_json',
+      'i.enabled',
+      'd.name as definition_name',
+      'd.enabled as definition_enabled',
+      'd.instance_config_schema',
+      'd.actions',
+    ])
+    .where('i.id', '=', id)
+    .where('i.deleted_at', 'is', null)
+    .executeTakeFirst();
+}
+
+export async function updateInstance(
+  db: Db,
+  id: string,
+  changes: Partial<Omit<InstanceRow, 'id' | 'created_at' | 'plugin_definition_id'>>,
+): Promise<void> {
+  await db
+    .updateTable('plugin_instance')
+    .set(changes)
+    .where('id', '=', id)
+    .where('deleted_at', 'is', null)
+    .execute();
+}
+
+export async function listInstances(
+  db: Db,
+  filters: InstanceFilters,
+  page: Page,
+): Promise<ListResult<PluginInstance>> {
+  let q = db.selectFrom('plugin_instance').where('deleted_at', 'is', null);
+  if (filters.plugin_definition_id !== undefined) {
+    q = q.where('plugin_definition_id', '=', filters.plugin_definition_id);
+  }
+  if (filters.display_name !== undefined) q = q.where('display_name', '=', filters.display_name);
+  if (filters.enabled !== undefined) q = q.where('enabled', '=', filters.enabled ? 1 : 0);
+  if (filters.search !== undefined) q = q.where(containsInsensitive('display_name', filters.search));
+  return paginate(q, page, toInstance);
+}

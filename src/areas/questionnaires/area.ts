@@ -1,0 +1,36 @@
+import type { Logger } from 'pino';
+import type { Config } from '../../config/config.js';
+import type { Store } from '../../db/store.js';
+import type { Clock } from '../../lib/clock.js';
+import type { EventPublisher } from '../events/publish.js';
+import { createAccess, type RoleLookup } from './access.js';
+import { createConfigService } from './config-service.js';
+import { createFolderService } from './folder-service.js';
+import { createPermissionService, type GranteeLookup } from './permission-service.js';
+import { createQuestionnaireService } from './service.js';
+import { createQuestionnaireStore } from './store.js';
+
+export interface QuestionnaireAreaDeps {
+  config: Config;
+  store: Store;
+  clock: Clock;
+  log: Logger;
+  events: EventPublisher;
+  /** Identity's role and user lookups (services.identity satisfies this). */
+  identity: RoleLookup & GranteeLookup;
+}
+
+/** The questionnaire catalogue's services over one store and one set of access rules. */
+export function createQuestionnaireArea(deps: QuestionnaireAreaDeps) {
+  const db = createQuestionnaireStore(deps.store);
+  const access = createAccess({ db, identity: deps.identity });
+  const common = { store: deps.store, clock: deps.clock, db, access };
+  return {
+    questionnaires: createQuestionnaireService({ ...common, events: deps.events }),
+    folders: createFolderService({ ...common, events: deps.events }),
+    permissions: createPermissionService({ ...common, identity: deps.identity }),
+    platformConfig: createConfigService({ config: deps.config, db, access }),
+  };
+}
+
+export type QuestionnaireArea = ReturnType<typeof createQuestionnaireArea>;

@@ -1,0 +1,116 @@
+import type { Config } from '../../config/config.js';
+import type { Principal } from '../../http/access.js';
+import { AppError } from '../../http/errors.js';
+import { VERSION } from '../../version.js';
+import { type Access, PERMISSION_LEVELS } from './access.js';
+import { mergePatch } from './json-patch.js';
+import type { JsonObject } from './records.js';
+import { TRANSITIONS } from './service.js';
+import type { ChainLink, QuestionnaireStore } from './store.js';
+
+/**
+ * Configuration answers (docs/platform.md "Config"): the public app config, and the effective config
+ * of a folder or questionnaire, made by merging layers with JSON Merge Patch (RFC 7396): the platform
+ * defaults, then each folder from the root down, then the questionnaire's own `config`.
+ */
+
+/** The platform's defaults, the first layer of every effective config. */
+export const QUESTIONNAIRE_CONFIG_DEFAULTS: JsonObject = {
+  locale: 'en',
+  allow_partial_save: true,
+  allow_multiple_submissions: false,
+  show_progress: true,
+  randomize_items: false,
+  reminders: { enabled: false, hours_before_due: 24 },
+};
+
+export type ConfigLayer =
+  | { type: 'defaults' }
+  | { type: 'folder'; id: string }
+  | { type: 'questionnaire'; id: string };
+
+export interface EffectiveConfig {
+  config: JsonObject;
+  /** The layers merged, in order (later wins). */
+  sources: ConfigLayer[];
+}
+
+export function createConfigService(deps: { config: Config; db: QuestionnaireStore; access: Access }) {
+  const { db, access } = deps;
+
+  /** Merges the defaults and a folder chain (nearest first, as folderChain returns it). */
+  function fromChain(chain: readonly ChainLink[]): EffectiveConfig {
+    let config = QUESTIONNAIRE_CONFIG_DEFAULTS;
+    const sources: ConfigLayer[] = [{ type: 'defaults' }];
+    for (const link of [...chain].reverse()) {
+      config = mergePatch(config, JSON.parse(link.config) as JsonObject);
+      sources.push({ type: 'folder', id: link.id });
+    }
+    return { config, sources };
+  }
+
+  return {
+    /** What a client app needs to know before it signs anyone in or renders a questionnaire. No secrets. */
+    app() {
+      return {
+        version: VERSION,
+        api_version: 'v1',
+        auth: {
+          external_idp_enabled: Boolean(
+            deps.config.oidcIssuer && deps.config.oidcAudience && deps.config.oidcJwksUrl,
+          ),
+          mfa_methods: ['totp'],
+        },
+        questionnaire: {
+          statuses: ['DRAFT', 'PUBLISHED', 'ARCHIVED'],
+          transitions: TRANSITIONS,
+          revision_operations: ['EDIT', 'METADATA_EDIT', 'PUBLISH', 'FORK', 'DELETE', 'RESTORE', 'ARCHIVE'],
+          config_defaults: QUESTIONNAIRE_CONFIG_DEFAULTS,
+        },
+        permission_levels: [...PERMISSION_LEVELS],
+        pagination: { default_limit: 25, max_limit: 250 },
+      };
+    },
+
+    async forFolder(
+      principal: Principal,
+      folderId: string,
+    ): Promise<EffectiveConfig & { folder_id: string }> {
+      const v = await access.viewer(principal);
+      if (!(await db.findFolder(folderId))) {
+        throw new AppError('FOLDER.NOT_FOUND', 'Folder not found', { folder_id: folderId });
+      }
+      await access.requireFolder(v, folderId, 'VIEW');
+      return { folder_id: folderId, ...fromChain(await db.folderChain(folderId)) };
+    },
+
+    /**
+     * Open endpoint: a caller holding questionnaire:read gets any questionnaire it may see (permission
+     * rules apply); anyone else (a responder) only PUBLISHED ones. Others are 404.
+     */
+    async forQuestionnaire(
+      principal: Principal,
+      id: string,
+    ): Promise<EffectiveConfig & { questionnaire_id: string; folder_id: string | null }> {
+      const q = await db.findQuestionnaire(id);
+      const missing = new AppError('QUESTIONNAIRE.NOT_FOUND', 'Questionnaire not found', {
+        questionnaire_id: id,
+      });
+      if (!q) throw missing;
+      if (principal.scopes.has('questionnaire:read')) {
+        await access.requireQuestionnaire(await access.viewer(principal), q, 'VIEW');
+      } else if (q.status !== 'PUBLISHED') {
+        throw missing;
+      }
+      const base = fromChain(q.folder_id ? await db.folderChain(q.folder_id) : []);
+      return {
+        questionnaire_id: q.id,
+        folder_id: q.folder_id,
+        config: mergePatch(base.config, q.config),
+        sources: [...base.sources, { type: 'questionnaire', id: q.id }],
+      };
+    },
+  };
+}
+
+export type ConfigService = ReturnType<typeof createConfigService>;

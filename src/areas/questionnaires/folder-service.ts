@@ -1,0 +1,248 @@
+import type { Store, Tx } from '../../db/store.js';
+import type { Principal } from '../../http/access.js';
+import { AppError } from '../../http/errors.js';
+import type { Page } from '../../http/list.js';
+import { type Clock, iso } from '../../lib/clock.js';
+import { newId } from '../../lib/ids.js';
+import { EVENT_SOURCES } from '../events/definitions.js';
+import type { EventPublisher } from '../events/publish.js';
+import type { Access, Viewer } from './access.js';
+import { type Folder, type JsonObject, toFolder } from './records.js';
+import type { FolderFilters, QuestionnaireStore } from './store.js';
+import type { FolderTable, QuestionnaireStatus, QuestionnaireTable } from './tables.js';
+
+export interface FolderServiceDeps {
+  store: Store;
+  clock: Clock;
+  events: EventPublisher;
+  db: QuestionnaireStore;
+  access: Access;
+}
+
+export interface CreateFolderInput {
+  name: string;
+  description?: string | null;
+  parent_id?: string | null;
+  config?: JsonObject;
+}
+
+export type UpdateFolderInput = Partial<CreateFolderInput>;
+
+export interface TreeQuery {
+  include_questionnaires?: boolean;
+  /** Only questionnaires of this status (it wins over include_archived). */
+  questionnaire_status_id?: QuestionnaireStatus;
+  /** Include ARCHIVED questionnaires (default: DRAFT and PUBLISHED only). */
+  include_archived?: boolean;
+  /** Only the subtree under this folder. */
+  root_id?: string;
+}
+
+/** A questionnaire as a tree node: without payload, schedule_payload and config (SPEC). */
+export type TreeQuestionnaire = Omit<
+  QuestionnaireTable,
+  'payload' | 'config' | 'schedule_payload' | 'metadata'
+> & {
+  metadata: JsonObject;
+};
+
+export interface TreeNode extends Folder {
+  children: TreeNode[];
+  questionnaires?: TreeQuestionnaire[];
+}
+
+const notFound = (id: string) => new AppError('FOLDER.NOT_FOUND', 'Folder not found', { folder_id: id });
+
+export function createFolderService(deps: FolderServiceDeps) {
+  const { db, access, store, events } = deps;
+  const now = () => iso(deps.clock.now());
+
+  async function visible(v: Viewer, id: string, level: 'VIEW' | 'EDIT' | 'MANAGE'): Promise<Folder> {
+    const f = await db.findFolder(id);
+    if (!f) throw notFound(id);
+    await access.requireFolder(v, id, level);
+    return f;
+  }
+
+  async function requireParent(tx: Tx, parentId: string): Promise<void> {
+    if (!(await db.lockFolder(tx, parentId, 'share'))) notFoundParent(parentId);
+  }
+
+  function notFoundParent(parentId: string): never {
+    throw new AppError('FOLDER.NOT_FOUND', 'Parent folder not found', { parent_id: parentId });
+  }
+
+  async function publish(tx: Tx, name: string, f: Folder, extra: Record<string, unknown> = {}) {
+    await events.publish(tx, {
+      type: `svc.folder.${name}`,
+      source: EVENT_SOURCES.folder,
+      subject: f.id,
+      data: { folder_id: f.id, name: f.name, parent_id: f.parent_id, ...extra },
+    });
+  }
+
+  return {
+    async get(principal: Principal, id: string): Promise<Folder> {
+      return visible(await access.viewer(principal), id, 'VIEW');
+    },
+
+    async list(principal: Principal, page: Page, filters: FolderFilters) {
+      const v = await access.viewer(principal);
+      return db.listFolders(page, filters, access.visibleTo(v));
+    },
+
+    async create(principal: Principal, input: CreateFolderInput): Promise<Folder> {
+      const v = await access.viewer(principal);
+      const parentId = input.parent_id ?? null;
+      if (parentId) {
+        if (!(await db.findFolder(parentId))) notFoundParent(parentId);
+        await access.requireFolder(v, parentId, 'EDIT');
+      }
+      return store.transaction(async (tx) => {
+        if (parentId) await requireParent(tx, parentId);
+        const at = now();
+        const row: FolderTable = {
+          id: newId(),
+          name: input.name,
+          description: input.description ?? null,
+          parent_id: parentId,
+          config: JSON.stringify(input.config ?? {}),
+          created_at: at,
+          created_by: v.userId,
+          updated_at: at,
+          updated_by: v.userId,
+          deleted_at: null,
+        };
+        await db.insertFolder(tx, row);
+        await access.grantCreator(tx, v, { kind: 'folder', id: row.id }, at);
+        const folder = toFolder(row);
+        await publish(tx, 'created', folder);
+        return folder;
+      });
+    },
+
+    async update(principal: Principal, id: string, input: UpdateFolderInput): Promise<Folder> {
+      const v = await access.viewer(principal);
+      const existing = await visible(v, id, 'EDIT');
+      const moving = input.parent_id !== undefined && input.parent_id !== existing.parent_id;
+      if (moving) {
+        // A move can change who inherits access below it: MANAGE here, EDIT on the destination.
+        await access.requireFolder(v, id, 'MANAGE');
+        if (input.parent_id) {
+          if (!(await db.findFolder(input.parent_id))) notFoundParent(input.parent_id);
+          await access.requireFolder(v, input.parent_id, 'EDIT');
+        }
+      }
+      return store.transaction(async (tx) => {
+        if (moving) await db.serialiseFolderMoves(tx);
+        const row = await db.lockFolder(tx, id, 'update');
+        if (!row) throw notFound(id);
+        const next: FolderTable = {
+          ...row,
+          name: input.name ?? row.name,
+          description: input.description !== undefined ? input.description : row.description,
+          parent_id: input.parent_id !== undefined ? input.parent_id : row.parent_id,
+          config: input.config !== undefined ? JSON.stringify(input.config) : row.config,
+        };
+        if (next.parent_id && next.parent_id !== row.parent_id) {
+          await requireParent(tx, next.parent_id);
+          const above = await db.folderChain(next.parent_id, tx.db);
+          if (above.some((f) => f.id === id)) {
+            throw new AppError(
+              'FOLDER.CYCLE',
+              'A folder cannot move under itself or one of its descendants',
+              {
+                folder_id: id,
+                parent_id: next.parent_id,
+              },
+            );
+          }
+        }
+        const changed = (['name', 'description', 'parent_id', 'config'] as const).filter(
+          (k) => next[k] !== row[k],
+        );
+        if (changed.length === 0) return toFolder(row);
+        const at = now();
+        const changes = {
+          ...Object.fromEntries(changed.map((k) => [k, next[k]])),
+          updated_at: at,
+          updated_by: v.userId,
+        };
+        await db.updateFolder(tx, id, changes);
+        const folder = toFolder({ ...next, updated_at: at, updated_by: v.userId });
+        await publish(tx, 'updated', folder, {
+          changed_fields: changed,
+          ...(changed.includes('parent_id') ? { previous_parent_id: row.parent_id } : {}),
+        });
+        return folder;
+      });
+    },
+
+    /** Soft-deletes an empty folder (no active subfolders or questionnaires: FOLDER.NOT_EMPTY). */
+    async remove(principal: Principal, id: string): Promise<Folder> {
+      const v = await access.viewer(principal);
+      await visible(v, id, 'MANAGE');
+      return store.transaction(async (tx) => {
+        const row = await db.lockFolder(tx, id, 'update');
+        if (!row) throw notFound(id);
+        const contents = await db.countFolderContents(tx, id);
+        if (contents.folders > 0 || contents.questionnaires > 0) {
+          throw new AppError(
+            'FOLDER.NOT_EMPTY',
+            'Only an empty folder can be deleted: move or delete its subfolders and questionnaires first',
+            { folder_id: id, ...contents },
+          );
+        }
+        const at = now();
+        await db.updateFolder(tx, id, { deleted_at: at, updated_at: at, updated_by: v.userId });
+        const folder = toFolder({ ...row, deleted_at: at, updated_at: at, updated_by: v.userId });
+        await publish(tx, 'deleted', folder, { deleted_at: at });
+        return folder;
+      });
+    },
+
+    /**
+     * The folder tree the caller can see. For a restricted caller, a visible folder whose parent is
+     * not visible is a root of the answer (its parent_id still names the real parent).
+     */
+    async tree(
+      principal: Principal,
+      q: TreeQuery,
+    ): Promise<{ folders: TreeNode[]; questionnaires?: TreeQuestionnaire[] }> {
+      const v = await access.viewer(principal);
+      const visibleTo = access.visibleTo(v);
+      if (q.root_id) await visible(v, q.root_id, 'VIEW');
+      const folders = await db.foldersForTree(visibleTo);
+      const nodes = new Map<string, TreeNode>(folders.map((f) => [f.id, { ...f, children: [] }]));
+      if (q.include_questionnaires) for (const n of nodes.values()) n.questionnaires = [];
+      const roots: TreeNode[] = [];
+      for (const n of nodes.values()) {
+        const parent = n.parent_id ? nodes.get(n.parent_id) : undefined;
+        if (parent) parent.children.push(n);
+        else roots.push(n);
+      }
+      let rootQuestionnaires: TreeQuestionnaire[] | undefined;
+      if (q.include_questionnaires) {
+        rootQuestionnaires = [];
+        const statuses: QuestionnaireStatus[] = q.questionnaire_status_id
+          ? [q.questionnaire_status_id]
+          : q.include_archived
+            ? ['DRAFT', 'PUBLISHED', 'ARCHIVED']
+            : ['DRAFT', 'PUBLISHED'];
+        for (const row of await db.questionnairesForTree({ statuses, visibleTo })) {
+          const node: TreeQuestionnaire = { ...row, metadata: JSON.parse(row.metadata) };
+          const folder = row.folder_id ? nodes.get(row.folder_id) : undefined;
+          if (folder) folder.questionnaires!.push(node);
+          else rootQuestionnaires.push(node);
+        }
+      }
+      if (q.root_id) {
+        const root = nodes.get(q.root_id)!;
+        return q.include_questionnaires ? { folders: [root], questionnaires: [] } : { folders: [root] };
+      }
+      return rootQuestionnaires ? { folders: roots, questionnaires: rootQuestionnaires } : { folders: roots };
+    },
+  };
+}
+
+export type FolderService = ReturnType<typeof createFolderService>;

@@ -1,0 +1,500 @@
+import type { Store, Tx } from '../../db/store.js';
+import type { Principal } from '../../http/access.js';
+import { AppError } from '../../http/errors.js';
+import type { Page } from '../../http/list.js';
+import { type Clock, iso } from '../../lib/clock.js';
+import { newId } from '../../lib/ids.js';
+import { EVENT_SOURCES } from '../events/definitions.js';
+import type { EventPublisher } from '../events/publish.js';
+import type { Access, CatalogueAccess, Viewer } from './access.js';
+import {
+  type JsonObject,
+  type Questionnaire,
+  type QuestionnaireRevision,
+  toQuestionnaire,
+} from './records.js';
+import {
+  changesContent,
+  diffStates,
+  isEmptyDiff,
+  type QuestionnaireState,
+  replay,
+  stateOf,
+} from './revisions.js';
+import type { QuestionnaireFilters, QuestionnaireStore, RevisionFilters } from './store.js';
+import type { QuestionnaireStatus, QuestionnaireTable, RevisionOperation } from './tables.js';
+
+export interface QuestionnaireServiceDeps {
+  store: Store;
+  clock: Clock;
+  events: EventPublisher;
+  db: QuestionnaireStore;
+  access: Access;
+}
+
+export interface CreateQuestionnaireInput {
+  name: string;
+  description?: string | null;
+  folder_id?: string | null;
+  payload?: JsonObject;
+  config?: JsonObject;
+  schedule_payload?: JsonObject;
+  metadata?: JsonObject;
+}
+
+export interface UpdateQuestionnaireInput extends Partial<CreateQuestionnaireInput> {
+  /** Optimistic concurrency: the change applies only if the latest revision still has this sequence. */
+  base_sequence?: number;
+}
+
+export interface ForkInput {
+  name?: string;
+  description?: string | null;
+  /** Where the fork goes; default: the source's folder. null: the root. */
+  folder_id?: string | null;
+  /** Fork the state at this revision of the source instead of its current state. */
+  revision_id?: string;
+}
+
+export interface Snapshot {
+  questionnaire_id: string;
+  revision_id: string;
+  sequence: number;
+  operation: RevisionOperation;
+  lineage_root_id: string;
+  created_at: string;
+  created_by: string | null;
+  state: QuestionnaireState;
+}
+
+/**
+ * Lifecycle (docs/platform.md "Questionnaire states"): which status each action may start from, and
+ * where it leads. Content (payload, config, schedule_payload) changes only in DRAFT: a published
+ * questionnaire is what responders answer, so changing it means forking a new DRAFT.
+ */
+export const TRANSITIONS: Record<
+  'publish' | 'archive',
+  { from: QuestionnaireStatus[]; to: QuestionnaireStatus }
+> = {
+  publish: { from: ['DRAFT', 'ARCHIVED'], to: 'PUBLISHED' },
+  archive: { from: ['DRAFT', 'PUBLISHED'], to: 'ARCHIVED' },
+};
+
+const EVENT_OF: Record<RevisionOperation, string> = {
+  EDIT: 'svc.questionnaire.updated',
+  METADATA_EDIT: 'svc.questionnaire.updated',
+  PUBLISH: 'svc.questionnaire.published',
+  ARCHIVE: 'svc.questionnaire.archived',
+  DELETE: 'svc.questionnaire.deleted',
+  RESTORE: 'svc.questionnaire.restored',
+  FORK: 'svc.questionnaire.created',
+};
+
+/** The event of a change; the first revision of a questionnaire (EDIT or FORK) is its creation. */
+const eventOf = (operation: RevisionOperation, sequence: number): string =>
+  sequence === 1 ? 'svc.questionnaire.created' : EVENT_OF[operation];
+
+const notFound = (id: string) =>
+  new AppError('QUESTIONNAIRE.NOT_FOUND', 'Questionnaire not found', { questionnaire_id: id });
+
+export function createQuestionnaireService(deps: QuestionnaireServiceDeps) {
+  const { db, access, store, events } = deps;
+  const now = () => iso(deps.clock.now());
+
+  /** Writes the revision of a change from `before` to `after` and its event, inside `tx`. */
+  async function record(
+    tx: Tx,
+    q: Pick<Questionnaire, 'id' | 'lineage_root_id' | 'forked_from_id'>,
+    sequence: number,
+    operation: RevisionOperation,
+    before: QuestionnaireState | undefined,
+    after: QuestionnaireState,
+    actor: string,
+    at: string,
+  ): Promise<QuestionnaireRevision> {
+    const revision: QuestionnaireRevision = {
+      id: newId(),
+      questionnaire_id: q.id,
+      sequence,
+      operation,
+      lineage_root_id: q.lineage_root_id,
+      status: after.status,
+      diffs: diffStates(before, after),
+      created_at: at,
+      created_by: actor,
+    };
+    await db.insertRevision(tx, { ...revision, diffs: JSON.stringify(revision.diffs) });
+    await events.publish(tx, {
+      type: eventOf(operation, sequence),
+      source: EVENT_SOURCES.questionnaire,
+      subject: q.id,
+      data: {
+        questionnaire_id: q.id,
+        name: after.name,
+        status: after.status,
+        folder_id: after.folder_id,
+        revision_id: revision.id,
+        sequence,
+        operation,
+        lineage_root_id: q.lineage_root_id,
+        ...(operation === 'FORK' ? { forked_from_id: q.forked_from_id } : {}),
+        ...(operation === 'DELETE' ? { deleted_at: after.deleted_at } : {}),
+      },
+    });
+    return revision;
+  }
+
+  async function requireTargetFolder(tx: Tx, folderId: string): Promise<void> {
+    if (!(await db.lockFolder(tx, folderId, 'share'))) {
+      throw new AppError('FOLDER.NOT_FOUND', 'Folder not found', { folder_id: folderId });
+    }
+  }
+
+  /** Inserts a new questionnaire with its first revision (EDIT, or FORK for a fork). */
+  async function insertNew(
+    v: Viewer,
+    state: Omit<QuestionnaireState, 'status' | 'deleted_at'>,
+    lineage: { lineage_root_id?: string; forked_from_id: string | null; forked_from_sequence: number | null },
+  ): Promise<Questionnaire> {
+    return store.transaction(async (tx) => {
+      if (state.folder_id) await requireTargetFolder(tx, state.folder_id);
+      const at = now();
+      const id = newId();
+      const row: QuestionnaireTable = {
+        id,
+        name: state.name,
+        description: state.description,
+        folder_id: state.folder_id,
+        status: 'DRAFT',
+        payload: JSON.stringify(state.payload),
+        config: JSON.stringify(state.config),
+        schedule_payload: JSON.stringify(state.schedule_payload),
+        metadata: JSON.stringify(state.metadata),
+        lineage_root_id: lineage.lineage_root_id ?? id,
+        forked_from_id: lineage.forked_from_id,
+        forked_from_sequence: lineage.forked_from_sequence,
+        revision_sequence: 1,
+        published_at: null,
+        published_by: null,
+        archived_at: null,
+        created_at: at,
+        created_by: v.userId,
+        updated_at: at,
+        updated_by: v.userId,
+        deleted_at: null,
+      };
+      await db.insertQuestionnaire(tx, row);
+      const q = toQuestionnaire(row);
+      await record(tx, q, 1, lineage.forked_from_id ? 'FORK' : 'EDIT', undefined, stateOf(q), v.userId, at);
+      await access.grantCreator(tx, v, { kind: 'questionnaire', id }, at);
+      return q;
+    });
+  }
+
+  /**
+   * One change of an existing questionnaire: lock its row, let `change` compute the new state and
+   * the row's other columns (or throw), then write the row, the revision and the event together.
+   * A change that alters nothing writes nothing (no revision, no event).
+   */
+  async function change(
+    v: Viewer,
+    id: string,
+    opts: { deleted: boolean },
+    compute: (
+      current: Questionnaire,
+      tx: Tx,
+    ) => Promise<{
+      operation: RevisionOperation | ((diffs: ReturnType<typeof diffStates>) => RevisionOperation);
+      state: QuestionnaireState;
+      columns?: Partial<QuestionnaireTable>;
+    }>,
+  ): Promise<Questionnaire> {
+    return store.transaction(async (tx) => {
+      const row = await db.lockQuestionnaire(tx, id);
+      if (!row || (row.deleted_at !== null) !== opts.deleted) throw notFound(id);
+      const current = toQuestionnaire(row);
+      const { operation, state, columns } = await compute(current, tx);
+      const before = stateOf(current);
+      const diffs = diffStates(before, state);
+      if (isEmptyDiff(diffs)) return current;
+      const at = now();
+      const sequence = current.revision_sequence + 1;
+      const op = typeof operation === 'function' ? operation(diffs) : operation;
+      const changes: Partial<QuestionnaireTable> = {
+        name: state.name,
+        description: state.description,
+        folder_id: state.folder_id,
+        status: state.status,
+        deleted_at: state.deleted_at,
+        payload: JSON.stringify(state.payload),
+        config: JSON.stringify(state.config),
+        schedule_payload: JSON.stringify(state.schedule_payload),
+        metadata: JSON.stringify(state.metadata),
+        revision_sequence: sequence,
+        updated_at: at,
+        updated_by: v.userId,
+        ...columns,
+      };
+      await db.updateQuestionnaire(tx, id, changes);
+      await record(tx, current, sequence, op, before, state, v.userId, at);
+      return toQuestionnaire({ ...row, ...changes } as QuestionnaireTable);
+    });
+  }
+
+  /** An active questionnaire the viewer can see at `level` (else its 404, or 403 for a lower level). */
+  async function visible(v: Viewer, id: string, level: 'VIEW' | 'EDIT' | 'MANAGE'): Promise<Questionnaire> {
+    const q = await db.findQuestionnaire(id);
+    if (!q) throw notFound(id);
+    await access.requireQuestionnaire(v, q, level);
+    return q;
+  }
+
+  async function transition(principal: Principal, id: string, action: 'publish' | 'archive') {
+    const v = await access.viewer(principal);
+    await visible(v, id, 'MANAGE');
+    const rule = TRANSITIONS[action];
+    return change(v, id, { deleted: false }, async (current) => {
+      if (!rule.from.includes(current.status)) {
+        throw new AppError(
+          'QUESTIONNAIRE.INVALID_STATE',
+          `Cannot ${action} a ${current.status} questionnaire (allowed from ${rule.from.join(', ')})`,
+          { questionnaire_id: id, status: current.status, allowed_from: rule.from },
+        );
+      }
+      const at = now();
+      return {
+        operation: action === 'publish' ? 'PUBLISH' : 'ARCHIVE',
+        state: { ...stateOf(current), status: rule.to },
+        columns:
+          action === 'publish'
+            ? { published_at: at, published_by: v.userId, archived_at: null }
+            : { archived_at: at },
+      };
+    });
+  }
+
+  return {
+    /**
+     * The active questionnaire (for other areas: enrollments, submissions). No permission narrowing:
+     * callers apply their own rules. Throws QUESTIONNAIRE.NOT_FOUND for a missing or deleted one.
+     */
+    async get(id: string): Promise<Questionnaire> {
+      const q = await db.findQuestionnaire(id);
+      if (!q) throw notFound(id);
+      return q;
+    },
+
+    /** The active questionnaires among `ids`, in the order of `ids` (missing or deleted ones left out). */
+    async getMany(ids: readonly string[]): Promise<Questionnaire[]> {
+      const found = new Map((await db.findQuestionnaires(ids)).map((q) => [q.id, q]));
+      const seen = new Set<string>();
+      const out: Questionnaire[] = [];
+      for (const id of ids) {
+        const q = found.get(id);
+        if (q && !seen.has(id)) {
+          seen.add(id);
+          out.push(q);
+        }
+      }
+      return out;
+    },
+
+    /** An active questionnaire as `principal` may see it (permission rules applied). */
+    async getFor(principal: Principal, id: string): Promise<Questionnaire> {
+      return visible(await access.viewer(principal), id, 'VIEW');
+    },
+
+    /**
+     * The permission rules as other areas apply them to records of questionnaires (enrollments,
+     * submissions): a filter narrowing their lists in SQL, and levels for their checks, without N+1 queries.
+     */
+    async accessOf(principal: Pick<Principal, 'userId'>): Promise<CatalogueAccess> {
+      const v = await access.viewer(principal);
+      return {
+        unrestricted: v.unrestricted,
+        questionnaireFilter: access.questionnaireFilter(v),
+        levels: (ids) => access.questionnaireLevels(v, ids),
+      };
+    },
+
+    async list(principal: Principal, page: Page, filters: QuestionnaireFilters, deleted = false) {
+      const v = await access.viewer(principal);
+      return db.listQuestionnaires(page, filters, { deleted, visibleTo: access.visibleTo(v) });
+    },
+
+    async create(principal: Principal, input: CreateQuestionnaireInput): Promise<Questionnaire> {
+      const v = await access.viewer(principal);
+      const folderId = input.folder_id ?? null;
+      if (folderId) await access.requireFolder(v, folderId, 'EDIT');
+      return insertNew(
+        v,
+        {
+          name: input.name,
+          description: input.description ?? null,
+          folder_id: folderId,
+          payload: input.payload ?? {},
+          config: input.config ?? {},
+          schedule_payload: input.schedule_payload ?? {},
+          metadata: input.metadata ?? {},
+        },
+        { forked_from_id: null, forked_from_sequence: null },
+      );
+    },
+
+    async update(principal: Principal, id: string, input: UpdateQuestionnaireInput): Promise<Questionnaire> {
+      const v = await access.viewer(principal);
+      const existing = await visible(v, id, 'EDIT');
+      // Moving takes MANAGE (it can change who inherits access) and EDIT on the destination folder.
+      if (input.folder_id !== undefined && input.folder_id !== existing.folder_id) {
+        await access.requireQuestionnaire(v, existing, 'MANAGE');
+        if (input.folder_id) await access.requireFolder(v, input.folder_id, 'EDIT');
+      }
+      return change(v, id, { deleted: false }, async (current, tx) => {
+        if (input.base_sequence !== undefined && input.base_sequence !== current.revision_sequence) {
+          throw new AppError(
+            'QUESTIONNAIRE.SEQUENCE_CONFLICT',
+            `The questionnaire changed since revision ${input.base_sequence} (latest is ${current.revision_sequence})`,
+            {
+              questionnaire_id: id,
+              base_sequence: input.base_sequence,
+              revision_sequence: current.revision_sequence,
+            },
+          );
+        }
+        const before = stateOf(current);
+        const state: QuestionnaireState = {
+          ...before,
+          name: input.name ?? before.name,
+          description: input.description !== undefined ? input.description : before.description,
+          folder_id: input.folder_id !== undefined ? input.folder_id : before.folder_id,
+          payload: input.payload ?? before.payload,
+          config: input.config ?? before.config,
+          schedule_payload: input.schedule_payload ?? before.schedule_payload,
+          metadata: input.metadata ?? before.metadata,
+        };
+        const diffs = diffStates(before, state);
+        if (changesContent(diffs) && current.status !== 'DRAFT') {
+          throw new AppError(
+            'QUESTIONNAIRE.INVALID_STATE',
+            `The content of a ${current.status} questionnaire cannot change; fork it to make a new DRAFT`,
+            { questionnaire_id: id, status: current.status },
+          );
+        }
+        if (state.folder_id && state.folder_id !== before.folder_id)
+          await requireTargetFolder(tx, state.folder_id);
+        return { operation: (d) => (changesContent(d) ? 'EDIT' : 'METADATA_EDIT'), state };
+      });
+    },
+
+    publish: (principal: Principal, id: string) => transition(principal, id, 'publish'),
+    archive: (principal: Principal, id: string) => transition(principal, id, 'archive'),
+
+    async remove(principal: Principal, id: string): Promise<Questionnaire> {
+      const v = await access.viewer(principal);
+      await visible(v, id, 'MANAGE');
+      return change(v, id, { deleted: false }, async (current) => ({
+        operation: 'DELETE',
+        state: { ...stateOf(current), deleted_at: now() },
+      }));
+    },
+
+    /** Restores a deleted questionnaire into its folder, or into the root when that folder is gone. */
+    async restore(principal: Principal, id: string): Promise<Questionnaire> {
+      const v = await access.viewer(principal);
+      const q = await db.findAnyQuestionnaire(id);
+      if (!q) throw notFound(id);
+      if (q.deleted_at === null) {
+        throw new AppError('QUESTIONNAIRE.INVALID_STATE', 'The questionnaire is not deleted', {
+          questionnaire_id: id,
+        });
+      }
+      await access.requireQuestionnaire(v, q, 'MANAGE');
+      return change(v, id, { deleted: true }, async (current, tx) => {
+        const folderAlive = current.folder_id
+          ? await db.lockFolder(tx, current.folder_id, 'share')
+          : undefined;
+        return {
+          operation: 'RESTORE',
+          state: { ...stateOf(current), deleted_at: null, folder_id: folderAlive ? current.folder_id : null },
+        };
+      });
+    },
+
+    async fork(principal: Principal, id: string, input: ForkInput): Promise<Questionnaire> {
+      const v = await access.viewer(principal);
+      const source = await visible(v, id, 'VIEW');
+      let from: QuestionnaireState = stateOf(source);
+      let sequence = source.revision_sequence;
+      if (input.revision_id) {
+        const snap = await snapshotOf(source, input.revision_id);
+        from = snap.state;
+        sequence = snap.sequence;
+      }
+      const folderId = input.folder_id !== undefined ? input.folder_id : source.folder_id;
+      if (folderId) await access.requireFolder(v, folderId, 'EDIT');
+      return insertNew(
+        v,
+        {
+          name: input.name ?? from.name,
+          description: input.description !== undefined ? input.description : from.description,
+          folder_id: folderId,
+          payload: from.payload,
+          config: from.config,
+          schedule_payload: from.schedule_payload,
+          metadata: from.metadata,
+        },
+        {
+          lineage_root_id: source.lineage_root_id,
+          forked_from_id: source.id,
+          forked_from_sequence: sequence,
+        },
+      );
+    },
+
+    async listRevisions(principal: Principal, id: string, page: Page, filters: RevisionFilters) {
+      await visible(await access.viewer(principal), id, 'VIEW');
+      return db.listRevisions(id, page, filters);
+    },
+
+    async getRevision(principal: Principal, id: string, revisionId: string): Promise<QuestionnaireRevision> {
+      await visible(await access.viewer(principal), id, 'VIEW');
+      return requireRevision(id, revisionId);
+    },
+
+    async snapshot(principal: Principal, id: string, revisionId: string): Promise<Snapshot> {
+      const q = await visible(await access.viewer(principal), id, 'VIEW');
+      return snapshotOf(q, revisionId);
+    },
+  };
+
+  async function requireRevision(
+    questionnaireId: string,
+    revisionId: string,
+  ): Promise<QuestionnaireRevision> {
+    const r = await db.findRevision(questionnaireId, revisionId);
+    if (!r) {
+      throw new AppError('QUESTIONNAIRE_REVISION_NOT_FOUND', 'Questionnaire revision not found', {
+        questionnaire_id: questionnaireId,
+        revision_id: revisionId,
+      });
+    }
+    return r;
+  }
+
+  async function snapshotOf(q: Questionnaire, revisionId: string): Promise<Snapshot> {
+    const r = await requireRevision(q.id, revisionId);
+    const state = replay(await db.revisionsUpTo(q.id, r.sequence));
+    return {
+      questionnaire_id: q.id,
+      revision_id: r.id,
+      sequence: r.sequence,
+      operation: r.operation,
+      lineage_root_id: r.lineage_root_id,
+      created_at: r.created_at,
+      created_by: r.created_by,
+      state,
+    };
+  }
+}
+
+export type QuestionnaireService = ReturnType<typeof createQuestionnaireService>;

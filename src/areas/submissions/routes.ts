@@ -1,0 +1,126 @@
+import type { App, AppContext } from '../../app/types.js';
+import { anyScope, apiKeyOnly, authenticated } from '../../http/access.js';
+import { envelope } from '../../http/list.js';
+import { IdParams, MessageBody } from '../../http/schemas.js';
+import {
+  AmendBody,
+  AnonymousSubmitBody,
+  Submission,
+  SubmissionList,
+  SubmissionListQuery,
+  SubmitBody,
+} from './schemas.js';
+
+const tags = ['submissions'];
+
+/** Error answers a route can give besides the 400/401/403 every guarded route declares (OpenAPI). */
+const errors = (...statuses: number[]) =>
+  Object.fromEntries(statuses.map((s) => [s, { $ref: 'ErrorBody#' }]));
+
+/** Questionnaire submissions (docs/platform.md#submissions). */
+export function registerSubmissionRoutes(api: App, ctx: AppContext): void {
+  const svc = ctx.services.submissions;
+
+  api.post(
+    '/questionnaire_submission',
+    {
+      schema: {
+        tags,
+        summary: 'Submit answers to a published questionnaire',
+        description:
+          'Any signed-in user (an API key acts as its creator). With enrollment_id the submission is filed under that enrollment of the caller, which must be ENROLLED and within its dates.',
+        body: SubmitBody,
+        response: { 200: Submission, ...errors(404, 409, 422) },
+      },
+      config: authenticated(),
+    },
+    async (req) => svc.submit(req.body, req.principal),
+  );
+
+  api.post(
+    '/questionnaire_submission/anonymous',
+    {
+      schema: {
+        tags,
+        summary: 'Submit answers anonymously (API keys only)',
+        body: AnonymousSubmitBody,
+        response: { 200: Submission, ...errors(404, 409, 422) },
+      },
+      config: apiKeyOnly(),
+    },
+    async (req) => svc.submitAnonymous(req.body, req.principal),
+  );
+
+  api.get(
+    '/questionnaire_submission',
+    {
+      schema: {
+        tags,
+        summary: 'List submissions',
+        description:
+          'A restricted caller (not admin or integration) sees only submissions of questionnaires it can see; the total counts those only.',
+        querystring: SubmissionListQuery,
+        response: { 200: SubmissionList },
+      },
+      config: anyScope('questionnaire_submission:read'),
+    },
+    async (req) => {
+      const { limit, offset, sort_by, sort_dir, ...filters } = req.query;
+      return envelope(
+        'submissions',
+        await svc.list(req.principal, filters, { limit, offset, sort_by, sort_dir }),
+        req.query,
+      );
+    },
+  );
+
+  api.get(
+    '/questionnaire_submission/:id',
+    {
+      schema: {
+        tags,
+        summary: 'Get a submission',
+        description: 'A submission of a questionnaire the caller cannot see is 404, like a missing one.',
+        params: IdParams,
+        response: { 200: Submission, ...errors(404) },
+      },
+      config: anyScope('questionnaire_submission:read'),
+    },
+    async (req) => svc.get(req.principal, req.params.id),
+  );
+
+  api.patch(
+    '/questionnaire_submission/:id',
+    {
+      schema: {
+        tags,
+        summary: 'Correct a submission (staff)',
+        description:
+          "Replaces answers and/or metadata. New answers are validated against the questionnaire's current answers_schema. A restricted caller needs EDIT on the questionnaire. Emits svc.submission.updated.",
+        params: IdParams,
+        body: AmendBody,
+        response: { 200: Submission, ...errors(404, 422) },
+      },
+      config: anyScope('questionnaire_submission:write'),
+    },
+    async (req) => svc.amend(req.params.id, req.body, req.principal),
+  );
+
+  api.delete(
+    '/questionnaire_submission/:id',
+    {
+      schema: {
+        tags,
+        summary: 'Delete a submission (soft)',
+        description: 'A restricted caller needs EDIT on the questionnaire. Emits svc.submission.deleted.',
+        params: IdParams,
+        response: { 200: MessageBody, ...errors(404) },
+      },
+      config: anyScope('questionnaire_submission:delete'),
+    },
+    async (req) => {
+      await svc.remove(req.params.id, req.principal);
+      return { message: 'Submission deleted' };
+    },
+  );
+}

@@ -1,0 +1,263 @@
+import type { Store } from '../../db/store.js';
+import type { Principal } from '../../http/access.js';
+import { AppError } from '../../http/errors.js';
+import type { Page } from '../../http/list.js';
+import { type Clock, iso } from '../../lib/clock.js';
+import { newId } from '../../lib/ids.js';
+import {
+  type QuestionnaireLookup,
+  type QuestionnaireRecord,
+  requireRecordAccess,
+} from '../enrollments/questionnaire-lookup.js';
+import type { EnrollmentService } from '../enrollments/service.js';
+import { EVENT_SOURCES } from '../events/definitions.js';
+import { enrichSubmissionData } from '../events/enrich.js';
+import type { EventPublisher } from '../events/publish.js';
+import { validateAnswers } from './answers.js';
+import {
+  findSubmission,
+  insertSubmission,
+  listSubmissions,
+  type Submission,
+  type SubmissionFilters,
+  updateSubmission,
+} from './store.js';
+import type { QuestionnaireSubmissionTable } from './tables.js';
+
+export interface SubmissionDeps {
+  store: Store;
+  clock: Clock;
+  events: EventPublisher;
+  questionnaires: QuestionnaireLookup;
+  enrollments: Pick<EnrollmentService, 'assertAcceptsSubmission'>;
+}
+
+export interface SubmitInput {
+  questionnaire_id: string;
+  answers: Record<string, unknown>;
+  enrollment_id?: string;
+  metadata?: Record<string, unknown> | null;
+}
+
+export interface AmendInput {
+  answers?: Record<string, unknown>;
+  metadata?: Record<string, unknown> | null;
+}
+
+const SOURCE = EVENT_SOURCES.submission;
+
+/**
+ * Submissions of questionnaire answers. A submission needs a PUBLISHED questionnaire and answers that
+ * satisfy its `payload.answers_schema` (answers.ts). Every write publishes its event in the same
+ * transaction (SPEC Emission), with `data.answers` enriched by the scoring re-index.
+ */
+export function createSubmissionService(deps: SubmissionDeps) {
+  const { store, clock, events } = deps;
+  const now = () => iso(clock.now());
+
+  async function publishedQuestionnaire(id: string): Promise<QuestionnaireRecord> {
+    const q = await deps.questionnaires.get(id);
+    if (q.status !== 'PUBLISHED') {
+      throw new AppError(
+        'QUESTIONNAIRE.INVALID_STATE',
+        `Questionnaire is ${q.status}; only PUBLISHED ones take submissions`,
+        {
+          questionnaire_id: id,
+          status: q.status,
+        },
+      );
+    }
+    return q;
+  }
+
+  const notFound = () => new AppError('SUBMISSION.NOT_FOUND', 'Submission not found');
+
+  async function require(id: string): Promise<Submission> {
+    const s = await findSubmission(store.db, id);
+    if (!s) throw notFound();
+    return s;
+  }
+
+  /**
+   * A submission as the caller may see (VIEW on its questionnaire) or change (EDIT on it). Hidden is
+   * 404 like a missing one; visible at too low a level, 403. docs/platform.md "Submissions".
+   */
+  async function requireFor(principal: Principal, id: string, need: 'VIEW' | 'EDIT'): Promise<Submission> {
+    const [access, s] = await Promise.all([
+      deps.questionnaires.accessOf(principal),
+      findSubmission(store.db, id),
+    ]);
+    if (!s) throw notFound();
+    await requireRecordAccess(access, [s.questionnaire_id], need, {
+      what: 'submission',
+      details: { submission_id: id },
+      notFound,
+    });
+    return s;
+  }
+
+  async function insert(row: QuestionnaireSubmissionTable, type: string, data: Record<string, unknown>) {
+    await store.transaction(async (tx) => {
+      await insertSubmission(tx.db, row);
+      await events.publish(tx, { type, source: SOURCE, subject: row.id, data: enrichSubmissionData(data) });
+    });
+  }
+
+  /** A signed-in user's submission (an API key counts as its creator, SPEC Authentication 7). */
+  async function submit(input: SubmitInput, principal: Principal): Promise<Submission> {
+    const q = await publishedQuestionnaire(input.questionnaire_id);
+    validateAnswers(q, input.answers);
+    if (input.enrollment_id !== undefined) {
+      await deps.enrollments.assertAcceptsSubmission(input.enrollment_id, principal.userId, q.id);
+    }
+    const at = now();
+    const row: QuestionnaireSubmissionTable = {
+      id: newId(),
+      questionnaire_id: q.id,
+      questionnaire_revision: q.revision_sequence ?? null,
+      user_id: principal.userId,
+      enrollment_id: input.enrollment_id ?? null,
+      is_anonymous: 0,
+      answers: JSON.stringify(input.answers),
+      metadata: input.metadata ? JSON.stringify(input.metadata) : null,
+      api_key_id: principal.apiKeyId ?? null,
+      created_by: principal.userId,
+      created_at: at,
+      updated_at: at,
+      updated_by: principal.userId,
+      deleted_at: null,
+    };
+    await insert(row, 'svc.submission.created', {
+      submission_id: row.id,
+      questionnaire_id: q.id,
+      questionnaire_revision: row.questionnaire_revision,
+      user_id: principal.userId,
+      enrollment_id: row.enrollment_id,
+      answers: input.answers,
+    });
+    return require(row.id);
+  }
+
+  /** An anonymous submission through an API key: no respondent recorded, the key and its creator are. */
+  async function submitAnonymous(input: Omit<SubmitInput, 'enrollment_id'>, principal: Principal) {
+    const q = await publishedQuestionnaire(input.questionnaire_id);
+    validateAnswers(q, input.answers);
+    const at = now();
+    const row: QuestionnaireSubmissionTable = {
+      id: newId(),
+      questionnaire_id: q.id,
+      questionnaire_revision: q.revision_sequence ?? null,
+      user_id: null,
+      enrollment_id: null,
+      is_anonymous: 1,
+      answers: JSON.stringify(input.answers),
+      metadata: input.metadata ? JSON.stringify(input.metadata) : null,
+      api_key_id: principal.apiKeyId ?? null,
+      created_by: principal.userId,
+      created_at: at,
+      updated_at: at,
+      updated_by: principal.userId,
+      deleted_at: null,
+    };
+    await insert(row, 'svc.submission.anonymous_created', {
+      submission_id: row.id,
+      questionnaire_id: q.id,
+      questionnaire_revision: row.questionnaire_revision,
+      api_key_id: row.api_key_id,
+      answers: input.answers,
+    });
+    return require(row.id);
+  }
+
+  /**
+   * A correction by staff (questionnaire_submission:write). New answers are validated against the
+   * questionnaire as it is now (any status; a deleted questionnaire no longer constrains them), and
+   * questionnaire_revision moves to the revision they were checked against.
+   */
+  async function amend(id: string, input: AmendInput, principal: Principal): Promise<Submission> {
+    const actorId = principal.userId;
+    const current = await requireFor(principal, id, 'EDIT');
+    const at = now();
+    const changes: Partial<QuestionnaireSubmissionTable> = { updated_at: at, updated_by: actorId };
+    const changed: string[] = [];
+    if (input.answers !== undefined) {
+      const q = await deps.questionnaires.get(current.questionnaire_id).catch((err) => {
+        if (err instanceof AppError && err.code === 'QUESTIONNAIRE.NOT_FOUND') return null;
+        throw err;
+      });
+      if (q) {
+        validateAnswers(q, input.answers);
+        changes.questionnaire_revision = q.revision_sequence ?? current.questionnaire_revision;
+      }
+      changes.answers = JSON.stringify(input.answers);
+      changed.push('answers');
+    }
+    if (input.metadata !== undefined) {
+      changes.metadata = input.metadata === null ? null : JSON.stringify(input.metadata);
+      changed.push('metadata');
+    }
+    await store.transaction(async (tx) => {
+      if (!(await updateSubmission(tx.db, id, changes))) {
+        throw new AppError('SUBMISSION.NOT_FOUND', 'Submission not found');
+      }
+      await events.publish(tx, {
+        type: 'svc.submission.updated',
+        source: SOURCE,
+        subject: id,
+        data: enrichSubmissionData({
+          submission_id: id,
+          questionnaire_id: current.questionnaire_id,
+          user_id: current.user_id,
+          enrollment_id: current.enrollment_id,
+          is_anonymous: current.is_anonymous,
+          changed_fields: changed,
+          answers: input.answers ?? current.answers,
+        }),
+      });
+    });
+    return require(id);
+  }
+
+  async function remove(id: string, principal: Principal): Promise<void> {
+    const actorId = principal.userId;
+    const current = await requireFor(principal, id, 'EDIT');
+    const at = now();
+    await store.transaction(async (tx) => {
+      if (!(await updateSubmission(tx.db, id, { deleted_at: at, updated_at: at, updated_by: actorId }))) {
+        throw new AppError('SUBMISSION.NOT_FOUND', 'Submission not found');
+      }
+      await events.publish(tx, {
+        type: 'svc.submission.deleted',
+        source: SOURCE,
+        subject: id,
+        data: {
+          submission_id: id,
+          questionnaire_id: current.questionnaire_id,
+          user_id: current.user_id,
+          enrollment_id: current.enrollment_id,
+          is_anonymous: current.is_anonymous,
+          deleted_at: at,
+        },
+      });
+    });
+  }
+
+  return {
+    /** A submission as `principal` may see it (404 when it cannot). */
+    get: (principal: Principal, id: string) => requireFor(principal, id, 'VIEW'),
+    /** Submissions `principal` may see, filtered; the total counts those only. */
+    list: async (principal: Principal, filters: SubmissionFilters, page: Page) =>
+      listSubmissions(
+        store.db,
+        filters,
+        page,
+        (await deps.questionnaires.accessOf(principal)).questionnaireFilter,
+      ),
+    submit,
+    submitAnonymous,
+    amend,
+    remove,
+  };
+}
+
+export type SubmissionService = ReturnType<typeof createSubmissionService>;

@@ -1,0 +1,104 @@
+import type { Expression, Kysely, SqlBool } from 'kysely';
+import type { Database } from '../../db/schema.js';
+import { isoParam, type Page, paginate } from '../../http/list.js';
+import type { QuestionnaireSubmissionTable } from './tables.js';
+
+type Db = Kysely<Database>;
+
+/** A submission as the API shows it. */
+export interface Submission {
+  id: string;
+  questionnaire_id: string;
+  questionnaire_revision: number | null;
+  user_id: string | null;
+  enrollment_id: string | null;
+  is_anonymous: boolean;
+  answers: Record<string, unknown>;
+  metadata: Record<string, unknown> | null;
+  api_key_id: string | null;
+  created_by: string;
+  created_at: string;
+  updated_at: string;
+  updated_by: string | null;
+  deleted_at: string | null;
+}
+
+export function toSubmission(r: QuestionnaireSubmissionTable): Submission {
+  return {
+    id: r.id,
+    questionnaire_id: r.questionnaire_id,
+    questionnaire_revision: r.questionnaire_revision === null ? null : Number(r.questionnaire_revision),
+    user_id: r.user_id,
+    enrollment_id: r.enrollment_id,
+    is_anonymous: r.is_anonymous === 1,
+    answers: JSON.parse(r.answers) as Record<string, unknown>,
+    metadata: r.metadata === null ? null : (JSON.parse(r.metadata) as Record<string, unknown>),
+    api_key_id: r.api_key_id,
+    created_by: r.created_by,
+    created_at: r.created_at,
+    updated_at: r.updated_at,
+    updated_by: r.updated_by,
+    deleted_at: r.deleted_at,
+  };
+}
+
+export async function insertSubmission(db: Db, row: QuestionnaireSubmissionTable): Promise<void> {
+  await db.insertInto('questionnaire_submission').values(row).execute();
+}
+
+/**
+ * Which submissions a caller may see: 'all', or the filter of the questionnaires it can see (a
+ * submission is visible when its questionnaire is).
+ */
+export type Visibility = 'all' | ((column: string) => Expression<SqlBool>);
+
+function activeSubmissions(db: Db, visible: Visibility) {
+  const q = db.selectFrom('questionnaire_submission').where('deleted_at', 'is', null);
+  return visible === 'all' ? q : q.where(visible('questionnaire_submission.questionnaire_id'));
+}
+
+export async function findSubmission(db: Db, id: string): Promise<Submission | undefined> {
+  const row = await activeSubmissions(db, 'all').selectAll().where('id', '=', id).executeTakeFirst();
+  return row ? toSubmission(row) : undefined;
+}
+
+/** Applies `changes` to an active submission; false when it is gone (deleted meanwhile). */
+export async function updateSubmission(
+  db: Db,
+  id: string,
+  changes: Partial<QuestionnaireSubmissionTable>,
+): Promise<boolean> {
+  const res = await db
+    .updateTable('questionnaire_submission')
+    .set(changes)
+    .where('id', '=', id)
+    .where('deleted_at', 'is', null)
+    .executeTakeFirst();
+  return Number(res.numUpdatedRows) > 0;
+}
+
+export interface SubmissionFilters {
+  questionnaire_id?: string;
+  user_id?: string;
+  enrollment_id?: string;
+  is_anonymous?: boolean;
+  created_at_gte?: string;
+  created_at_lte?: string;
+  updated_at_gte?: string;
+  updated_at_lte?: string;
+}
+
+export const SUBMISSION_SORT = ['created_at', 'updated_at', 'questionnaire_id', 'user_id'] as const;
+
+export async function listSubmissions(db: Db, f: SubmissionFilters, page: Page, visible: Visibility) {
+  let q = activeSubmissions(db, visible);
+  if (f.questionnaire_id !== undefined) q = q.where('questionnaire_id', '=', f.questionnaire_id);
+  if (f.user_id !== undefined) q = q.where('user_id', '=', f.user_id);
+  if (f.enrollment_id !== undefined) q = q.where('enrollment_id', '=', f.enrollment_id);
+  if (f.is_anonymous !== undefined) q = q.where('is_anonymous', '=', f.is_anonymous ? 1 : 0);
+  if (f.created_at_gte !== undefined) q = q.where('created_at', '>=', isoParam(f.created_at_gte));
+  if (f.created_at_lte !== undefined) q = q.where('created_at', '<=', isoParam(f.created_at_lte));
+  if (f.updated_at_gte !== undefined) q = q.where('updated_at', '>=', isoParam(f.updated_at_gte));
+  if (f.updated_at_lte !== undefined) q = q.where('updated_at', '<=', isoParam(f.updated_at_lte));
+  return paginate(q, page, toSubmission);
+}

@@ -1,0 +1,88 @@
+import type { App } from '../../app/types.js';
+import { anyScope } from '../../http/access.js';
+import {
+  CreateSubscription,
+  DeletedBody,
+  Graph,
+  PutGraphBody,
+  Subscription,
+  SubscriptionList,
+  SubscriptionParams,
+  SubscriptionQuery,
+  UpdateSubscription,
+} from './schemas.js';
+import type { SubscriptionService } from './service.js';
+
+const tags = ['event subscriptions'];
+
+/** /event_subscription CRUD (event_subscription:*) and its graph (workflow:read / workflow:write). */
+export function subscriptionRoutes(app: App, subscriptions: SubscriptionService): void {
+  app.post(
+    '/event_subscription',
+    {
+      schema: { tags, body: CreateSubscription, response: { 200: Subscription } },
+      config: anyScope('event_subscription:write'),
+    },
+    async (req) => subscriptions.create(req.principal.userId, req.body),
+  );
+  app.get(
+    '/event_subscription',
+    {
+      schema: { tags, querystring: SubscriptionQuery, response: { 200: SubscriptionList } },
+      config: anyScope('event_subscription:read'),
+    },
+    async (req) => subscriptions.list(req.query),
+  );
+  app.get(
+    '/event_subscription/:id',
+    {
+      schema: { tags, params: SubscriptionParams, response: { 200: Subscription } },
+      config: anyScope('event_subscription:read'),
+    },
+    async (req) => subscriptions.get(req.params.id),
+  );
+  app.patch(
+    '/event_subscription/:id',
+    {
+      schema: { tags, params: SubscriptionParams, body: UpdateSubscription, response: { 200: Subscription } },
+      config: anyScope('event_subscription:write'),
+    },
+    async (req) => subscriptions.update(req.principal.userId, req.params.id, req.body),
+  );
+  app.delete(
+    '/event_subscription/:id',
+    {
+      schema: {
+        tags,
+        description: 'Soft delete: runs already running finish; no new runs start.',
+        params: SubscriptionParams,
+        response: { 200: DeletedBody },
+      },
+      config: anyScope('event_subscription:delete'),
+    },
+    async (req) => subscriptions.remove(req.principal.userId, req.params.id),
+  );
+  app.get(
+    '/event_subscription/:id/graph',
+    {
+      schema: { tags, params: SubscriptionParams, response: { 200: Graph } },
+      config: anyScope('workflow:read'),
+    },
+    async (req) => subscriptions.getGraph(req.params.id),
+  );
+  app.put(
+    '/event_subscription/:id/graph',
+    {
+      schema: {
+        tags,
+        description:
+          'Replaces the graph atomically: old nodes and edges are soft-deleted, new ones get server ids (see id_map). Runs already started finish on the graph they started with.',
+        params: SubscriptionParams,
+        body: PutGraphBody,
+        response: { 200: Graph },
+      },
+      config: anyScope('workflow:write'),
+    },
+    async (req) => subscriptions.putGraph(req.principal.userId, req.params.id, req.body),
+  );
+}

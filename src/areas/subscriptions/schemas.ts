@@ -1,0 +1,157 @@
+import { type Static, Type } from '@sinclair/typebox';
+import {
+  Id,
+  JsonObject,
+  ListQuery,
+  ListResponse,
+  Nullable,
+  QueryBoolean,
+  Timestamp,
+} from '../../http/schemas.js';
+
+/** Request and response shapes of /event_subscription and its graph (SPEC "Event subscriptions and graphs"). */
+
+const Name = Type.String({ minLength: 1, maxLength: 200 });
+const EventType = Type.String({ minLength: 1, maxLength: 200 });
+const Text = Type.String({ maxLength: 2000 });
+const Filter = Type.String({ minLength: 1, maxLength: 500 });
+
+const SubscriptionFields = {
+  name: Name,
+  event_type: EventType,
+  description: Type.Optional(Nullable(Text)),
+  enabled: Type.Optional(Type.Boolean()),
+  source_filter: Type.Optional(Nullable(Filter)),
+  subject_filter: Type.Optional(Nullable(Filter)),
+  condition_jsonlogic: Type.Optional(Nullable(JsonObject)),
+};
+
+export const CreateSubscription = Type.Object(SubscriptionFields, { additionalProperties: false });
+export type CreateSubscription = Static<typeof CreateSubscription>;
+
+const PatchFields = Type.Partial(Type.Object(SubscriptionFields));
+export const UpdateSubscription = Type.Object(PatchFields.properties, {
+  additionalProperties: false,
+  minProperties: 1,
+});
+export type UpdateSubscription = Static<typeof UpdateSubscription>;
+
+export const Subscription = Type.Object({
+  id: Type.String(),
+  name: Type.String(),
+  event_type: Type.String(),
+  description: Nullable(Type.String()),
+  enabled: Type.Boolean(),
+  source_filter: Nullable(Type.String()),
+  subject_filter: Nullable(Type.String()),
+  condition_jsonlogic: Nullable(JsonObject),
+  created_at: Timestamp,
+  updated_at: Timestamp,
+  updated_by: Nullable(Type.String()),
+  deleted_at: Nullable(Timestamp),
+});
+
+export const SUBSCRIPTION_SORT = ['created_at', 'updated_at', 'name', 'event_type', 'enabled'] as const;
+
+export const SubscriptionQuery = ListQuery(
+  SUBSCRIPTION_SORT,
+  {
+    event_type: Type.Optional(Type.String({ minLength: 1 })),
+    enabled: Type.Optional(QueryBoolean),
+    name: Type.Optional(Type.String({ minLength: 1 })),
+    search: Type.Optional(Type.String({ minLength: 1 })),
+  },
+  { sortBy: 'created_at', sortDir: 'desc' },
+);
+export type SubscriptionQuery = Static<typeof SubscriptionQuery>;
+export const SubscriptionList = ListResponse('event_subscriptions', Subscription);
+
+export const DeletedBody = Type.Object({ status: Type.Literal('deleted') });
+
+const RetryPolicyIn = Type.Object(
+  {
+    max_attempts: Type.Integer(),
+    backoff: Type.Optional(Type.String()),
+    base_seconds: Type.Optional(Type.Number()),
+  },
+  { additionalProperties: false },
+);
+
+export const NodeIn = Type.Object(
+  {
+    id: Type.Optional(Type.String({ minLength: 1, maxLength: 200 })),
+    key: Type.String({ maxLength: 200 }),
+    name: Type.Optional(Nullable(Type.String({ maxLength: 200 }))),
+    description: Type.Optional(Nullable(Text)),
+    type: Type.String({ maxLength: 50 }),
+    config: Type.Optional(Nullable(JsonObject)),
+    retry_policy: Type.Optional(Nullable(RetryPolicyIn)),
+    timeout_ms: Type.Optional(Nullable(Type.Integer())),
+    continue_on_error: Type.Optional(Type.Boolean()),
+  },
+  { additionalProperties: false },
+);
+
+export const EdgeIn = Type.Object(
+  {
+    id: Type.Optional(Type.String({ minLength: 1, maxLength: 200 })),
+    from_node_id: Type.String({ minLength: 1, maxLength: 200 }),
+    to_node_id: Type.String({ minLength: 1, maxLength: 200 }),
+    label: Type.Optional(Nullable(Type.String({ maxLength: 200 }))),
+    condition_jsonlogic: Type.Optional(Nullable(JsonObject)),
+  },
+  { additionalProperties: false },
+);
+
+export const PutGraphBody = Type.Object(
+  {
+    subscription: Type.Optional(Type.Object(PatchFields.properties, { additionalProperties: false })),
+    nodes: Type.Optional(Type.Array(NodeIn, { maxItems: 500 })),
+    edges: Type.Optional(Type.Array(EdgeIn, { maxItems: 2000 })),
+  },
+  { additionalProperties: false },
+);
+export type PutGraphBody = Static<typeof PutGraphBody>;
+
+export const RetryPolicy = Type.Object({
+  max_attempts: Type.Integer(),
+  backoff: Type.String(),
+  base_seconds: Type.Number(),
+});
+
+export const Node = Type.Object({
+  id: Type.String(),
+  event_subscription_id: Type.String(),
+  key: Type.String(),
+  name: Type.String(),
+  description: Nullable(Type.String()),
+  type: Type.String(),
+  config: Nullable(JsonObject),
+  retry_policy: Nullable(RetryPolicy),
+  timeout_ms: Nullable(Type.Integer()),
+  continue_on_error: Type.Boolean(),
+  created_at: Timestamp,
+});
+
+export const Edge = Type.Object({
+  id: Type.String(),
+  event_subscription_id: Type.String(),
+  from_node_id: Type.String(),
+  to_node_id: Type.String(),
+  label: Nullable(Type.String()),
+  condition_jsonlogic: Nullable(JsonObject),
+  created_at: Timestamp,
+});
+
+export const Graph = Type.Object({
+  subscription: Subscription,
+  nodes: Type.Array(Node),
+  edges: Type.Array(Edge),
+  /** Dot paths expressions can use: the event envelope, `event.data.*` from the event definition's
+   * data schema, and `nodes.<key>.output` (with an ACTION's output_schema properties). */
+  available_paths: Type.Array(Type.String()),
+  /** PUT only: client node/edge ids (or keys) to the server ids. */
+  id_map: Type.Optional(Type.Record(Type.String(), Type.String())),
+});
+
+export const SubscriptionParams = Type.Object({ id: Id }, { additionalProperties: false });

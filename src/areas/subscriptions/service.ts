@@ -1,0 +1,310 @@
+import type { Store } from '../../db/store.js';
+import { AppError } from '../../http/errors.js';
+import { envelope } from '../../http/list.js';
+import { type Clock, iso } from '../../lib/clock.js';
+import { newId } from '../../lib/ids.js';
+import { type NodeInput, validateGraph } from '../workflows/graph.js';
+import { compileError } from '../workflows/jsonlogic.js';
+import { pathsFromSchema } from '../workflows/paths.js';
+import type { GraphEdge, GraphNode } from '../workflows/plan.js';
+import type { CreateSubscription, PutGraphBody, SubscriptionQuery, UpdateSubscription } from './schemas.js';
+import {
+  createSubscriptionStore,
+  publicSubscription,
+  type RoutableSubscription,
+  type Subscription,
+  type SubscriptionPatch,
+  toJsonText,
+} from './store.js';
+import type { WorkflowEdgeTable, WorkflowNodeTable } from './tables.js';
+
+/** What the subscriptions area needs of the plugins area (ACTION nodes); see services.plugins. */
+export interface ActionCatalog {
+  describeAction(
+    instanceId: string,
+    action: string,
+  ): Promise<{ idempotent: boolean; timeout_seconds: number; output_schema?: unknown }>;
+}
+
+export interface SubscriptionDeps {
+  store: Store;
+  clock: Clock;
+  /** Validates ACTION nodes' plugin instance and action at save time, and gives their output paths. */
+  actions?: ActionCatalog;
+  /** The event definition registry: `event.data.*` paths before any event exists. */
+  eventDataSchema?: (eventType: string) => unknown;
+}
+
+export interface GraphView {
+  subscription: Subscription;
+  nodes: GraphNode[];
+  edges: GraphEdge[];
+  available_paths: string[];
+  id_map?: Record<string, string>;
+}
+
+const ENVELOPE_PATHS = [
+  'event',
+  'event.id',
+  'event.source',
+  'event.type',
+  'event.subject',
+  'event.time',
+  'event.data',
+];
+const MISSING_PLUGIN = new Set([
+  'PLUGIN.INSTANCE_NOT_FOUND',
+  'PLUGIN.ACTION_NOT_FOUND',
+  'PLUGIN.DEFINITION_NOT_FOUND',
+]);
+
+export type SubscriptionService = ReturnType<typeof createSubscriptionService>;
+export type { RoutableSubscription };
+
+/** Event subscriptions and their graphs (SPEC "Event subscription", "Event subscriptions and graphs"). */
+export function createSubscriptionService(deps: SubscriptionDeps) {
+  const { store, clock } = deps;
+  const st = createSubscriptionStore(store);
+  const now = () => iso(clock.now());
+
+  const notFound = () => new AppError('EVENT_SUBSCRIPTION.NOT_FOUND', 'Event subscription not found');
+
+  function checkCondition(condition: unknown, field: string): void {
+    if (condition === null || condition === undefined) return;
+    const err = compileError(condition, field);
+    if (err) {
+      throw new AppError('VALIDATION_ERROR', `${field} is not a valid JSONLogic expression: ${err}`, {
+        field,
+      });
+    }
+  }
+
+  function patchOf(body: Partial<CreateSubscription>, field = ''): SubscriptionPatch {
+    checkCondition(body.condition_jsonlogic, `${field}condition_jsonlogic`);
+    const patch: SubscriptionPatch = {};
+    if (body.name !== undefined) patch.name = body.name;
+    if (body.event_type !== undefined) patch.event_type = body.event_type;
+    if (body.description !== undefined) patch.description = body.description;
+    if (body.enabled !== undefined) patch.enabled = body.enabled ? 1 : 0;
+    if (body.source_filter !== undefined) patch.source_filter = body.source_filter;
+    if (body.subject_filter !== undefined) patch.subject_filter = body.subject_filter;
+    if (body.condition_jsonlogic !== undefined)
+      patch.condition_jsonlogic = toJsonText(body.condition_jsonlogic);
+    return patch;
+  }
+
+  async function getActive(id: string): Promise<RoutableSubscription> {
+    const sub = await st.get(store.db, id);
+    if (!sub) throw notFound();
+    return sub;
+  }
+
+  async function availablePaths(sub: { event_type: string }, nodes: GraphNode[]): Promise<string[]> {
+    const paths = [...ENVELOPE_PATHS];
+    const schema = deps.eventDataSchema?.(sub.event_type);
+    if (schema) paths.push(...pathsFromSchema(schema, 'event.data'));
+    paths.push('nodes');
+    for (const n of nodes) {
+      paths.push(`nodes.${n.key}`, `nodes.${n.key}.output`);
+      if (n.type === 'COMPUTE') paths.push(`nodes.${n.key}.output.result`);
+      if (n.type === 'ACTION' && deps.actions) {
+        try {
+          const d = await deps.actions.describeAction(
+            n.config?.plugin_instance_id as string,
+            n.config?.plugin_action as string,
+          );
+          paths.push(...pathsFromSchema(d.output_schema, `nodes.${n.key}.output`));
+        } catch {
+          // An instance deleted since the save: no output paths to offer.
+        }
+      }
+    }
+    return [...new Set(paths)];
+  }
+
+  async function view(
+    sub: RoutableSubscription,
+    graph: { nodes: GraphNode[]; edges: GraphEdge[] },
+  ): Promise<GraphView> {
+    return {
+      subscription: publicSubscription(sub),
+      nodes: graph.nodes,
+      edges: graph.edges,
+      available_paths: await availablePaths(sub, graph.nodes),
+    };
+  }
+
+  return {
+    async create(userId: string, body: CreateSubscription): Promise<Subscription> {
+      checkCondition(body.condition_jsonlogic, 'condition_jsonlogic');
+      const at = now();
+      const row = {
+        id: newId(),
+        name: body.name,
+        event_type: body.event_type,
+        description: body.description ?? null,
+        enabled: body.enabled === false ? 0 : 1,
+        source_filter: body.source_filter ?? null,
+        subject_filter: body.subject_filter ?? null,
+        condition_jsonlogic: toJsonText(body.condition_jsonlogic),
+        graph_version: 0,
+        created_at: at,
+        updated_at: at,
+        updated_by: userId,
+        deleted_at: null,
+      };
+      await store.transaction((tx) => st.insert(tx.db, row));
+      return publicSubscription({
+        ...row,
+        enabled: row.enabled === 1,
+        condition_jsonlogic: body.condition_jsonlogic ?? null,
+      });
+    },
+
+    async list(query: SubscriptionQuery) {
+      const { limit, offset, sort_by, sort_dir, ...filters } = query;
+      const page = { limit, offset, sort_by, sort_dir };
+      return envelope('event_subscriptions', await st.list(page, filters), page);
+    },
+
+    async get(id: string): Promise<Subscription> {
+      return publicSubscription(await getActive(id));
+    },
+
+    async update(userId: string, id: string, body: UpdateSubscription): Promise<Subscription> {
+      const patch = patchOf(body);
+      return store.transaction(async (tx) => {
+        const current = await st.get(tx.db, id, { forUpdate: true });
+        if (!current) throw notFound();
+        await st.update(tx.db, id, { ...patch, updated_at: now(), updated_by: userId });
+        const updated = await st.get(tx.db, id);
+        return publicSubscription(updated as RoutableSubscription);
+      });
+    },
+
+    /** Soft delete: no new runs start; runs already running finish on their graph version. */
+    async remove(userId: string, id: string): Promise<{ status: 'deleted' }> {
+      await store.transaction(async (tx) => {
+        const current = await st.get(tx.db, id, { forUpdate: true });
+        if (!current) throw notFound();
+        const at = now();
+        await tx.db
+          .updateTable('event_subscription')
+          .set({ deleted_at: at, updated_at: at, updated_by: userId })
+          .where('id', '=', id)
+          .execute();
+      });
+      return { status: 'deleted' };
+    },
+
+    async getGraph(id: string): Promise<GraphView> {
+      const sub = await getActive(id);
+      return view(sub, await st.currentGraph(store.db, id));
+    },
+
+    /**
+     * PUT graph (SPEC "PUT graph rules"): one transaction; validated first (nothing is written when
+     * anything is wrong); old nodes and edges soft-deleted; new ones written as the next graph version
+     * with server ids. Runs already started keep the version they started with.
+     */
+    async putGraph(userId: string, id: string, body: PutGraphBody): Promise<GraphView> {
+      const patch = body.subscription ? patchOf(body.subscription, 'subscription.') : {};
+      const replaceGraph = body.nodes !== undefined || body.edges !== undefined;
+      const valid = replaceGraph
+        ? validateGraph((body.nodes ?? []) as NodeInput[], body.edges ?? [])
+        : undefined;
+      if (valid && deps.actions) {
+        for (const [i, n] of valid.nodes.entries()) {
+          if (n.type !== 'ACTION') continue;
+          const instance = n.config?.plugin_instance_id as string;
+          const action = n.config?.plugin_action as string;
+          try {
+            await deps.actions.describeAction(instance, action);
+          } catch (err) {
+            if (err instanceof AppError && MISSING_PLUGIN.has(err.code)) {
+              throw new AppError('WORKFLOW.INVALID_GRAPH', `nodes.${i} (key "${n.key}"): ${err.message}`, {
+                field: `nodes.${i}.config`,
+              });
+            }
+            throw err;
+          }
+        }
+      }
+      const idMap: Record<string, string> = {};
+      const { sub, graph } = await store.transaction(async (tx) => {
+        const current = await st.get(tx.db, id, { forUpdate: true });
+        if (!current) throw notFound();
+        const at = now();
+        const version = replaceGraph ? current.graph_version + 1 : current.graph_version;
+        await st.update(tx.db, id, {
+          ...patch,
+          ...(replaceGraph ? { graph_version: version } : {}),
+          updated_at: at,
+          updated_by: userId,
+        } as SubscriptionPatch & { updated_at: string; updated_by: string });
+        if (valid) {
+          await st.softDeleteGraph(tx.db, id, at);
+          const nodeRows: WorkflowNodeTable[] = valid.nodes.map((n, position) => {
+            const serverId = newId();
+            idMap[n.clientId ?? n.key] = serverId;
+            return {
+              id: serverId,
+              event_subscription_id: id,
+              graph_version: version,
+              position,
+              key: n.key,
+              name: n.name,
+              description: n.description,
+              type: n.type,
+              config: toJsonText(n.config),
+              retry_policy: toJsonText(n.retry_policy),
+              timeout_ms: n.timeout_ms,
+              continue_on_error: n.continue_on_error ? 1 : 0,
+              created_at: at,
+              updated_at: at,
+              updated_by: userId,
+              deleted_at: null,
+            };
+          });
+          const edgeRows: WorkflowEdgeTable[] = valid.edges.map((e, position) => {
+            const serverId = newId();
+            const clientId = (body.edges ?? [])[position]?.id;
+            if (clientId !== undefined) idMap[clientId] = serverId;
+            return {
+              id: serverId,
+              event_subscription_id: id,
+              graph_version: version,
+              position,
+              from_node_id: nodeRows[e.from].id,
+              to_node_id: nodeRows[e.to].id,
+              label: e.label,
+              condition_jsonlogic: toJsonText(e.condition_jsonlogic),
+              created_at: at,
+              deleted_at: null,
+            };
+          });
+          await st.insertGraph(tx.db, nodeRows, edgeRows);
+        }
+        return {
+          sub: (await st.get(tx.db, id)) as RoutableSubscription,
+          graph: await st.currentGraph(tx.db, id),
+        };
+      });
+      return { ...(await view(sub, graph)), id_map: idMap };
+    },
+
+    /** Enabled, non-deleted subscriptions of an event type (the router's indexed lookup). */
+    routable: (eventType: string) => st.routable(eventType),
+
+    /** A subscription even when soft-deleted (runs and simulation of its graph versions). */
+    async getForRuns(id: string): Promise<RoutableSubscription | undefined> {
+      return st.get(store.db, id, { includeDeleted: true });
+    },
+
+    /** The active subscription with its graph version, or 404. */
+    getActive,
+
+    /** A saved graph version (immutable), for the engine's plan cache. */
+    graphVersion: (subscriptionId: string, version: number) => st.graphVersion(subscriptionId, version),
+  };
+}

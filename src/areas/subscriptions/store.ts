@@ -1,0 +1,223 @@
+import type { Kysely } from 'kysely';
+import type { Database } from '../../db/schema.js';
+import type { Store, Tx } from '../../db/store.js';
+import { containsInsensitive, type ListResult, type Page, paginate } from '../../http/list.js';
+import type { NodeType, RetryPolicy } from '../workflows/graph.js';
+import type { GraphEdge, GraphNode } from '../workflows/plan.js';
+import type { EventSubscriptionTable, WorkflowEdgeTable, WorkflowNodeTable } from './tables.js';
+
+/** SQL of subscriptions and graphs; maps rows (0/1 booleans, JSON text) to the API's shapes. */
+
+type Db = Kysely<Database> | Tx['db'];
+
+export interface Subscription {
+  id: string;
+  name: string;
+  event_type: string;
+  description: string | null;
+  enabled: boolean;
+  source_filter: string | null;
+  subject_filter: string | null;
+  condition_jsonlogic: Record<string, unknown> | null;
+  created_at: string;
+  updated_at: string;
+  updated_by: string | null;
+  deleted_at: string | null;
+}
+
+/** A subscription plus its current graph version (internal: the router and the engine need it). */
+export interface RoutableSubscription extends Subscription {
+  graph_version: number;
+}
+
+export interface SubscriptionFilters {
+  event_type?: string;
+  enabled?: boolean;
+  name?: string;
+  search?: string;
+}
+
+const parse = <T>(text: string | null): T | null => (text === null ? null : (JSON.parse(text) as T));
+const json = (value: unknown): string | null =>
+  value === null || value === undefined ? null : JSON.stringify(value);
+
+export const toSubscription = (r: EventSubscriptionTable): RoutableSubscription => ({
+  id: r.id,
+  name: r.name,
+  event_type: r.event_type,
+  description: r.description,
+  enabled: Boolean(r.enabled),
+  source_filter: r.source_filter,
+  subject_filter: r.subject_filter,
+  condition_jsonlogic: parse(r.condition_jsonlogic),
+  graph_version: r.graph_version,
+  created_at: r.created_at,
+  updated_at: r.updated_at,
+  updated_by: r.updated_by,
+  deleted_at: r.deleted_at,
+});
+
+/** The API's subscription (no internal graph_version). */
+export function publicSubscription(s: RoutableSubscription): Subscription {
+  const { graph_version: _v, ...rest } = s;
+  return rest;
+}
+
+const toNode = (r: WorkflowNodeTable): GraphNode => ({
+  id: r.id,
+  event_subscription_id: r.event_subscription_id,
+  key: r.key,
+  name: r.name,
+  description: r.description,
+  type: r.type as NodeType,
+  config: parse(r.config),
+  retry_policy: parse<RetryPolicy>(r.retry_policy),
+  timeout_ms: r.timeout_ms,
+  continue_on_error: Boolean(r.continue_on_error),
+  created_at: r.created_at,
+});
+
+const toEdge = (r: WorkflowEdgeTable): GraphEdge => ({
+  id: r.id,
+  event_subscription_id: r.event_subscription_id,
+  from_node_id: r.from_node_id,
+  to_node_id: r.to_node_id,
+  label: r.label,
+  condition_jsonlogic: parse(r.condition_jsonlogic),
+  created_at: r.created_at,
+});
+
+export type SubscriptionPatch = Partial<
+  Pick<
+    EventSubscriptionTable,
+    | 'name'
+    | 'event_type'
+    | 'description'
+    | 'enabled'
+    | 'source_filter'
+    | 'subject_filter'
+    | 'condition_jsonlogic'
+  >
+>;
+
+export function createSubscriptionStore(store: Store) {
+  return {
+    async insert(db: Db, row: EventSubscriptionTable): Promise<void> {
+      await db.insertInto('event_subscription').values(row).execute();
+    },
+
+    async get(db: Db, id: string, opts: { includeDeleted?: boolean; forUpdate?: boolean } = {}) {
+      let q = db.selectFrom('event_subscription').selectAll().where('id', '=', id);
+      if (!opts.includeDeleted) q = q.where('deleted_at', 'is', null);
+      // PostgreSQL: serialise concurrent graph saves of one subscription. SQLite has one writer anyway.
+      if (opts.forUpdate && store.dialect === 'postgres') q = q.forUpdate();
+      const row = await q.executeTakeFirst();
+      return row ? toSubscription(row) : undefined;
+    },
+
+    async update(
+      db: Db,
+      id: string,
+      patch: SubscriptionPatch & { updated_at: string; updated_by: string | null },
+    ) {
+      await db.updateTable('event_subscription').set(patch).where('id', '=', id).execute();
+    },
+
+    async list(page: Page, f: SubscriptionFilters): Promise<ListResult<Subscription>> {
+      let q = store.db.selectFrom('event_subscription').where('deleted_at', 'is', null);
+      if (f.event_type !== undefined) q = q.where('event_type', '=', f.event_type);
+      if (f.enabled !== undefined) q = q.where('enabled', '=', f.enabled ? 1 : 0);
+      if (f.name !== undefined) q = q.where(containsInsensitive('name', f.name));
+      if (f.search !== undefined) q = q.where(containsInsensitive('name', f.search));
+      return paginate(q, page, (r: EventSubscriptionTable) => publicSubscription(toSubscription(r)));
+    },
+
+    /** Enabled, non-deleted subscriptions of one event type: the router's indexed lookup. */
+    async routable(eventType: string): Promise<RoutableSubscription[]> {
+      const rows = await store.db
+        .selectFrom('event_subscription')
+        .selectAll()
+        .where('event_type', '=', eventType)
+        .where('enabled', '=', 1)
+        .where('deleted_at', 'is', null)
+        .execute();
+      return rows.map(toSubscription);
+    },
+
+    /** The current (non-deleted) graph. */
+    async currentGraph(db: Db, subscriptionId: string): Promise<{ nodes: GraphNode[]; edges: GraphEdge[] }> {
+      const [nodes, edges] = await Promise.all([
+        db
+          .selectFrom('workflow_node')
+          .selectAll()
+          .where('event_subscription_id', '=', subscriptionId)
+          .where('deleted_at', 'is', null)
+          .orderBy('position')
+          .execute(),
+        db
+          .selectFrom('workflow_edge')
+          .selectAll()
+          .where('event_subscription_id', '=', subscriptionId)
+          .where('deleted_at', 'is', null)
+          .orderBy('position')
+          .execute(),
+      ]);
+      return { nodes: nodes.map(toNode), edges: edges.map(toEdge) };
+    },
+
+    /** One saved version, deleted or not (a run finishes on the version it started with). */
+    async graphVersion(
+      subscriptionId: string,
+      version: number,
+    ): Promise<{ nodes: GraphNode[]; edges: GraphEdge[] }> {
+      const [nodes, edges] = await Promise.all([
+        store.db
+          .selectFrom('workflow_node')
+          .selectAll()
+          .where('event_subscription_id', '=', subscriptionId)
+          .where('graph_version', '=', version)
+          .orderBy('position')
+          .execute(),
+        store.db
+          .selectFrom('workflow_edge')
+          .selectAll()
+          .where('event_subscription_id', '=', subscriptionId)
+          .where('graph_version', '=', version)
+          .orderBy('position')
+          .execute(),
+      ]);
+      return { nodes: nodes.map(toNode), edges: edges.map(toEdge) };
+    },
+
+    async softDeleteGraph(db: Db, subscriptionId: string, at: string): Promise<void> {
+      await db
+        .updateTable('workflow_node')
+        .set({ deleted_at: at, updated_at: at })
+        .where('event_subscription_id', '=', subscriptionId)
+        .where('deleted_at', 'is', null)
+        .execute();
+      await db
+        .updateTable('workflow_edge')
+        .set({ deleted_at: at })
+        .where('event_subscription_id', '=', subscriptionId)
+        .where('deleted_at', 'is', null)
+        .execute();
+    },
+
+    async insertGraph(db: Db, nodes: WorkflowNodeTable[], edges: WorkflowEdgeTable[]): Promise<void> {
+      // Chunked: SQLite binds at most 32766 parameters per statement.
+      for (let i = 0; i < nodes.length; i += 500)
+        await db
+          .insertInto('workflow_node')
+          .values(nodes.slice(i, i + 500))
+          .execute();
+      for (let i = 0; i < edges.length; i += 500)
+        await db
+          .insertInto('workflow_edge')
+          .values(edges.slice(i, i + 500))
+          .execute();
+    },
+  };
+}
+
+export { json as toJsonText };

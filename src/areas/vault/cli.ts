@@ -1,0 +1,45 @@
+import { readFileSync } from 'node:fs';
+import { type CliCommand, CliError } from '../../cli/commands.js';
+
+/**
+ * `svc vault rotate-key --new-key <K>` (or `--new-key-file <path>`, which keeps the key out of the
+ * shell history and the process list). Re-encrypts every SECRET under the new key in one
+ * transaction; see docs/vault.md for the zero-downtime order of steps.
+ */
+export const vaultRotateKeyCommand: CliCommand = {
+  name: 'vault rotate-key',
+  usage: 'vault rotate-key --new-key <K>',
+  summary: 're-encrypt every vault SECRET under a new vault.encryption_key',
+  options: {
+    'new-key': { type: 'string' },
+    'new-key-file': { type: 'string' },
+  },
+  async run(ctx, values) {
+    const inline = values['new-key'];
+    const file = values['new-key-file'];
+    if ((inline === undefined) === (file === undefined)) {
+      throw new CliError('vault rotate-key needs exactly one of --new-key <K> or --new-key-file <path>');
+    }
+    let newKey: string;
+    if (typeof file === 'string') {
+      try {
+        newKey = readFileSync(file, 'utf8').trim();
+      } catch (err) {
+        throw new CliError(`cannot read --new-key-file: ${(err as Error).message}`);
+      }
+    } else {
+      newKey = String(inline);
+    }
+    if (newKey.length === 0) throw new CliError('the new vault key must not be empty');
+    let rotated: number;
+    try {
+      ({ rotated } = await ctx.services.vault.rotateKey(newKey));
+    } catch (err) {
+      throw new CliError((err as Error).message);
+    }
+    console.log(
+      `re-encrypted ${rotated} secret(s) under the new key. Now set SVC_VAULT_ENCRYPTION_KEY to the new ` +
+        'key on every process; keep the old one in SVC_VAULT_PREVIOUS_KEYS until all have restarted.',
+    );
+  },
+};

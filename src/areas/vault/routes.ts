@@ -1,0 +1,91 @@
+import { Type } from '@sinclair/typebox';
+import type { App, AppContext } from '../../app/types.js';
+import { anyScope } from '../../http/access.js';
+import { MessageBody } from '../../http/schemas.js';
+import {
+  CreateVaultEntry,
+  UpdateVaultEntry,
+  VaultEntry,
+  VaultIdParams,
+  VaultListQuery,
+  VaultListResponse,
+} from './schemas.js';
+
+const tags = ['vault'];
+const errors = (...codes: number[]) => Object.fromEntries(codes.map((c) => [c, Type.Ref('ErrorBody')]));
+
+/** /vault_entry (SPEC Vault table). HTTP only: schema, scope, one service call. */
+export function registerVaultRoutes(api: App, ctx: AppContext): void {
+  const vault = ctx.services.vault;
+
+  api.post(
+    '/vault_entry',
+    {
+      config: anyScope('vault:write'),
+      schema: {
+        tags,
+        summary: 'Create a vault entry (a SECRET is encrypted and answered as ******)',
+        body: CreateVaultEntry,
+        response: { 200: VaultEntry, ...errors(409) },
+      },
+    },
+    (request) => vault.create(request.body, request.principal.userId),
+  );
+
+  api.get(
+    '/vault_entry',
+    {
+      config: anyScope('vault:read'),
+      schema: {
+        tags,
+        summary: 'List vault entries',
+        querystring: VaultListQuery,
+        response: { 200: VaultListResponse },
+      },
+    },
+    (request) => vault.list(request.query),
+  );
+
+  api.get(
+    '/vault_entry/:id',
+    {
+      config: anyScope('vault:read'),
+      schema: {
+        tags,
+        summary: 'Get a vault entry',
+        params: VaultIdParams,
+        response: { 200: VaultEntry, ...errors(404) },
+      },
+    },
+    (request) => vault.get(request.params.id),
+  );
+
+  api.patch(
+    '/vault_entry/:id',
+    {
+      config: anyScope('vault:write'),
+      schema: {
+        tags,
+        summary: 'Update a vault entry (omitting value keeps it; SECRET to VAR needs a new value)',
+        params: VaultIdParams,
+        body: UpdateVaultEntry,
+        response: { 200: VaultEntry, ...errors(404, 409) },
+      },
+    },
+    (request) => vault.update(request.params.id, request.body, request.principal.userId),
+  );
+
+  api.delete(
+    '/vault_entry/:id',
+    {
+      config: anyScope('vault:delete'),
+      schema: {
+        tags,
+        summary: 'Delete a vault entry (soft)',
+        params: VaultIdParams,
+        response: { 200: MessageBody, ...errors(404) },
+      },
+    },
+    (request) => vault.remove(request.params.id, request.principal.userId),
+  );
+}

@@ -1,0 +1,80 @@
+import { type Static, Type } from '@sinclair/typebox';
+import { AuditFields, Id, ListQuery, ListResponse, Nullable, QueryBoolean } from '../../http/schemas.js';
+
+/** Key characters of SPEC Vault references: `[a-zA-Z0-9_]`. */
+export const VAULT_KEY_PATTERN = '^[a-zA-Z0-9_]+$';
+export const MASK = '******';
+
+const Key = Type.String({
+  minLength: 1,
+  maxLength: 200,
+  pattern: VAULT_KEY_PATTERN,
+  description: 'Letters, digits and `_` only; unique among active entries.',
+});
+const Kind = Type.Union([Type.Literal('SECRET'), Type.Literal('VAR')]);
+/** 64 KiB: secrets are passwords, tokens and keys, not files. */
+const Value = Type.String({ maxLength: 65_536 });
+const Description = Type.String({ maxLength: 2000 });
+
+export const VaultEntry = Type.Object(
+  {
+    id: Type.String(),
+    key: Type.String(),
+    kind: Kind,
+    value: Type.String({ description: 'The plaintext of a VAR; always `******` for a SECRET.' }),
+    description: Nullable(Type.String()),
+    enabled: Type.Boolean(),
+    ...AuditFields,
+  },
+  { additionalProperties: false },
+);
+export type VaultEntry = Static<typeof VaultEntry>;
+
+export const CreateVaultEntry = Type.Object(
+  {
+    key: Key,
+    kind: Kind,
+    value: Value,
+    description: Type.Optional(Nullable(Description)),
+    enabled: Type.Optional(Type.Boolean()),
+  },
+  { additionalProperties: false },
+);
+export type CreateVaultEntry = Static<typeof CreateVaultEntry>;
+
+export const UpdateVaultEntry = Type.Object(
+  {
+    key: Type.Optional(Key),
+    kind: Type.Optional(Kind),
+    value: Type.Optional(Value),
+    description: Type.Optional(Nullable(Description)),
+    enabled: Type.Optional(Type.Boolean()),
+  },
+  { additionalProperties: false, minProperties: 1 },
+);
+export type UpdateVaultEntry = Static<typeof UpdateVaultEntry>;
+
+export const VAULT_SORTABLE = ['key', 'kind', 'enabled', 'created_at', 'updated_at'] as const;
+
+export const VaultListQuery = ListQuery(
+  VAULT_SORTABLE,
+  {
+    kind: Type.Optional(Kind),
+    key: Type.Optional(
+      Type.String({ minLength: 1, maxLength: 200, description: 'case-insensitive partial match' }),
+    ),
+    enabled: Type.Optional(QueryBoolean),
+    search: Type.Optional(
+      Type.String({
+        minLength: 1,
+        maxLength: 200,
+        description: 'case-insensitive partial match on key and description',
+      }),
+    ),
+  },
+  { sortBy: 'key', sortDir: 'asc' },
+);
+export type VaultListQuery = Static<typeof VaultListQuery>;
+
+export const VaultListResponse = ListResponse('vault_entries', VaultEntry);
+export const VaultIdParams = Type.Object({ id: Id }, { additionalProperties: false });

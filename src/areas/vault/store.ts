@@ -1,0 +1,108 @@
+import type { Kysely, Selectable } from 'kysely';
+import type { Database } from '../../db/schema.js';
+import { containsInsensitive, type ListResult, type Page, paginate } from '../../http/list.js';
+import type { VaultEntryTable, VaultKind } from './tables.js';
+
+/** SQL of the vault area only. Rows keep the stored value; the service decides what leaves. */
+export type VaultRow = Selectable<VaultEntryTable>;
+type Db = Kysely<Database>;
+
+export interface VaultListFilters {
+  kind?: VaultKind;
+  key?: string;
+  enabled?: boolean;
+  search?: string;
+}
+
+export async function insertEntry(db: Db, row: VaultRow): Promise<void> {
+  await db.insertInto('vault_entry').values(row).execute();
+}
+
+export async function findActive(db: Db, id: string): Promise<VaultRow | undefined> {
+  return db
+    .selectFrom('vault_entry')
+    .selectAll()
+    .where('id', '=', id)
+    .where('deleted_at', 'is', null)
+    .executeTakeFirst();
+}
+
+/** Is `key` held by an active entry other than `exceptId`? */
+export async function keyTaken(db: Db, key: string, exceptId?: string): Promise<boolean> {
+  let q = db.selectFrom('vault_entry').select('id').where('key', '=', key).where('deleted_at', 'is', null);
+  if (exceptId) q = q.where('id', '!=', exceptId);
+  return (await q.executeTakeFirst()) !== undefined;
+}
+
+export async function updateEntry(
+  db: Db,
+  id: string,
+  changes: Partial<Omit<VaultRow, 'id' | 'created_at'>>,
+): Promise<void> {
+  await db
+    .updateTable('vault_entry')
+    .set(changes)
+    .where('id', '=', id)
+    .where('deleted_at', 'is', null)
+    .execute();
+}
+
+export async function listEntries(
+  db: Db,
+  filters: VaultListFilters,
+  page: Page,
+): Promise<ListResult<VaultRow>> {
+  let q = db.selectFrom('vault_entry').where('deleted_at', 'is', null);
+  if (filters.kind) q = q.where('kind', '=', filters.kind);
+  if (filters.key !== undefined) q = q.where(containsInsensitive('key', filters.key));
+  if (filters.enabled !== undefined) q = q.where('enabled', '=', filters.enabled ? 1 : 0);
+  if (filters.search !== undefined) {
+    const search = filters.search;
+    // Search covers key and description only: values (even VAR ones) are not searchable.
+    q = q.where((eb) =>
+      eb.or([containsInsensitive('key', search), containsInsensitive('description', search)]),
+    );
+  }
+  return paginate(q, page, (row: VaultRow) => row);
+}
+
+/** The active entries holding these keys, in one query per 500 keys (the resolver's only read). */
+export async function findActiveByKeys(
+  db: Db,
+  keys: readonly string[],
+): Promise<Pick<VaultRow, 'key' | 'kind' | 'value' | 'enabled'>[]> {
+  const rows: Pick<VaultRow, 'key' | 'kind' | 'value' | 'enabled'>[] = [];
+  for (let i = 0; i < keys.length; i += 500) {
+    const chunk = keys.slice(i, i + 500);
+    rows.push(
+      ...(await db
+        .selectFrom('vault_entry')
+        .select(['key', 'kind', 'value', 'enabled'])
+        .where('key', 'in', chunk)
+        .where('deleted_at', 'is', null)
+        .execute()),
+    );
+  }
+  return rows;
+}
+
+/**
+ * Every SECRET row, soft-deleted ones included (their tokens must not be left under a retired key).
+ * `lock`: take row locks (PostgreSQL) so a concurrent write cannot be lost under the rotation.
+ */
+export async function allSecrets(
+  db: Db,
+  lock: boolean,
+): Promise<Pick<VaultRow, 'id' | 'key' | 'value' | 'deleted_at'>[]> {
+  let q = db
+    .selectFrom('vault_entry')
+    .select(['id', 'key', 'value', 'deleted_at'])
+    .where('kind', '=', 'SECRET')
+    .orderBy('id');
+  if (lock) q = q.forUpdate();
+  return q.execute();
+}
+
+export async function setValue(db: Db, id: string, value: string): Promise<void> {
+  await db.updateTable('vault_entry').set({ value }).where('id', '=', id).execute();
+}

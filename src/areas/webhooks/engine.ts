@@ -1,0 +1,504 @@
+import { randomUUID } from 'node:crypto';
+import type { Logger } from 'pino';
+import type { Dispatcher } from 'undici';
+import type { Store } from '../../db/store.js';
+import { type Clock, iso } from '../../lib/clock.js';
+import { newId } from '../../lib/ids.js';
+import { guardedDispatcher } from '../../lib/net-guard.js';
+import { VERSION } from '../../version.js';
+import type { Job } from '../../worker/worker.js';
+import { afterAttemptFailure } from './backoff.js';
+import { sendAttempt } from './sender.js';
+import { signDelivery } from './signing.js';
+import * as db from './store.js';
+
+export const WEBHOOKS_JOB = 'webhooks';
+
+export interface EngineOptions {
+  store: Store;
+  clock: Clock;
+  log: Logger;
+  /** SVC_WEBHOOK_TIMEOUT_MS: one deadline per attempt. */
+  timeoutMs: number;
+  /** SVC_WEBHOOK_BACKOFF_BASE_SECONDS */
+  backoffBaseSeconds: number;
+  /** SVC_WEBHOOK_RETRY_INTERVAL_MS: the job's period. */
+  retryIntervalMs: number;
+  /** SVC_ALLOW_PRIVATE_NETWORKS */
+  allowPrivate: boolean;
+  /** Wakes the `webhooks` job (new deliveries, a manual retry, a freed slot). */
+  wake: () => void;
+  /** Attempts in flight in this process, all webhooks together. */
+  globalConcurrency?: number;
+  /** Attempts in flight in this process to one webhook: a slow endpoint holds at most this many slots. */
+  perWebhookConcurrency?: number;
+}
+
+export interface DeliveryEngine {
+  /** The worker job `webhooks`: claims due deliveries into free slots and starts their attempts. */
+  job: Job;
+  /**
+   * Sends every delivery due now and waits until all of them finished and were recorded (tests,
+   * benchmarks, CLI). Failed attempts get a later next_attempt_at, so this returns.
+   */
+  deliverDue(): Promise<void>;
+  /** Waits until no attempt is in flight and every result is written. */
+  idle(): Promise<void>;
+  /** Stops claiming, lets attempts in flight finish and be recorded, closes connections. */
+  close(): Promise<void>;
+  /** Attempts in flight now (metrics, tests). */
+  inFlight(): number;
+}
+
+/** How long a result may wait for others to share its write. */
+const FLUSH_DELAY_MS = 5;
+/** How long free slots may wait to fill a claim batch. */
+const CLAIM_BATCH_WAIT_MS = 20;
+
+const USER_AGENT = `svc-webhooks/${VERSION}`;
+
+const INTERRUPTED =
+  'interrupted: the worker stopped before the attempt finished (its lease expired); counted as a failed attempt';
+
+interface Outcome {
+  completion: db.Completion;
+  attempt: db.AttemptRow;
+}
+
+/**
+ * The sender: a bounded pool of attempts in flight, fed by claiming due deliveries under a lease
+ * (SPEC Pipeline 4-5, CONTRACTS §7). The job step only claims and starts attempts; it never waits for
+ * one, so a slow endpoint holds its own slots (at most `perWebhookConcurrency`) and nobody else's.
+ * Results are written in batches (one transaction for many attempts) to keep up with fast receivers.
+ */
+export function createDeliveryEngine(opts: EngineOptions): DeliveryEngine {
+  const { store, clock, log } = opts;
+  const globalCap = opts.globalConcurrency ?? 128;
+  const perWebhookCap = opts.perWebhookConcurrency ?? 32;
+  // Claimed deliveries wait in a local buffer of up to two pools' worth, so the pool refills from
+  // memory the moment a slot frees while the next claim is still on its way to the store (a claim
+  // is a round trip or two, which on a busy machine can take longer than the pool takes to empty).
+  const bufferCap = 2 * globalCap;
+  const minClaim = Math.max(1, Math.floor(globalCap / 2));
+  let lastClaimAt = 0;
+  let claimTimer: NodeJS.Timeout | undefined;
+  // A lease covers the wait in the buffer (two pools' worth ahead of it, each freed within one
+  // attempt deadline at the latest), the attempt itself and the time to record it; past it, the
+  // holder is presumed dead (crash) and the delivery is claimable again.
+  const leaseMs = 3 * opts.timeoutMs + 5_000;
+  /** A buffered delivery older than this is handed back rather than started: its lease is too short. */
+  const maxBufferWaitMs = 2 * opts.timeoutMs + 2_500;
+  // Every claim gets its own lease token (this engine's id + a sequence number), so a result that
+  // arrives after its lease was lost can never be taken for a later claim of the same delivery.
+  const engineId = randomUUID();
+  let claimSeq = 0;
+  let dispatcher: Dispatcher | undefined;
+  const http = () => {
+    dispatcher ??= guardedDispatcher({ allowPrivate: opts.allowPrivate, timeoutMs: opts.timeoutMs });
+    return dispatcher;
+  };
+
+  let closed = false;
+  let inflight = 0;
+  /** Claimed, not started yet, oldest first. */
+  const ready: Array<{ row: db.DeliveryRow; target: db.SendingInfo | undefined; claimedAt: number }> = [];
+  /** Buffered plus in flight, per webhook: the per-webhook cap counts both. */
+  const perWebhook = new Map<string, number>();
+  const queue: Outcome[] = [];
+  let flushing: Promise<void> | null = null;
+  const settleWaiters: Array<() => void> = [];
+  let retryTimer: NodeJS.Timeout | undefined;
+  let retryTimerAt = Number.POSITIVE_INFINITY;
+
+  function notifySettled() {
+    for (const w of settleWaiters.splice(0)) w();
+  }
+
+  /** Wakes the job when the earliest retry is due (sooner than the job's interval would). */
+  function scheduleRetryWake(at: Date) {
+    const delay = at.getTime() - clock.now().getTime();
+    if (closed || delay >= opts.retryIntervalMs) return;
+    const when = Date.now() + Math.max(delay, 0);
+    if (when >= retryTimerAt) return;
+    clearTimeout(retryTimer);
+    retryTimerAt = when;
+    retryTimer = setTimeout(
+      () => {
+        retryTimerAt = Number.POSITIVE_INFINITY;
+        opts.wake();
+      },
+      Math.max(delay, 0),
+    );
+    retryTimer.unref();
+  }
+
+  async function flush(): Promise<void> {
+    while (queue.length > 0) {
+      const batch = queue.splice(0, 500);
+      try {
+        const results = await store.transaction(async (tx) => {
+          const out = await db.completeAttempts(
+            tx.db,
+            batch.map((o) => o.completion),
+          );
+          await db.insertAttempts(
+            tx.db,
+            batch.map((o) => o.attempt),
+          );
+          return out;
+        });
+        results.forEach((r, i) => {
+          if (r === 'lost') {
+            const id = batch[i]?.completion.id;
+            log.warn(
+              { delivery_id: id },
+              'webhook attempt finished after its lease expired; result kept in the attempt log only',
+            );
+          }
+        });
+      } catch (err) {
+        // The leases of this batch expire and the deliveries are attempted again (at-least-once).
+        log.error({ err, count: batch.length }, 'recording webhook attempt results failed');
+      }
+    }
+  }
+
+  function startFlush() {
+    flushing = flush().finally(() => {
+      flushing = null;
+      // Results queued while the last batch was being written would otherwise wait for the next one.
+      if (queue.length > 0) startFlush();
+      else notifySettled();
+    });
+  }
+
+  let flushTimer: NodeJS.Timeout | undefined;
+  function record(outcome: Outcome) {
+    queue.push(outcome);
+    if (flushing) return;
+    // Results arriving within a few milliseconds share one transaction (one commit, one statement).
+    if (queue.length >= 200 || inflight <= 1) {
+      clearTimeout(flushTimer);
+      flushTimer = undefined;
+      startFlush();
+    } else {
+      flushTimer ??= setTimeout(() => {
+        flushTimer = undefined;
+        if (!flushing && queue.length > 0) startFlush();
+      }, FLUSH_DELAY_MS);
+    }
+  }
+
+  async function attempt(row: db.DeliveryRow, target: db.SendingInfo | undefined): Promise<void> {
+    const hook = target;
+    const payload = target?.payload;
+    const startedAt = clock.now();
+    let result: Awaited<ReturnType<typeof sendAttempt>>;
+    let signedAt: number | null = null;
+    if (!hook || payload === undefined) {
+      result = {
+        success: false,
+        httpStatus: null,
+        responseBody: null,
+        error: hook ? 'event body not found' : 'webhook not found',
+        durationMs: 0,
+      };
+    } else if (!opts.allowPrivate && !hook.url.startsWith('https:')) {
+      result = {
+        success: false,
+        httpStatus: null,
+        responseBody: null,
+        error: 'forbidden target: only https:// URLs are allowed unless SVC_ALLOW_PRIVATE_NETWORKS=true',
+        durationMs: 0,
+      };
+    } else {
+      signedAt = Math.floor(startedAt.getTime() / 1000);
+      const headers = signDelivery({
+        secret: hook.secret,
+        webhookId: row.webhook_id,
+        deliveryId: row.id,
+        eventType: row.event_type,
+        timestamp: signedAt,
+        body: payload,
+      });
+      result = await sendAttempt(http(), {
+        url: hook.url,
+        headers: { ...headers, 'user-agent': USER_AGENT },
+        body: payload,
+        timeoutMs: opts.timeoutMs,
+      });
+    }
+    const finished = clock.now();
+    const now = iso(finished);
+    let changes: db.Completion['changes'];
+    if (result.success) {
+      changes = {
+        status: 'SUCCESS',
+        http_status: result.httpStatus,
+        response_body: result.responseBody,
+        error: null,
+        next_attempt_at: null,
+        delivered_at: now,
+        updated_at: now,
+      };
+    } else {
+      const next = afterAttemptFailure(row.attempts, row.max_attempts, opts.backoffBaseSeconds, finished);
+      changes = {
+        status: next.status,
+        http_status: result.httpStatus,
+        response_body: result.responseBody,
+        error: result.error,
+        next_attempt_at: next.status === 'PENDING' ? iso(next.next_attempt_at) : null,
+        delivered_at: row.delivered_at,
+        updated_at: now,
+      };
+      if (next.status === 'PENDING') scheduleRetryWake(next.next_attempt_at);
+    }
+    record({
+      completion: {
+        id: row.id,
+        token: row.locked_by ?? '',
+        generation: row.generation,
+        success: result.success,
+        changes,
+      },
+      attempt: {
+        id: newId(),
+        delivery_id: row.id,
+        webhook_id: row.webhook_id,
+        attempt: row.attempts,
+        sequence: row.total_attempts,
+        outcome: result.success ? 'SUCCESS' : 'FAILED',
+        started_at: iso(startedAt),
+        finished_at: now,
+        duration_ms: result.durationMs,
+        url: hook?.url ?? '',
+        http_status: result.httpStatus,
+        response_body: result.responseBody,
+        error: result.error,
+        signed_at: signedAt,
+      },
+    });
+  }
+
+  let lastReap = Number.NEGATIVE_INFINITY;
+
+  /**
+   * Leases whose holder died mid-attempt: the attempt is logged as INTERRUPTED (it counted when it
+   * was claimed) and the delivery is claimable again, or FAILED when that was its last attempt.
+   */
+  async function reapDeadLeases(nowIso: string): Promise<void> {
+    const { reaped, exhausted } = await store.transaction(async (tx) => {
+      const reaped = await db.reapExpiredLeases(tx.db, nowIso, 1000);
+      if (reaped.length === 0) return { reaped, exhausted: [] };
+      const lastChance = reaped.filter((r) => r.attempts >= r.max_attempts).map((r) => r.id);
+      const exhausted = await db.failExhausted(tx.db, lastChance, nowIso, INTERRUPTED);
+      const urls = new Map(
+        (await db.webhooksForSending(tx.db, [...new Set(reaped.map((r) => r.webhook_id))])).map((h) => [
+          h.id,
+          h.url,
+        ]),
+      );
+      await db.insertAttempts(
+        tx.db,
+        reaped.map((r) => ({
+          id: newId(),
+          delivery_id: r.id,
+          webhook_id: r.webhook_id,
+          attempt: Math.max(r.attempts, 1),
+          sequence: r.total_attempts,
+          outcome: 'INTERRUPTED' as const,
+          started_at: r.locked_at ?? nowIso,
+          finished_at: nowIso,
+          duration_ms: null,
+          url: urls.get(r.webhook_id) ?? '',
+          http_status: null,
+          response_body: null,
+          error: INTERRUPTED,
+          signed_at: null,
+        })),
+      );
+      return { reaped, exhausted };
+    });
+    if (reaped.length > 0) {
+      log.warn(
+        { count: reaped.length },
+        'webhook attempts interrupted by a stopped worker; counted as failed',
+      );
+    }
+    if (exhausted.length > 0) {
+      log.warn({ count: exhausted.length }, 'webhook deliveries failed: their last attempt was interrupted');
+    }
+  }
+
+  function release(webhookId: string) {
+    const n = (perWebhook.get(webhookId) ?? 1) - 1;
+    if (n <= 0) perWebhook.delete(webhookId);
+    else perWebhook.set(webhookId, n);
+  }
+
+  /** Starts buffered deliveries while the pool has free slots. */
+  function pump() {
+    const stale: db.DeliveryRow[] = [];
+    while (!closed && inflight < globalCap && ready.length > 0) {
+      const next = ready.shift() as (typeof ready)[number];
+      // Never start an attempt its lease might not cover (only after an unusually long wait).
+      if (performance.now() - next.claimedAt > maxBufferWaitMs) {
+        stale.push(next.row);
+        release(next.row.webhook_id);
+        continue;
+      }
+      const { row, target } = next;
+      inflight++;
+      attempt(row, target)
+        .catch((err) => log.error({ err, delivery_id: row.id }, 'webhook attempt crashed'))
+        .finally(() => {
+          inflight--;
+          release(row.webhook_id);
+          pump();
+          notifySettled();
+          if (!closed) opts.wake();
+        });
+    }
+    if (stale.length > 0) void giveBack(stale);
+  }
+
+  /** Hands claimed deliveries that were never sent back to the store, uncounted. */
+  async function giveBack(rows: db.DeliveryRow[]): Promise<void> {
+    try {
+      const byLease = new Map<string, string[]>();
+      for (const r of rows) byLease.set(r.locked_by ?? '', [...(byLease.get(r.locked_by ?? '') ?? []), r.id]);
+      for (const [lease, ids] of byLease) await db.releaseUnsent(store.db, ids, lease);
+    } catch (err) {
+      // Their leases expire instead; the reaper then counts one attempt too many, nothing worse.
+      log.error({ err, count: rows.length }, 'returning unsent webhook deliveries failed');
+    }
+    notifySettled();
+  }
+
+  let claiming = false;
+  let lastClaimShort = false;
+
+  /** Claims into the free room (pool plus buffer) and starts what the pool can take. */
+  async function claimAndStart(): Promise<{ claimed: number; asked: number; deferred: boolean }> {
+    pump();
+    const busy = inflight + ready.length;
+    const room = globalCap + bufferCap - busy;
+    if (closed || claiming || room <= 0) return { claimed: 0, asked: 0, deferred: false };
+    // Claim in batches (a claim per freed slot would run the claim query once per attempt), but
+    // never wait long for a batch: slots held by slow endpoints must not keep the rest idle.
+    // After a claim that found less than it asked for (nothing more due, or every webhook at its
+    // cap), the same wait applies: claiming again at every freed slot would find just as little.
+    const waitForBatch = room < minClaim || lastClaimShort;
+    if (busy > 0 && waitForBatch && performance.now() - lastClaimAt < CLAIM_BATCH_WAIT_MS) {
+      return { claimed: 0, asked: 0, deferred: true };
+    }
+    claiming = true;
+    try {
+      lastClaimAt = performance.now();
+      const asked = Math.min(room, 512);
+      const now = clock.now();
+      const nowIso = iso(now);
+      // Dead leases are looked for at most once a second: they only appear after a crash.
+      if (now.getTime() - lastReap >= 1000) {
+        lastReap = now.getTime();
+        await reapDeadLeases(nowIso);
+      }
+      // One statement, no explicit transaction: the claim is atomic by itself.
+      const claimed = await db.claimDue(store.db, {
+        now: nowIso,
+        leaseUntil: iso(new Date(now.getTime() + leaseMs)),
+        token: `${engineId}:${++claimSeq}`,
+        limit: asked,
+        perWebhookCap,
+        inFlight: perWebhook,
+        dialect: store.dialect,
+      });
+      // Read once per batch, after the claim: a rotated secret or changed url applies at once.
+      const sending = await db.sendingInfo(
+        store.db,
+        claimed.map((r) => r.id),
+      );
+      lastClaimShort = claimed.length < asked;
+      const claimedAt = performance.now();
+      for (const row of claimed) {
+        perWebhook.set(row.webhook_id, (perWebhook.get(row.webhook_id) ?? 0) + 1);
+        ready.push({ row, target: sending.get(row.id), claimedAt });
+      }
+      if (closed) {
+        const unsent = ready.splice(0);
+        for (const r of unsent) release(r.row.webhook_id);
+        void giveBack(unsent.map((r) => r.row));
+      }
+      pump();
+      return { claimed: claimed.length, asked, deferred: false };
+    } finally {
+      claiming = false;
+      notifySettled();
+    }
+  }
+
+  /** Wakes the job once the batch wait is over, in case no attempt finishes meanwhile. */
+  function wakeAfterBatchWait() {
+    if (claimTimer || closed) return;
+    claimTimer = setTimeout(() => {
+      claimTimer = undefined;
+      opts.wake();
+    }, CLAIM_BATCH_WAIT_MS);
+    claimTimer.unref();
+  }
+
+  function nextSettle(): Promise<void> {
+    return new Promise((resolve) => settleWaiters.push(resolve));
+  }
+
+  async function idle(): Promise<void> {
+    while (inflight > 0 || ready.length > 0 || claiming || flushing || queue.length > 0) {
+      if (flushing && inflight === 0) await flushing;
+      else await nextSettle();
+    }
+  }
+
+  async function close(): Promise<void> {
+    closed = true;
+    clearTimeout(retryTimer);
+    clearTimeout(claimTimer);
+    // Buffered deliveries go back to the store at once rather than waiting out their leases.
+    const unsent = ready.splice(0);
+    for (const r of unsent) release(r.row.webhook_id);
+    if (unsent.length > 0) await giveBack(unsent.map((r) => r.row));
+    await idle();
+    const d = dispatcher;
+    dispatcher = undefined;
+    await d?.close();
+  }
+
+  return {
+    job: {
+      name: WEBHOOKS_JOB,
+      intervalMs: opts.retryIntervalMs,
+      async run() {
+        const { claimed, asked, deferred } = await claimAndStart();
+        if (deferred) wakeAfterBatchWait();
+        // A full claim means more may be due; a full pool is woken again as slots free up.
+        return asked > 0 && claimed === asked && inflight + ready.length < globalCap + bufferCap;
+      },
+      // Graceful stop of `svc worker`: attempts in flight finish and are recorded.
+      stop: () => close(),
+    },
+    async deliverDue() {
+      for (;;) {
+        const { claimed, deferred } = await claimAndStart();
+        if (claimed === 0) {
+          if (inflight === 0 && ready.length === 0 && !claiming && !flushing && queue.length === 0) return;
+          await (deferred
+            ? Promise.race([nextSettle(), new Promise((r) => setTimeout(r, CLAIM_BATCH_WAIT_MS))])
+            : nextSettle());
+        }
+      }
+    },
+    idle,
+    close,
+    inFlight: () => inflight,
+  };
+}

@@ -1,0 +1,173 @@
+import { Type } from '@sinclair/typebox';
+import type { App, AppContext } from '../../app/types.js';
+import { anyScope } from '../../http/access.js';
+import { MessageBody } from '../../http/schemas.js';
+import {
+  AttemptListQuery,
+  AttemptListResponse,
+  CreateWebhook,
+  Delivery,
+  DeliveryDetail,
+  DeliveryListQuery,
+  DeliveryListResponse,
+  DeliveryParams,
+  UpdateWebhook,
+  Webhook,
+  WebhookIdParams,
+  WebhookListQuery,
+  WebhookListResponse,
+  WebhookWithSecret,
+} from './schemas.js';
+
+const tags = ['webhooks'];
+const errors = (...codes: number[]) => Object.fromEntries(codes.map((c) => [c, Type.Ref('ErrorBody')]));
+
+/** /webhook (SPEC Webhooks table). HTTP only: schema, scope, one service call. */
+export function registerWebhookRoutes(api: App, ctx: AppContext): void {
+  const webhooks = ctx.services.webhooks;
+  // Closing the app lets attempts in flight finish and be recorded before the store closes.
+  api.addHook('onClose', async () => webhooks.engine.close());
+
+  api.post(
+    '/webhook',
+    {
+      config: anyScope('webhook:write'),
+      schema: {
+        tags,
+        summary: 'Create a webhook (the only answer besides rotate_secret that shows the secret)',
+        body: CreateWebhook,
+        response: { 200: WebhookWithSecret },
+      },
+    },
+    (request) => webhooks.create(request.body, request.principal.userId),
+  );
+
+  api.get(
+    '/webhook',
+    {
+      config: anyScope('webhook:read'),
+      schema: {
+        tags,
+        summary: 'List webhooks',
+        querystring: WebhookListQuery,
+        response: { 200: WebhookListResponse },
+      },
+    },
+    (request) => webhooks.list(request.query),
+  );
+
+  api.get(
+    '/webhook/:id',
+    {
+      config: anyScope('webhook:read'),
+      schema: {
+        tags,
+        summary: 'Get a webhook',
+        params: WebhookIdParams,
+        response: { 200: Webhook, ...errors(404) },
+      },
+    },
+    (request) => webhooks.get(request.params.id),
+  );
+
+  api.patch(
+    '/webhook/:id',
+    {
+      config: anyScope('webhook:write'),
+      schema: {
+        tags,
+        summary: 'Update a webhook (the secret cannot be changed here: use rotate_secret)',
+        params: WebhookIdParams,
+        body: UpdateWebhook,
+        response: { 200: Webhook, ...errors(404) },
+      },
+    },
+    (request) => webhooks.update(request.params.id, request.body, request.principal.userId),
+  );
+
+  api.delete(
+    '/webhook/:id',
+    {
+      config: anyScope('webhook:delete'),
+      schema: {
+        tags,
+        summary: 'Delete a webhook (soft; its queued deliveries keep retrying)',
+        params: WebhookIdParams,
+        response: { 200: MessageBody, ...errors(404) },
+      },
+    },
+    (request) => webhooks.remove(request.params.id, request.principal.userId),
+  );
+
+  api.post(
+    '/webhook/:id/rotate_secret',
+    {
+      config: anyScope('webhook:write'),
+      schema: {
+        tags,
+        summary: 'Replace the signing secret; the old one signs nothing from now on',
+        params: WebhookIdParams,
+        response: { 200: WebhookWithSecret, ...errors(404) },
+      },
+    },
+    (request) => webhooks.rotateSecret(request.params.id, request.principal.userId),
+  );
+
+  api.get(
+    '/webhook/:id/delivery',
+    {
+      config: anyScope('webhook:read'),
+      schema: {
+        tags,
+        summary: "List a webhook's deliveries, newest first",
+        params: WebhookIdParams,
+        querystring: DeliveryListQuery,
+        response: { 200: DeliveryListResponse, ...errors(404) },
+      },
+    },
+    (request) => webhooks.listDeliveries(request.params.id, request.query),
+  );
+
+  api.get(
+    '/webhook/:id/delivery/:delivery_id',
+    {
+      config: anyScope('webhook:read'),
+      schema: {
+        tags,
+        summary: 'Get one delivery with its attempt log',
+        params: DeliveryParams,
+        response: { 200: DeliveryDetail, ...errors(404) },
+      },
+    },
+    (request) => webhooks.getDelivery(request.params.id, request.params.delivery_id),
+  );
+
+  api.get(
+    '/webhook/:id/delivery/:delivery_id/attempt',
+    {
+      config: anyScope('webhook:read'),
+      schema: {
+        tags,
+        summary: "List a delivery's attempts, newest first",
+        params: DeliveryParams,
+        querystring: AttemptListQuery,
+        response: { 200: AttemptListResponse, ...errors(404) },
+      },
+    },
+    (request) => webhooks.listAttempts(request.params.id, request.params.delivery_id, request.query),
+  );
+
+  api.post(
+    '/webhook/:id/delivery/:delivery_id/retry',
+    {
+      config: anyScope('webhook:write'),
+      schema: {
+        tags,
+        summary: 'Send a delivery again: PENDING, attempts reset to 0, due now, error cleared',
+        params: DeliveryParams,
+        response: { 200: Delivery, ...errors(404) },
+      },
+    },
+    (request) => webhooks.retryDelivery(request.params.id, request.params.delivery_id),
+  );
+}

@@ -1,0 +1,192 @@
+import { type Static, Type } from '@sinclair/typebox';
+import {
+  AuditFields,
+  Id,
+  JsonObject,
+  ListQuery,
+  ListResponse,
+  Nullable,
+  QueryBoolean,
+  Timestamp,
+} from '../../http/schemas.js';
+
+const Name = Type.String({ minLength: 1, maxLength: 200 });
+const Url = Type.String({
+  minLength: 1,
+  maxLength: 2048,
+  description:
+    'https:// URL resolving to public addresses only (http:// and private addresses only with SVC_ALLOW_PRIVATE_NETWORKS=true).',
+});
+/** A CloudEvent type (`svc.user.created`) or `*` for every type. */
+const EventType = Type.String({
+  minLength: 1,
+  maxLength: 200,
+  pattern: '^(\\*|[A-Za-z0-9][A-Za-z0-9._:/-]*)$',
+});
+const EventTypes = Type.Array(EventType, {
+  minItems: 1,
+  maxItems: 100,
+  description: 'CloudEvent types to deliver; `["*"]` subscribes to all.',
+});
+const Description = Type.String({ maxLength: 2000 });
+
+const WebhookFields = {
+  id: Type.String(),
+  name: Type.String(),
+  url: Type.String(),
+  event_types: Type.Array(Type.String()),
+  description: Nullable(Type.String()),
+  enabled: Type.Boolean(),
+  secret_hint: Type.String({ description: 'Last 4 characters of the signing secret.' }),
+  ...AuditFields,
+};
+
+/** A webhook as list, get and update answer it: `secret_hint`, never the secret. */
+export const Webhook = Type.Object(WebhookFields, { additionalProperties: false });
+export type Webhook = Static<typeof Webhook>;
+
+/** As create and rotate_secret answer it: the only two places the full secret is shown. */
+export const WebhookWithSecret = Type.Object(
+  {
+    ...WebhookFields,
+    secret: Type.String({
+      description: '64 hex characters, the HMAC-SHA256 signing key. Shown only now: store it.',
+    }),
+  },
+  { additionalProperties: false },
+);
+export type WebhookWithSecret = Static<typeof WebhookWithSecret>;
+
+export const CreateWebhook = Type.Object(
+  {
+    name: Name,
+    url: Url,
+    event_types: EventTypes,
+    description: Type.Optional(Nullable(Description)),
+    enabled: Type.Optional(Type.Boolean()),
+  },
+  { additionalProperties: false },
+);
+export type CreateWebhook = Static<typeof CreateWebhook>;
+
+export const UpdateWebhook = Type.Object(
+  {
+    name: Type.Optional(Name),
+    url: Type.Optional(Url),
+    event_types: Type.Optional(EventTypes),
+    description: Type.Optional(Nullable(Description)),
+    enabled: Type.Optional(Type.Boolean()),
+  },
+  { additionalProperties: false, minProperties: 1 },
+);
+export type UpdateWebhook = Static<typeof UpdateWebhook>;
+
+const Partial = (what: string) =>
+  Type.String({ minLength: 1, maxLength: 2048, description: `case-insensitive partial match on ${what}` });
+
+export const WEBHOOK_SORTABLE = ['created_at', 'updated_at', 'name', 'url', 'enabled'] as const;
+export const WebhookListQuery = ListQuery(
+  WEBHOOK_SORTABLE,
+  {
+    enabled: Type.Optional(QueryBoolean),
+    name: Type.Optional(Partial('name')),
+    url: Type.Optional(Partial('url')),
+    search: Type.Optional(Partial('name, url and description')),
+  },
+  { sortBy: 'created_at', sortDir: 'desc' },
+);
+export type WebhookListQuery = Static<typeof WebhookListQuery>;
+export const WebhookListResponse = ListResponse('webhooks', Webhook);
+
+const DeliveryStatus = Type.Union([Type.Literal('PENDING'), Type.Literal('SUCCESS'), Type.Literal('FAILED')]);
+
+export const DeliveryAttempt = Type.Object(
+  {
+    id: Type.String(),
+    delivery_id: Type.String(),
+    attempt: Type.Integer({
+      description: 'The delivery attempt number (restarts at 1 after a manual retry).',
+    }),
+    sequence: Type.Integer({ description: "1, 2, 3, ... over the delivery's whole life (never restarts)." }),
+    outcome: Type.Union([Type.Literal('SUCCESS'), Type.Literal('FAILED'), Type.Literal('INTERRUPTED')]),
+    started_at: Timestamp,
+    finished_at: Timestamp,
+    duration_ms: Nullable(Type.Integer()),
+    url: Type.String(),
+    http_status: Nullable(Type.Integer()),
+    response_body: Nullable(Type.String({ description: 'First 4096 characters of the response body.' })),
+    error: Nullable(Type.String()),
+    signed_at: Nullable(
+      Type.Integer({ description: 'The X-Timestamp / webhook-timestamp sent (Unix seconds).' }),
+    ),
+  },
+  { additionalProperties: false },
+);
+export type DeliveryAttempt = Static<typeof DeliveryAttempt>;
+
+const DeliveryFields = {
+  id: Type.String(),
+  webhook_id: Type.String(),
+  event_id: Type.String(),
+  event_type: Type.String(),
+  payload: JsonObject,
+  status: DeliveryStatus,
+  http_status: Nullable(Type.Integer()),
+  response_body: Nullable(Type.String()),
+  error: Nullable(Type.String()),
+  attempts: Type.Integer(),
+  max_attempts: Type.Integer(),
+  next_attempt_at: Nullable(Timestamp),
+  delivered_at: Nullable(Timestamp),
+  created_at: Timestamp,
+  updated_at: Timestamp,
+};
+
+export const Delivery = Type.Object(DeliveryFields, { additionalProperties: false });
+export type Delivery = Static<typeof Delivery>;
+
+/** One delivery with its attempt log (additive to the spec's fields). */
+export const DeliveryDetail = Type.Object(
+  {
+    ...DeliveryFields,
+    attempts_log: Type.Array(DeliveryAttempt, { description: 'Every attempt, oldest first.' }),
+  },
+  { additionalProperties: false },
+);
+export type DeliveryDetail = Static<typeof DeliveryDetail>;
+
+export const DELIVERY_SORTABLE = [
+  'created_at',
+  'updated_at',
+  'next_attempt_at',
+  'delivered_at',
+  'attempts',
+  'http_status',
+] as const;
+const HttpStatus = Type.Integer({ minimum: 100, maximum: 599 });
+export const DeliveryListQuery = ListQuery(
+  DELIVERY_SORTABLE,
+  {
+    status: Type.Optional(DeliveryStatus),
+    event_type: Type.Optional(Type.String({ minLength: 1, maxLength: 200, description: 'exact match' })),
+    http_status: Type.Optional(HttpStatus),
+    http_status_gte: Type.Optional(HttpStatus),
+    http_status_lte: Type.Optional(HttpStatus),
+    delivered_at_gte: Type.Optional(Timestamp),
+    delivered_at_lte: Type.Optional(Timestamp),
+  },
+  { sortBy: 'created_at', sortDir: 'desc' },
+);
+export type DeliveryListQuery = Static<typeof DeliveryListQuery>;
+export const DeliveryListResponse = ListResponse('deliveries', Delivery);
+
+export const AttemptListQuery = ListQuery(
+  ['sequence', 'started_at'] as const,
+  {},
+  { sortBy: 'sequence', sortDir: 'desc' },
+);
+export type AttemptListQuery = Static<typeof AttemptListQuery>;
+export const AttemptListResponse = ListResponse('attempts', DeliveryAttempt);
+
+export const WebhookIdParams = Type.Object({ id: Id }, { additionalProperties: false });
+export const DeliveryParams = Type.Object({ id: Id, delivery_id: Id }, { additionalProperties: false });

@@ -1,0 +1,303 @@
+import type { Logger } from 'pino';
+import type { Store } from '../../db/store.js';
+import { AppError, notFound } from '../../http/errors.js';
+import { envelope } from '../../http/list.js';
+import { type Clock, iso } from '../../lib/clock.js';
+import { newId } from '../../lib/ids.js';
+import { assertAllowedUrl, ForbiddenTargetError } from '../../lib/net-guard.js';
+import type { CloudEvent } from '../events/cloudevent.js';
+import type { EventHandler } from '../events/handlers.js';
+import { MAX_ATTEMPTS } from './backoff.js';
+import { createDeliveryEngine, type DeliveryEngine, type EngineOptions } from './engine.js';
+import type {
+  AttemptListQuery,
+  CreateWebhook,
+  Delivery,
+  DeliveryAttempt,
+  DeliveryDetail,
+  DeliveryListQuery,
+  UpdateWebhook,
+  Webhook,
+  WebhookListQuery,
+  WebhookWithSecret,
+} from './schemas.js';
+import { newSecret, secretHint } from './signing.js';
+import * as db from './store.js';
+
+type Envelope<K extends string, T> = ReturnType<typeof envelope<K, T>>;
+
+export interface WebhookService {
+  create(input: CreateWebhook, by: string): Promise<WebhookWithSecret>;
+  list(query: WebhookListQuery): Promise<Envelope<'webhooks', Webhook>>;
+  get(id: string): Promise<Webhook>;
+  update(id: string, input: UpdateWebhook, by: string): Promise<Webhook>;
+  remove(id: string, by: string): Promise<{ message: string }>;
+  rotateSecret(id: string, by: string): Promise<WebhookWithSecret>;
+  listDeliveries(webhookId: string, query: DeliveryListQuery): Promise<Envelope<'deliveries', Delivery>>;
+  getDelivery(webhookId: string, deliveryId: string): Promise<DeliveryDetail>;
+  listAttempts(
+    webhookId: string,
+    deliveryId: string,
+    query: AttemptListQuery,
+  ): Promise<Envelope<'attempts', DeliveryAttempt>>;
+  retryDelivery(webhookId: string, deliveryId: string): Promise<Delivery>;
+  /** SPEC Pipeline 4: the drain's handler creating one delivery per matching webhook. */
+  dispatcher: EventHandler;
+  /** The sender (the `webhooks` worker job and its pool). */
+  engine: DeliveryEngine;
+}
+
+export type WebhookDeps = Omit<EngineOptions, 'store' | 'clock' | 'log'> & {
+  store: Store;
+  clock: Clock;
+  log: Logger;
+};
+
+function toWebhook(row: db.PublicWebhookRow): Webhook {
+  return {
+    id: row.id,
+    name: row.name,
+    url: row.url,
+    event_types: JSON.parse(row.event_types) as string[],
+    description: row.description,
+    enabled: row.enabled === 1,
+    secret_hint: row.secret_hint,
+    created_at: row.created_at,
+    updated_at: row.updated_at,
+    updated_by: row.updated_by,
+    deleted_at: row.deleted_at,
+  };
+}
+
+function toDelivery(row: db.DeliveryWithPayload): Delivery {
+  return {
+    id: row.id,
+    webhook_id: row.webhook_id,
+    event_id: row.event_id,
+    event_type: row.event_type,
+    payload: JSON.parse(row.payload) as Record<string, unknown>,
+    status: row.status,
+    http_status: row.http_status,
+    response_body: row.response_body,
+    error: row.error,
+    attempts: row.attempts,
+    max_attempts: row.max_attempts,
+    next_attempt_at: row.next_attempt_at,
+    delivered_at: row.delivered_at,
+    created_at: row.created_at,
+    updated_at: row.updated_at,
+  };
+}
+
+function toAttempt(row: db.AttemptRow): DeliveryAttempt {
+  return {
+    id: row.id,
+    delivery_id: row.delivery_id,
+    attempt: row.attempt,
+    sequence: row.sequence,
+    outcome: row.outcome,
+    started_at: row.started_at,
+    finished_at: row.finished_at,
+    duration_ms: row.duration_ms,
+    url: row.url,
+    http_status: row.http_status,
+    response_body: row.response_body,
+    error: row.error,
+    signed_at: row.signed_at,
+  };
+}
+
+/** Duplicates dropped, order kept; `*` alone stands for every type. */
+function normaliseTypes(types: string[]): string[] {
+  const unique = [...new Set(types)];
+  return unique.includes('*') ? ['*'] : unique;
+}
+
+export function createWebhookService(deps: WebhookDeps): WebhookService {
+  const { store, clock } = deps;
+  const engine = createDeliveryEngine(deps);
+
+  async function checkUrl(url: string): Promise<void> {
+    try {
+      await assertAllowedUrl(url, { allowPrivate: deps.allowPrivate });
+    } catch (err) {
+      if (err instanceof ForbiddenTargetError) {
+        throw new AppError('WEBHOOK.URL_FORBIDDEN', `url refused: ${err.message}`, {
+          field: 'url',
+          reason: err.reason,
+        });
+      }
+      throw err;
+    }
+  }
+
+  async function activeWebhook(id: string): Promise<db.PublicWebhookRow> {
+    const row = await db.findActiveWebhook(store.db, id);
+    if (!row) throw notFound('WEBHOOK.NOT_FOUND', 'Webhook');
+    return row;
+  }
+
+  async function delivery(webhookId: string, deliveryId: string): Promise<db.DeliveryWithPayload> {
+    await activeWebhook(webhookId);
+    const row = await db.findDelivery(store.db, webhookId, deliveryId);
+    if (!row) throw notFound('WEBHOOK.DELIVERY_NOT_FOUND', 'Webhook delivery');
+    return row;
+  }
+
+  /** Parsed `event_types` by their stored text: the dispatcher reads them for every event. */
+  const typeCache = new Map<string, Set<string>>();
+  function typesOf(text: string): Set<string> {
+    let set = typeCache.get(text);
+    if (!set) {
+      if (typeCache.size > 10_000) typeCache.clear();
+      set = new Set(JSON.parse(text) as string[]);
+      typeCache.set(text, set);
+    }
+    return set;
+  }
+
+  const dispatcher: EventHandler = {
+    name: 'webhooks',
+    async handle(event: CloudEvent): Promise<void> {
+      const hooks = (await db.subscribedWebhooks(store.db)).filter((h) => {
+        const types = typesOf(h.event_types);
+        return types.has('*') || types.has(event.type);
+      });
+      if (hooks.length === 0) return;
+      const now = iso(clock.now());
+      const payload = JSON.stringify(event);
+      const rows: db.DeliveryRow[] = hooks.map((h) => ({
+        id: newId(),
+        webhook_id: h.id,
+        event_id: event.id,
+        event_type: event.type,
+        status: 'PENDING',
+        http_status: null,
+        response_body: null,
+        error: null,
+        attempts: 0,
+        max_attempts: MAX_ATTEMPTS,
+        next_attempt_at: now,
+        delivered_at: null,
+        created_at: now,
+        updated_at: now,
+        locked_until: null,
+        locked_by: null,
+        locked_at: null,
+        generation: 0,
+        total_attempts: 0,
+      }));
+      // (webhook_id, event_id) is unique: an event handed over again inserts nothing.
+      const inserted = await store.transaction(async (tx) => {
+        await db.insertEvent(tx.db, event.id, payload);
+        return db.insertDeliveries(tx.db, rows);
+      });
+      if (inserted > 0) deps.wake();
+    },
+  };
+
+  return {
+    dispatcher,
+    engine,
+
+    async create(input, by) {
+      await checkUrl(input.url);
+      const now = iso(clock.now());
+      const secret = newSecret();
+      const row: db.WebhookRow = {
+        id: newId(),
+        name: input.name,
+        url: input.url,
+        event_types: JSON.stringify(normaliseTypes(input.event_types)),
+        description: input.description ?? null,
+        enabled: input.enabled === false ? 0 : 1,
+        secret,
+        secret_hint: secretHint(secret),
+        created_at: now,
+        updated_at: now,
+        updated_by: by,
+        deleted_at: null,
+      };
+      await store.transaction((tx) => db.insertWebhook(tx.db, row));
+      return { ...toWebhook(row), secret };
+    },
+
+    async list(query) {
+      const result = await db.listWebhooks(store.db, query, query);
+      return envelope('webhooks', { items: result.items.map(toWebhook), total: result.total }, query);
+    },
+
+    async get(id) {
+      return toWebhook(await activeWebhook(id));
+    },
+
+    async update(id, input, by) {
+      await activeWebhook(id);
+      if (input.url !== undefined) await checkUrl(input.url);
+      const changes: Partial<db.WebhookRow> = { updated_at: iso(clock.now()), updated_by: by };
+      if (input.name !== undefined) changes.name = input.name;
+      if (input.url !== undefined) changes.url = input.url;
+      if (input.event_types !== undefined)
+        changes.event_types = JSON.stringify(normaliseTypes(input.event_types));
+      if (input.description !== undefined) changes.description = input.description;
+      if (input.enabled !== undefined) changes.enabled = input.enabled ? 1 : 0;
+      const updated = await store.transaction((tx) => db.updateWebhook(tx.db, id, changes));
+      if (!updated) throw notFound('WEBHOOK.NOT_FOUND', 'Webhook');
+      return toWebhook(await activeWebhook(id));
+    },
+
+    async remove(id, by) {
+      await activeWebhook(id);
+      const now = iso(clock.now());
+      const removed = await store.transaction((tx) =>
+        db.updateWebhook(tx.db, id, { deleted_at: now, updated_at: now, updated_by: by }),
+      );
+      if (!removed) throw notFound('WEBHOOK.NOT_FOUND', 'Webhook');
+      return { message: 'Webhook deleted; its queued deliveries keep retrying' };
+    },
+
+    async rotateSecret(id, by) {
+      await activeWebhook(id);
+      const secret = newSecret();
+      const now = iso(clock.now());
+      // The sender reads the secret at every attempt, so the old one signs nothing from now on.
+      const updated = await store.transaction((tx) =>
+        db.updateWebhook(tx.db, id, {
+          secret,
+          secret_hint: secretHint(secret),
+          updated_at: now,
+          updated_by: by,
+        }),
+      );
+      if (!updated) throw notFound('WEBHOOK.NOT_FOUND', 'Webhook');
+      return { ...toWebhook(await activeWebhook(id)), secret };
+    },
+
+    async listDeliveries(webhookId, query) {
+      await activeWebhook(webhookId);
+      const result = await db.listDeliveries(store.db, webhookId, query, query);
+      return envelope('deliveries', { items: result.items.map(toDelivery), total: result.total }, query);
+    },
+
+    async getDelivery(webhookId, deliveryId) {
+      const row = await delivery(webhookId, deliveryId);
+      const attempts = await db.attemptsOf(store.db, row.id);
+      return { ...toDelivery(row), attempts_log: attempts.map(toAttempt) };
+    },
+
+    async listAttempts(webhookId, deliveryId, query) {
+      const row = await delivery(webhookId, deliveryId);
+      const result = await db.listAttempts(store.db, row.id, query);
+      return envelope('attempts', { items: result.items.map(toAttempt), total: result.total }, query);
+    },
+
+    async retryDelivery(webhookId, deliveryId) {
+      const row = await delivery(webhookId, deliveryId);
+      await store.transaction(async (tx) => {
+        await db.resetDelivery(tx.db, row.id, iso(clock.now()));
+        tx.afterCommit(deps.wake);
+      });
+      return toDelivery((await db.findDelivery(store.db, webhookId, deliveryId)) as db.DeliveryWithPayload);
+    },
+  };
+}

@@ -1,0 +1,506 @@
+/**
+ * The durable workflow engine (docs/workflows.md "Durability"):
+ *
+ * - The router (an EventHandler the outbox drain calls) creates, per matching subscription, one run
+ *   and one pending run-node per node of the subscription's current graph version, in one write that
+ *   a unique index on (subscription, event id) makes idempotent.
+ * - The `workflows` job claims runs (a lease: `locked_by` + `wake_at`), drives each with the pure
+ *   RunMachine, and persists every step before the next one. Side-effect-free steps (COMPUTE, SWITCH,
+ *   JOIN, END, skips) are deterministic, so consecutive ones are persisted together; an ACTION
+ *   attempt is persisted as in flight (with its input) before the plugin is called.
+ * - A DELAY or a retry backoff releases the run with `wake_at` = when it is due: a persisted timer
+ *   that any worker picks up; no process sleeps through it.
+ * - A worker that stops mid-run leaves its lease to expire; the next claim resumes the run from its
+ *   last persisted node. An ACTION attempt found in flight is re-run only if the action is idempotent.
+ */
+import { hostname } from 'node:os';
+import type { Logger } from 'pino';
+import type { Store } from '../../db/store.js';
+import { AppError } from '../../http/errors.js';
+import { type Clock, iso } from '../../lib/clock.js';
+import { newId } from '../../lib/ids.js';
+import type { Job } from '../../worker/worker.js';
+import type { CloudEvent } from '../events/cloudevent.js';
+import type { EventHandler } from '../events/handlers.js';
+import type { RoutableSubscription, SubscriptionService } from '../subscriptions/service.js';
+import { WriteBatcher } from './batcher.js';
+import { CompiledCache, describeThrown, truthy } from './jsonlogic.js';
+import { type Barrier, eventContext, MAX_INTERRUPTIONS, type NodeState, RunMachine } from './machine.js';
+import { buildPlan, type Plan, PlanCache } from './plan.js';
+import { createRunStore, nodeRow, type RunWrite, toNodeState } from './store.js';
+import type { WorkflowRunNodeTable, WorkflowRunTable } from './tables.js';
+
+/** What ACTION nodes need of the plugins area (services.plugins). */
+export interface ActionInvoker {
+  invoke(req: {
+    instanceId: string;
+    action: string;
+    payload?: unknown;
+    idempotencyKey?: string;
+    timeoutMs?: number;
+    signal?: AbortSignal;
+  }): Promise<unknown>;
+  describeAction(
+    instanceId: string,
+    action: string,
+  ): Promise<{ idempotent: boolean; timeout_seconds: number; output_schema?: unknown }>;
+}
+
+/** The second pass over input mappings (execution rule 6): services.vault. */
+export interface ReferenceResolver {
+  resolveReferences<T>(value: T): Promise<T>;
+}
+
+export interface EngineDeps {
+  store: Store;
+  clock: Clock;
+  log: Logger;
+  subscriptions: SubscriptionService;
+  actions: ActionInvoker;
+  vault: ReferenceResolver;
+  /** Wakes the `workflows` job (in this process). */
+  wake: () => void;
+  /** How long a claim is exclusive; renewed every third of it while an ACTION runs. */
+  leaseMs: number;
+  /** How often the job looks for due runs written by other processes. */
+  pollIntervalMs?: number;
+  /** Runs driven per step. */
+  batchSize?: number;
+  workerId?: string;
+}
+
+export const WORKFLOWS_JOB = 'workflows';
+const MAX_LOCAL_HINTS = 10_000;
+
+class LeaseLost extends Error {}
+
+export type WorkflowEngine = ReturnType<typeof createWorkflowEngine>;
+
+export function createWorkflowEngine(deps: EngineDeps) {
+  const { store, clock, log } = deps;
+  const runs = createRunStore(store);
+  const batcher = new WriteBatcher(store);
+  const createRun = batcher.register(
+    'create-run',
+    (tx, items: Array<{ run: WorkflowRunTable; nodes: WorkflowRunNodeTable[] }>) =>
+      runs.insertRuns(tx.db, items),
+  );
+  const writeRun = batcher.register('write-run', (tx, items: RunWrite[]) =>
+    runs.writeRuns(tx.db, workerId, items),
+  );
+  const plans = new PlanCache();
+  const conditions = new CompiledCache(500);
+  const batchSize = deps.batchSize ?? 64;
+  const workerId = deps.workerId ?? `${hostname()}/${process.pid}/${newId().slice(0, 8)}`;
+  /** Runs this process just created: claimed without a query for them when the job runs here. */
+  const hints: RunMachine[] = [];
+  let timer: NodeJS.Timeout | undefined;
+  let timerAt: number | undefined;
+  /** Ends the current step's wait (new work arrived). */
+  let wakeStep: (() => void) | undefined;
+  /** Runs of this process inside an ACTION call: only those make waiting for the in-flight ones slow. */
+  let invoking = 0;
+  /** New work for this process: end the step's wait (when worth it) and wake the job's loop. */
+  const notify = () => {
+    // While every run in flight is a quick step, new runs are claimed right after them, together.
+    if (invoking > 0) wakeStep?.();
+    deps.wake();
+  };
+
+  const leaseUntil = () => iso(new Date(clock.now().getTime() + deps.leaseMs));
+
+  function planOf(subscriptionId: string, version: number): Promise<Plan> {
+    return plans.get(subscriptionId, version, async () => {
+      const graph = await deps.subscriptions.graphVersion(subscriptionId, version);
+      return buildPlan(subscriptionId, version, graph.nodes, graph.edges);
+    });
+  }
+
+  /** SPEC Pipeline 3: exact source/subject filters, then condition_jsonlogic truthy. */
+  function routes(sub: RoutableSubscription, event: CloudEvent): boolean {
+    if (sub.source_filter !== null && sub.source_filter !== event.source) return false;
+    if (sub.subject_filter !== null && sub.subject_filter !== (event.subject ?? null)) return false;
+    if (sub.condition_jsonlogic === null) return true;
+    const fn = conditions.get(sub.condition_jsonlogic, 'condition_jsonlogic');
+    return truthy(fn({ event: eventContext(event), nodes: {} }));
+  }
+
+  async function startRun(sub: RoutableSubscription, event: CloudEvent): Promise<RunMachine | null> {
+    const plan = await planOf(sub.id, sub.graph_version);
+    const at = iso(clock.now());
+    const runId = newId();
+    const states = RunMachine.pendingStates(plan, () => newId());
+    const row: WorkflowRunTable = {
+      id: runId,
+      event_subscription_id: sub.id,
+      graph_version: sub.graph_version,
+      event_id: event.id,
+      event_type: event.type,
+      trigger_event: JSON.stringify(event),
+      status: 'running',
+      started_at: at,
+      completed_at: null,
+      error: null,
+      wake_at: at,
+      locked_by: null,
+      created_at: at,
+      updated_at: at,
+    };
+    const nodes = [...states.values()].map((s) => nodeRow(runId, s, at));
+    const inserted = await createRun({ run: row, nodes });
+    if (!inserted) return null;
+    return new RunMachine(
+      plan,
+      event,
+      { id: runId, status: 'running', error: null, started_at: at, completed_at: null },
+      states,
+    );
+  }
+
+  const router: EventHandler = {
+    name: 'workflow-router',
+    async handle(event: CloudEvent): Promise<void> {
+      const subs = await deps.subscriptions.routable(event.type);
+      if (subs.length === 0) return;
+      const failures: string[] = [];
+      const started: RunMachine[] = [];
+      await Promise.all(
+        subs.map(async (sub) => {
+          let matched: boolean;
+          try {
+            matched = routes(sub, event);
+          } catch (err) {
+            // A condition that cannot be evaluated will not get better on retry: skip this subscription.
+            log.warn(
+              { subscription_id: sub.id, event_id: event.id, reason: describeThrown(err) },
+              'workflow router: condition_jsonlogic failed; subscription skipped for this event',
+            );
+            return;
+          }
+          if (!matched) return;
+          try {
+            const machine = await startRun(sub, event);
+            if (machine) started.push(machine);
+          } catch (err) {
+            failures.push(`${sub.id}: ${describeThrown(err)}`);
+            log.error(
+              { subscription_id: sub.id, event_id: event.id, err },
+              'workflow router: run not created',
+            );
+          }
+        }),
+      );
+      if (started.length > 0) {
+        if (hints.length + started.length <= MAX_LOCAL_HINTS) hints.push(...started);
+        notify();
+      }
+      // Failures are isolated per subscription; the task is retried for the failed ones only (runs
+      // created already are not created twice: one run per subscription and event id).
+      if (failures.length > 0) {
+        throw new Error(
+          `workflow runs not created for ${failures.length} subscription(s): ${failures.join('; ')}`,
+        );
+      }
+    },
+  };
+
+  async function persist(machine: RunMachine, lease: { wake_at: string | null; locked_by: string | null }) {
+    const changes = machine.takeChanges();
+    const at = iso(clock.now());
+    const ok = await writeRun({ run: { ...machine.run }, lease, nodes: changes.nodes, at });
+    if (!ok) throw new LeaseLost(`run ${machine.run.id} is no longer held by this worker`);
+  }
+
+  function armTimer(untilIso: string): void {
+    const at = Date.parse(untilIso);
+    if (timerAt !== undefined && timerAt <= at) return;
+    if (timer) clearTimeout(timer);
+    timerAt = at;
+    const ms = Math.max(0, Math.min(at - clock.now().getTime(), 2 ** 31 - 1));
+    timer = setTimeout(() => {
+      timer = undefined;
+      timerAt = undefined;
+      notify();
+    }, ms);
+    timer.unref();
+  }
+
+  function heartbeat(runId: string): () => void {
+    const every = Math.max(100, Math.floor(deps.leaseMs / 3));
+    const t = setInterval(() => {
+      runs.renewLease(runId, workerId, leaseUntil(), iso(clock.now())).catch((err) => {
+        log.warn({ run_id: runId, err }, 'workflow engine: lease renewal failed');
+      });
+    }, every);
+    t.unref();
+    return () => clearInterval(t);
+  }
+
+  /** The values `$secret:` references of an input resolved to (to keep them out of node errors). */
+  function secretsOf(input: unknown, resolved: unknown, out: string[] = []): string[] {
+    if (typeof input === 'string') {
+      if (
+        /^\$secret:[a-zA-Z0-9_]+$/.test(input) &&
+        typeof resolved === 'string' &&
+        resolved &&
+        resolved !== input
+      ) {
+        out.push(resolved);
+      }
+    } else if (Array.isArray(input) && Array.isArray(resolved)) {
+      input.forEach((v, i) => {
+        secretsOf(v, resolved[i], out);
+      });
+    } else if (input && typeof input === 'object' && resolved && typeof resolved === 'object') {
+      for (const [k, v] of Object.entries(input)) secretsOf(v, (resolved as Record<string, unknown>)[k], out);
+    }
+    return out.sort((x, y) => y.length - x.length);
+  }
+
+  const scrub = (text: string, secrets: string[]) =>
+    secrets.reduce((t, s) => t.split(s).join('******'), text);
+
+  function errorText(err: unknown): string {
+    if (err instanceof AppError) return `${err.code}: ${err.message}`;
+    return describeThrown(err);
+  }
+
+  async function invoke(machine: RunMachine, b: Extract<Barrier, { kind: 'invoke' }>): Promise<void> {
+    const { node, state } = b;
+    const instanceId = node.config?.plugin_instance_id as string;
+    const action = node.config?.plugin_action as string;
+    let description: Awaited<ReturnType<ActionInvoker['describeAction']>> | undefined;
+    let describeError: string | undefined;
+    try {
+      description = await deps.actions.describeAction(instanceId, action);
+    } catch (err) {
+      describeError = errorText(err);
+    }
+    if (b.interrupted) {
+      const attempt = `attempt ${state.attempts} was in flight when its worker stopped and may have reached the plugin`;
+      if (!description) {
+        machine.attemptFailed(
+          node,
+          state,
+          `${attempt}; whether "${action}" is idempotent cannot be checked (${describeError}), so it was not invoked again`,
+          clock.now(),
+          true,
+        );
+        return;
+      }
+      if (!description.idempotent) {
+        machine.attemptFailed(
+          node,
+          state,
+          `${attempt}; action "${action}" is not idempotent, so it was not invoked again`,
+          clock.now(),
+          true,
+        );
+        return;
+      }
+      if (state.interruptions >= MAX_INTERRUPTIONS) {
+        machine.attemptFailed(
+          node,
+          state,
+          `${attempt}; the node was interrupted ${state.interruptions + 1} times, so it was not invoked again`,
+          clock.now(),
+          true,
+        );
+        return;
+      }
+      machine.markInterrupted(state);
+    }
+    machine.beginAttempt(state, clock.now());
+    if (!description) {
+      machine.attemptFailed(node, state, describeError as string, clock.now());
+      return;
+    }
+    // The attempt is durable (running, input, attempts) before the plugin can see it.
+    await persist(machine, { wake_at: leaseUntil(), locked_by: workerId });
+    const actionMs = description.timeout_seconds * 1000;
+    const limit = Math.max(1, Math.min(node.timeoutMs ?? Number.POSITIVE_INFINITY, actionMs));
+    const stop = heartbeat(machine.run.id);
+    invoking++;
+    if (hints.length > 0) wakeStep?.();
+    const controller = new AbortController();
+    let timedOut = false;
+    let timeoutHandle: NodeJS.Timeout | undefined;
+    let secrets: string[] = [];
+    try {
+      const payload = await deps.vault.resolveReferences(state.input ?? {});
+      secrets = secretsOf(state.input, payload);
+      const timeout = new Promise<never>((_, reject) => {
+        timeoutHandle = setTimeout(() => {
+          timedOut = true;
+          controller.abort();
+          reject(new Error('timeout'));
+        }, limit);
+      });
+      const call = deps.actions.invoke({
+        instanceId,
+        action,
+        payload,
+        idempotencyKey: `${machine.run.id}:${node.key}`,
+        timeoutMs: limit,
+        signal: controller.signal,
+      });
+      // After a timeout the call may still settle; its outcome no longer matters.
+      call.catch(() => {});
+      const output = await Promise.race([call, timeout]);
+      machine.actionSucceeded(state, output, clock.now());
+    } catch (err) {
+      const pluginTimeout = err instanceof AppError && err.code === 'PLUGIN.TIMEOUT';
+      const message =
+        timedOut || pluginTimeout
+          ? `attempt ${state.attempts} timed out after ${limit} ms (effective timeout: the smaller of timeout_ms ${
+              node.timeoutMs ?? 'unset'
+            } and the action's timeout_seconds ${description.timeout_seconds})`
+          : scrub(errorText(err), secrets);
+      machine.attemptFailed(node, state, message, clock.now());
+    } finally {
+      if (timeoutHandle) clearTimeout(timeoutHandle);
+      stop();
+      invoking--;
+    }
+  }
+
+  async function drive(machine: RunMachine): Promise<void> {
+    try {
+      for (;;) {
+        const b = machine.advance(clock.now());
+        if (b.kind === 'end') {
+          await persist(machine, { wake_at: null, locked_by: null });
+          return;
+        }
+        if (b.kind === 'wait') {
+          await persist(machine, { wake_at: b.until, locked_by: null });
+          armTimer(b.until);
+          return;
+        }
+        await invoke(machine, b);
+      }
+    } catch (err) {
+      if (err instanceof LeaseLost)
+        log.warn({ run_id: machine.run.id }, 'workflow engine: lease lost; another worker has the run');
+      // Anything else (the store failing): the lease expires and a worker resumes the run from its
+      // last persisted step.
+      else
+        log.error(
+          { run_id: machine.run.id, err },
+          'workflow engine: run step failed; it resumes after its lease',
+        );
+    }
+  }
+
+  /** Rebuilds machines for claimed runs from their persisted state. */
+  async function hydrate(rows: WorkflowRunTable[]): Promise<RunMachine[]> {
+    const nodeRows = await runs.nodesOfRuns(rows.map((r) => r.id));
+    const byRun = new Map<string, NodeState[]>();
+    for (const n of nodeRows) {
+      const list = byRun.get(n.workflow_run_id) ?? [];
+      list.push(toNodeState(n));
+      byRun.set(n.workflow_run_id, list);
+    }
+    const machines: RunMachine[] = [];
+    for (const row of rows) {
+      const run = {
+        id: row.id,
+        status: row.status,
+        error: row.error,
+        started_at: row.started_at,
+        completed_at: row.completed_at,
+      };
+      try {
+        const plan = await planOf(row.event_subscription_id, row.graph_version);
+        const states = new Map((byRun.get(row.id) ?? []).map((s) => [s.key, s]));
+        machines.push(new RunMachine(plan, JSON.parse(row.trigger_event) as CloudEvent, run, states));
+      } catch (err) {
+        const at = iso(clock.now());
+        const failed = {
+          ...run,
+          status: 'failed' as const,
+          error: `graph version ${row.graph_version} could not be loaded: ${describeThrown(err)}`,
+          completed_at: at,
+        };
+        await writeRun({ run: failed, lease: { wake_at: null, locked_by: null }, nodes: [], at });
+        log.error({ run_id: row.id, err }, 'workflow engine: run failed, its graph could not be loaded');
+      }
+    }
+    return machines;
+  }
+
+  /** Runs being driven by this process (at most `capacity`). */
+  const inFlight = new Set<Promise<void>>();
+  const capacity = batchSize;
+  const pollMs = deps.pollIntervalMs ?? 1000;
+  let progress: (() => void) | undefined;
+  const poke = () => progress?.();
+
+  function launch(machine: RunMachine): void {
+    const p: Promise<void> = drive(machine).finally(() => {
+      inFlight.delete(p);
+      poke();
+    });
+    inFlight.add(p);
+  }
+
+  /**
+   * One step of the `workflows` job: claim runs (those this process just created first, then due
+   * ones) up to the free capacity, start driving them, then wait for progress: every run in flight
+   * finished, new work (a run created here, a timer), or the poll interval. Runs are not awaited one
+   * batch at a time, so a slow ACTION never holds up other runs; `stop` waits for the ones in flight.
+   */
+  async function step(): Promise<boolean> {
+    const room = capacity - inFlight.size;
+    let more = false;
+    if (room > 0) {
+      const now = iso(clock.now());
+      const lease = leaseUntil();
+      const local = hints.splice(0, room);
+      const claimed = await runs.claimIds(
+        local.map((m) => m.run.id),
+        workerId,
+        now,
+        lease,
+      );
+      const machines = local.filter((m) => claimed.has(m.run.id));
+      const free = room - machines.length;
+      if (free > 0) {
+        const due = await runs.claimDue(workerId, now, lease, free);
+        more = due.length === free;
+        machines.push(...(await hydrate(due)));
+      }
+      for (const m of machines) launch(m);
+      more ||= hints.length > 0;
+    }
+    if (inFlight.size === 0) return more;
+    const atCapacity = inFlight.size >= capacity;
+    await new Promise<void>((resolve) => {
+      const done = () => {
+        clearTimeout(poll);
+        progress = undefined;
+        wakeStep = undefined;
+        resolve();
+      };
+      const poll = setTimeout(done, pollMs);
+      // At capacity any finished run frees room; otherwise wait for all of them (or new work).
+      progress = () => {
+        if (atCapacity || inFlight.size === 0) done();
+      };
+      wakeStep = done;
+    });
+    return true;
+  }
+
+  async function stop(): Promise<void> {
+    // Graceful stop: the runs in flight finish their current step (an ACTION attempt included).
+    await Promise.allSettled([...inFlight]);
+    if (timer) clearTimeout(timer);
+    timer = undefined;
+    timerAt = undefined;
+  }
+
+  const job: Job = { name: WORKFLOWS_JOB, intervalMs: pollMs, run: step, stop };
+
+  return { router, job, planOf, workerId, runs };
+}

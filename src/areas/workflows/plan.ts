@@ -1,0 +1,172 @@
+/**
+ * A saved graph version compiled for execution: nodes in Kahn order with their in-edges, every
+ * expression compiled once (edge conditions, COMPUTE logic, input mappings, until templates). Plans
+ * are cached per (subscription, graph version): a saved version never changes (PUT graph writes a new
+ * version), so a plan never goes stale and expressions are never re-parsed per event.
+ */
+import { kahnOrder, type NodeType, type RetryPolicy } from './graph.js';
+import { type Compiled, compile, isExpression } from './jsonlogic.js';
+import { parseTemplate, type TemplatePart } from './template.js';
+
+/** A node row of a saved graph version (what the subscriptions area stores). */
+export interface GraphNode {
+  id: string;
+  event_subscription_id: string;
+  key: string;
+  name: string;
+  description: string | null;
+  type: NodeType;
+  config: Record<string, unknown> | null;
+  retry_policy: RetryPolicy | null;
+  timeout_ms: number | null;
+  continue_on_error: boolean;
+  created_at: string;
+}
+
+export interface GraphEdge {
+  id: string;
+  event_subscription_id: string;
+  from_node_id: string;
+  to_node_id: string;
+  label: string | null;
+  condition_jsonlogic: Record<string, unknown> | null;
+  created_at: string;
+}
+
+export interface PlanEdge {
+  id: string;
+  from: string;
+  to: string;
+  condition: Compiled | null;
+  conditionJson: Record<string, unknown> | null;
+}
+
+export type Mapping = (context: unknown) => unknown;
+
+export interface PlanNode {
+  id: string;
+  key: string;
+  type: NodeType;
+  /** Position in traversal order. */
+  index: number;
+  config: Record<string, unknown> | null;
+  retry: RetryPolicy | null;
+  timeoutMs: number | null;
+  continueOnError: boolean;
+  in: PlanEdge[];
+  /** Distinct predecessor keys. */
+  preds: string[];
+  logic?: Mapping;
+  mapping?: Mapping;
+  template?: TemplatePart[];
+}
+
+export interface Plan {
+  subscriptionId: string;
+  version: number;
+  nodes: PlanNode[];
+  byKey: Map<string, PlanNode>;
+  edges: PlanEdge[];
+}
+
+/** Input mapping: JSONLogic objects are evaluated, other values pass through, containers recurse. */
+export function compileMapping(value: unknown, where: string, topWhere = where): Mapping {
+  if (isExpression(value)) {
+    const fn = compile(value, topWhere);
+    return (ctx) => fn(ctx);
+  }
+  if (Array.isArray(value)) {
+    const items = value.map((v, i) => compileMapping(v, `${where}.${i}`));
+    return (ctx) => items.map((f) => f(ctx));
+  }
+  if (value !== null && typeof value === 'object') {
+    const entries = Object.entries(value).map(([k, v]) => [k, compileMapping(v, `${where}.${k}`)] as const);
+    return (ctx) => {
+      const out: Record<string, unknown> = {};
+      for (const [k, f] of entries) out[k] = f(ctx);
+      return out;
+    };
+  }
+  return () => value;
+}
+
+/** Compiles a saved graph version. Nodes are given in saved order (their `position`). */
+export function buildPlan(
+  subscriptionId: string,
+  version: number,
+  nodes: GraphNode[],
+  edges: GraphEdge[],
+): Plan {
+  const indexById = new Map(nodes.map((n, i) => [n.id, i]));
+  const pairs = edges.map(
+    (e) => [indexById.get(e.from_node_id) ?? -1, indexById.get(e.to_node_id) ?? -1] as const,
+  );
+  if (pairs.some(([a, b]) => a < 0 || b < 0))
+    throw new Error(`graph version ${version} has an edge to a missing node`);
+  const order = kahnOrder(nodes.length, pairs);
+  if (order.length < nodes.length) throw new Error(`graph version ${version} has a cycle`);
+  const planEdges: PlanEdge[] = edges.map((e, i) => ({
+    id: e.id,
+    from: nodes[pairs[i][0]].key,
+    to: nodes[pairs[i][1]].key,
+    condition: e.condition_jsonlogic
+      ? compile(
+          e.condition_jsonlogic,
+          `edge ${nodes[pairs[i][0]].key} -> ${nodes[pairs[i][1]].key} condition`,
+        )
+      : null,
+    conditionJson: e.condition_jsonlogic,
+  }));
+  const planNodes = order.map((i, index): PlanNode => {
+    const n = nodes[i];
+    const incoming = planEdges.filter((e) => e.to === n.key);
+    const node: PlanNode = {
+      id: n.id,
+      key: n.key,
+      type: n.type,
+      index,
+      config: n.config,
+      retry: n.retry_policy,
+      timeoutMs: n.timeout_ms,
+      continueOnError: n.continue_on_error,
+      in: incoming,
+      preds: [...new Set(incoming.map((e) => e.from))],
+    };
+    // A COMPUTE whose logic is one expression reports its errors without a location prefix.
+    if (n.type === 'COMPUTE') node.logic = compileMapping(n.config?.logic ?? null, 'logic', '');
+    if (n.type === 'ACTION') node.mapping = compileMapping(n.config?.input_mapping ?? {}, 'input_mapping');
+    if (n.type === 'DELAY' && typeof n.config?.until_template === 'string') {
+      node.template = parseTemplate(n.config.until_template);
+    }
+    return node;
+  });
+  return {
+    subscriptionId,
+    version,
+    nodes: planNodes,
+    byKey: new Map(planNodes.map((n) => [n.key, n])),
+    edges: planEdges,
+  };
+}
+
+/** A bounded LRU of plans keyed by `<subscription id>:<graph version>`. */
+export class PlanCache {
+  private readonly map = new Map<string, Promise<Plan>>();
+  constructor(private readonly max = 256) {}
+
+  get(subscriptionId: string, version: number, load: () => Promise<Plan>): Promise<Plan> {
+    const key = `${subscriptionId}:${version}`;
+    let plan = this.map.get(key);
+    if (plan) {
+      this.map.delete(key);
+      this.map.set(key, plan);
+      return plan;
+    }
+    plan = load();
+    // A failed load is not cached.
+    plan.catch(() => this.map.delete(key));
+    this.map.set(key, plan);
+    if (this.map.size > this.max) this.map.delete(this.map.keys().next().value as string);
+    return plan;
+  }
+}

@@ -1,0 +1,81 @@
+import type { App } from '../../app/types.js';
+import { anyScope } from '../../http/access.js';
+import type { CloudEvent } from '../events/cloudevent.js';
+import {
+  ContextBody,
+  ContextResponse,
+  EvaluateBody,
+  EvaluateResponse,
+  Run,
+  RunList,
+  RunNodeList,
+  RunParams,
+  RunQuery,
+  SimulationResponse,
+  TestBody,
+} from './schemas.js';
+import type { WorkflowService } from './service.js';
+
+const tags = ['workflows'];
+
+/** Simulation (workflow:execute), runs and introspection (workflow:read / workflow:execute). */
+export function workflowRoutes(app: App, workflows: WorkflowService): void {
+  app.post(
+    '/event_subscription/:id/test',
+    {
+      schema: {
+        tags,
+        description:
+          'Simulates the subscription graph against an event: same states as a run, nothing persisted, plugins not called, delays skipped; node failures are reported inside a 200 answer.',
+        params: RunParams,
+        body: TestBody,
+        response: { 200: SimulationResponse },
+      },
+      config: anyScope('workflow:execute'),
+    },
+    async (req) => workflows.simulate(req.params.id, req.body.event as CloudEvent),
+  );
+  app.get(
+    '/workflow_run',
+    {
+      schema: { tags, querystring: RunQuery, response: { 200: RunList } },
+      config: anyScope('workflow:read'),
+    },
+    async (req) => workflows.list(req.query),
+  );
+  app.get(
+    '/workflow_run/:id',
+    { schema: { tags, params: RunParams, response: { 200: Run } }, config: anyScope('workflow:read') },
+    async (req) => workflows.get(req.params.id),
+  );
+  app.get(
+    '/workflow_run/:id/node',
+    {
+      schema: { tags, params: RunParams, response: { 200: RunNodeList } },
+      config: anyScope('workflow:read'),
+    },
+    async (req) => workflows.nodes(req.params.id),
+  );
+  app.post(
+    '/workflow_run/:id/context',
+    {
+      schema: { tags, params: RunParams, body: ContextBody, response: { 200: ContextResponse } },
+      config: anyScope('workflow:execute'),
+    },
+    async (req) => workflows.context(req.params.id, req.body.node_key),
+  );
+  app.post(
+    '/workflow/evaluate',
+    {
+      schema: {
+        tags,
+        description:
+          'Evaluates a JSONLogic expression against `data` (direct mode) or against the context a node of a run saw (`workflow_run_id` + `node_key`).',
+        body: EvaluateBody,
+        response: { 200: EvaluateResponse },
+      },
+      config: anyScope('workflow:execute'),
+    },
+    async (req) => workflows.evaluate(req.body),
+  );
+}

@@ -1,0 +1,148 @@
+import { type Static, Type } from '@sinclair/typebox';
+import { Id, JsonObject, ListQuery, ListResponse, Nullable, Timestamp } from '../../http/schemas.js';
+
+/** Shapes of workflow runs, introspection, evaluation and simulation (SPEC "Workflow runs and introspection"). */
+
+export const RUN_STATUSES = ['pending', 'running', 'completed', 'failed'] as const;
+export const NODE_STATUSES = ['pending', 'running', 'completed', 'failed', 'skipped'] as const;
+
+const Any = Type.Unknown();
+
+export const Run = Type.Object({
+  id: Type.String(),
+  event_subscription_id: Type.String(),
+  graph_version: Type.Integer({ description: 'The graph version the run started with (and finishes on).' }),
+  event_id: Type.String(),
+  event_type: Type.String(),
+  trigger_event: JsonObject,
+  status: Type.Union(RUN_STATUSES.map((s) => Type.Literal(s))),
+  started_at: Nullable(Timestamp),
+  completed_at: Nullable(Timestamp),
+  error: Nullable(Type.String()),
+  created_at: Timestamp,
+  updated_at: Timestamp,
+});
+
+const SkipReason = Type.Object({
+  message: Type.String(),
+  edges: Type.Array(
+    Type.Object({ edge_id: Type.String(), from_node_key: Type.String(), condition_jsonlogic: Any }),
+  ),
+});
+
+export const RunNode = Type.Object({
+  id: Type.String(),
+  workflow_run_id: Type.String(),
+  node_id: Type.String(),
+  node_key: Type.String(),
+  node_type: Type.String(),
+  position: Type.Integer({ description: 'Traversal (Kahn) order of the node in the run.' }),
+  status: Type.Union(NODE_STATUSES.map((s) => Type.Literal(s))),
+  input: Any,
+  output: Any,
+  error: Nullable(Type.String()),
+  skip_reason: Nullable(SkipReason),
+  started_at: Nullable(Timestamp),
+  completed_at: Nullable(Timestamp),
+  attempts: Type.Integer(),
+  resume_at: Nullable(Timestamp),
+  created_at: Timestamp,
+});
+
+export const RUN_SORT = [
+  'created_at',
+  'started_at',
+  'completed_at',
+  'status',
+  'event_type',
+  'event_subscription_id',
+] as const;
+
+export const RunQuery = ListQuery(
+  RUN_SORT,
+  {
+    event_subscription_id: Type.Optional(Type.String({ minLength: 1 })),
+    status: Type.Optional(Type.Union(RUN_STATUSES.map((s) => Type.Literal(s)))),
+    event_type: Type.Optional(Type.String({ minLength: 1 })),
+    started_at_gte: Type.Optional(Timestamp),
+    started_at_lte: Type.Optional(Timestamp),
+    completed_at_gte: Type.Optional(Timestamp),
+    completed_at_lte: Type.Optional(Timestamp),
+  },
+  { sortBy: 'created_at', sortDir: 'desc' },
+);
+export type RunQuery = Static<typeof RunQuery>;
+export const RunList = ListResponse('runs', Run);
+export const RunNodeList = Type.Object({ nodes: Type.Array(RunNode) });
+
+const Context = Type.Object({
+  event: JsonObject,
+  nodes: Type.Record(Type.String(), Type.Object({ output: Any })),
+});
+
+export const ContextBody = Type.Object(
+  { node_key: Type.String({ minLength: 1, maxLength: 200 }) },
+  { additionalProperties: false },
+);
+export const ContextResponse = Type.Object({ context: Context, available_paths: Type.Array(Type.String()) });
+
+export const EvaluateBody = Type.Object(
+  {
+    expression: JsonObject,
+    data: Type.Optional(JsonObject),
+    workflow_run_id: Type.Optional(Type.String({ minLength: 1, maxLength: 200 })),
+    node_key: Type.Optional(Type.String({ minLength: 1, maxLength: 200 })),
+  },
+  { additionalProperties: false },
+);
+export type EvaluateBody = Static<typeof EvaluateBody>;
+export const EvaluateResponse = Type.Object({
+  result: JsonObject,
+  data_used: Any,
+  available_paths: Type.Array(Type.String()),
+});
+
+/** A full CloudEvent envelope (extension attributes allowed, lower-case alphanumeric names). */
+export const CloudEventIn = Type.Object(
+  {
+    specversion: Type.Literal('1.0'),
+    id: Type.String({ minLength: 1, maxLength: 500 }),
+    source: Type.String({ minLength: 1, maxLength: 1000 }),
+    type: Type.String({ minLength: 1, maxLength: 500 }),
+    subject: Type.Optional(Type.String({ maxLength: 1000 })),
+    time: Type.Optional(Timestamp),
+    datacontenttype: Type.Optional(Type.String({ maxLength: 200 })),
+    dataschema: Type.Optional(Type.String({ maxLength: 1000 })),
+    data: Type.Optional(Any),
+  },
+  { additionalProperties: false, patternProperties: { '^[a-z0-9]{1,20}$': Any } },
+);
+
+export const TestBody = Type.Object({ event: CloudEventIn }, { additionalProperties: false });
+export type TestBody = Static<typeof TestBody>;
+
+const SimulatedNode = Type.Object({
+  node_id: Type.String(),
+  key: Type.String(),
+  type: Type.String(),
+  status: Type.Union(NODE_STATUSES.map((s) => Type.Literal(s))),
+  input: Any,
+  output: Any,
+  error: Nullable(Type.String()),
+  skip_reason: Nullable(SkipReason),
+  attempts: Type.Integer(),
+  context: Nullable(Context),
+  available_paths: Type.Array(Type.String()),
+});
+
+export const SimulationResponse = Type.Object({
+  subscription_id: Type.String(),
+  event_id: Type.String(),
+  status: Type.Union(RUN_STATUSES.map((s) => Type.Literal(s))),
+  error: Nullable(Type.String()),
+  routing: Type.Object({ matched: Type.Boolean(), reasons: Type.Array(Type.String()) }),
+  nodes: Type.Array(SimulatedNode),
+  edges_traversed: Type.Array(Type.String()),
+});
+
+export const RunParams = Type.Object({ id: Id }, { additionalProperties: false });

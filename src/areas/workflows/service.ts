@@ -1,0 +1,230 @@
+import type { Store } from '../../db/store.js';
+import { AppError } from '../../http/errors.js';
+import { envelope } from '../../http/list.js';
+import { type Clock, iso } from '../../lib/clock.js';
+import type { CloudEvent } from '../events/cloudevent.js';
+import type { SubscriptionService } from '../subscriptions/service.js';
+import { CompiledCache, describeThrown, truthy } from './jsonlogic.js';
+import { type ExpressionContext, eventContext, type NodeState, RunMachine } from './machine.js';
+import { availablePaths } from './paths.js';
+import type { Plan } from './plan.js';
+import { createRunStore, type RunFilters, toNodeState, toRun, toRunNode, type WorkflowRun } from './store.js';
+
+export interface WorkflowServiceDeps {
+  store: Store;
+  clock: Clock;
+  subscriptions: SubscriptionService;
+  /** The engine's plan cache (one compiled plan per graph version). */
+  planOf: (subscriptionId: string, version: number) => Promise<Plan>;
+}
+
+export interface SimulatedNode {
+  node_id: string;
+  key: string;
+  type: string;
+  status: NodeState['status'];
+  input: unknown;
+  output: unknown;
+  error: string | null;
+  skip_reason: NodeState['skip_reason'];
+  attempts: number;
+  context: ExpressionContext | null;
+  available_paths: string[];
+}
+
+export type WorkflowService = ReturnType<typeof createWorkflowService>;
+
+/** Runs and introspection (SPEC "Workflow runs and introspection") and the simulation endpoint. */
+export function createWorkflowService(deps: WorkflowServiceDeps) {
+  const runs = createRunStore(deps.store);
+  const expressions = new CompiledCache(500);
+
+  async function runOrThrow(id: string) {
+    const row = await runs.getRun(id);
+    if (!row) throw new AppError('WORKFLOW.RUN_NOT_FOUND', 'Workflow run not found');
+    return row;
+  }
+
+  /**
+   * The context a node of a run saw (or would see): the trigger event and the outputs of the nodes
+   * that completed before it in traversal order.
+   */
+  async function contextAt(runId: string, nodeKey: string): Promise<ExpressionContext> {
+    const row = await runOrThrow(runId);
+    const nodes = (await runs.nodesOfRun(runId)).map(toNodeState);
+    const target = nodes.find((n) => n.key === nodeKey);
+    if (!target) {
+      throw new AppError('WORKFLOW.NODE_NOT_FOUND', `Run ${runId} has no node with key "${nodeKey}"`, {
+        node_key: nodeKey,
+        available_keys: nodes.map((n) => n.key),
+      });
+    }
+    const context: ExpressionContext = {
+      event: eventContext(JSON.parse(row.trigger_event) as CloudEvent),
+      nodes: {},
+    };
+    for (const n of nodes) {
+      if (n.position < target.position && n.status === 'completed')
+        context.nodes[n.key] = { output: n.output };
+    }
+    return context;
+  }
+
+  function evaluate(expression: unknown, data: unknown): unknown {
+    let fn: (d: unknown) => unknown;
+    try {
+      fn = expressions.get(expression, 'expression');
+      return fn(data);
+    } catch (err) {
+      throw new AppError('WORKFLOW.EXPRESSION_INVALID', describeThrown(err), { field: 'expression' });
+    }
+  }
+
+  return {
+    async list(
+      query: RunFilters & { limit: number; offset: number; sort_by: string; sort_dir: 'asc' | 'desc' },
+    ) {
+      const { limit, offset, sort_by, sort_dir, ...filters } = query;
+      const page = { limit, offset, sort_by, sort_dir };
+      return envelope('runs', await runs.listRuns(page, filters), page);
+    },
+
+    async get(id: string): Promise<WorkflowRun> {
+      return toRun(await runOrThrow(id));
+    },
+
+    async nodes(id: string) {
+      await runOrThrow(id);
+      return { nodes: (await runs.nodesOfRun(id)).map(toRunNode) };
+    },
+
+    async context(id: string, nodeKey: string) {
+      const context = await contextAt(id, nodeKey);
+      return { context, available_paths: availablePaths(context) };
+    },
+
+    /** POST /workflow/evaluate: direct mode (`data`) or from-run mode (`workflow_run_id` + `node_key`). */
+    async evaluate(body: {
+      expression: unknown;
+      data?: unknown;
+      workflow_run_id?: string;
+      node_key?: string;
+    }) {
+      const direct = body.data !== undefined;
+      const fromRun = body.workflow_run_id !== undefined || body.node_key !== undefined;
+      if (direct && fromRun) {
+        throw new AppError(
+          'VALIDATION_ERROR',
+          'Give either data (direct mode) or workflow_run_id and node_key (from-run mode), not both',
+          {
+            field: 'data',
+          },
+        );
+      }
+      if (!direct && !fromRun) {
+        throw new AppError(
+          'VALIDATION_ERROR',
+          'Give data (direct mode) or workflow_run_id and node_key (from-run mode)',
+          {
+            field: 'data',
+          },
+        );
+      }
+      if (fromRun && body.workflow_run_id === undefined) {
+        throw new AppError('VALIDATION_ERROR', 'workflow_run_id is required with node_key', {
+          field: 'workflow_run_id',
+        });
+      }
+      if (fromRun && body.node_key === undefined) {
+        throw new AppError('VALIDATION_ERROR', 'node_key is required with workflow_run_id', {
+          field: 'node_key',
+        });
+      }
+      const data = direct
+        ? body.data
+        : await contextAt(body.workflow_run_id as string, body.node_key as string);
+      const value = evaluate(body.expression, data);
+      const result =
+        value !== null && typeof value === 'object' && !Array.isArray(value)
+          ? value
+          : { value: value ?? null };
+      return { result, data_used: data, available_paths: availablePaths(data) };
+    },
+
+    /**
+     * POST /event_subscription/{id}/test: the same machine with `simulate`: nothing persisted, no
+     * plugin called (an ACTION answers `{simulated: true, input}`; vault references stay unresolved
+     * so no secret is returned), delays skipped, failures reported in the node with a 200.
+     */
+    async simulate(subscriptionId: string, event: CloudEvent) {
+      const sub = await deps.subscriptions.getActive(subscriptionId);
+      const plan = await deps.planOf(sub.id, sub.graph_version);
+      const states = RunMachine.pendingStates(plan, () => '');
+      const run = {
+        id: '',
+        status: 'running' as const,
+        error: null,
+        started_at: iso(deps.clock.now()),
+        completed_at: null,
+      };
+      const machine = new RunMachine(plan, event, run, states, true);
+      machine.advance(deps.clock.now());
+      const routing = routingOf(sub, event);
+      const nodes: SimulatedNode[] = plan.nodes.map((n) => {
+        const s = states.get(n.key) as NodeState;
+        const context = machine.seen.get(n.key) ?? null;
+        return {
+          node_id: n.id,
+          key: n.key,
+          type: n.type,
+          status: s.status,
+          input: s.input,
+          output: s.output,
+          error: s.error,
+          skip_reason: s.skip_reason,
+          attempts: s.attempts,
+          context,
+          available_paths: context ? availablePaths(context) : [],
+        };
+      });
+      return {
+        subscription_id: sub.id,
+        event_id: event.id,
+        status: machine.run.status,
+        error: machine.run.error,
+        routing,
+        nodes,
+        edges_traversed: machine.traversed,
+      };
+    },
+  };
+
+  function routingOf(
+    sub: {
+      source_filter: string | null;
+      subject_filter: string | null;
+      condition_jsonlogic: unknown;
+      event_type: string;
+      enabled: boolean;
+    },
+    event: CloudEvent,
+  ) {
+    const reasons: string[] = [];
+    if (!sub.enabled) reasons.push('the subscription is disabled');
+    if (sub.event_type !== event.type) reasons.push(`event type "${event.type}" is not "${sub.event_type}"`);
+    if (sub.source_filter !== null && sub.source_filter !== event.source)
+      reasons.push('source_filter does not match');
+    if (sub.subject_filter !== null && sub.subject_filter !== (event.subject ?? null))
+      reasons.push('subject_filter does not match');
+    if (sub.condition_jsonlogic !== null) {
+      try {
+        const fn = expressions.get(sub.condition_jsonlogic, 'condition_jsonlogic');
+        if (!truthy(fn({ event: eventContext(event), nodes: {} })))
+          reasons.push('condition_jsonlogic is false');
+      } catch (err) {
+        reasons.push(`condition_jsonlogic failed: ${describeThrown(err)}`);
+      }
+    }
+    return { matched: reasons.length === 0, reasons };
+  }
+}

@@ -1,0 +1,318 @@
+import type { Kysely } from 'kysely';
+import type { Database } from '../../db/schema.js';
+import type { Store, Tx } from '../../db/store.js';
+import { isoParam, type ListResult, type Page, paginate } from '../../http/list.js';
+import type { CloudEvent } from '../events/cloudevent.js';
+import type { NodeState, RunState, SkipReason } from './machine.js';
+import type { WorkflowRunNodeTable, WorkflowRunTable } from './tables.js';
+
+/** SQL of workflow runs and run nodes; rows map 1:1 to the API (JSON text parsed here). */
+
+type Db = Kysely<Database> | Tx['db'];
+
+export interface WorkflowRun {
+  id: string;
+  event_subscription_id: string;
+  graph_version: number;
+  event_id: string;
+  event_type: string;
+  trigger_event: CloudEvent;
+  status: WorkflowRunTable['status'];
+  started_at: string | null;
+  completed_at: string | null;
+  error: string | null;
+  created_at: string;
+  updated_at: string;
+}
+
+export interface WorkflowRunNode {
+  id: string;
+  workflow_run_id: string;
+  node_id: string;
+  node_key: string;
+  node_type: string;
+  position: number;
+  status: WorkflowRunNodeTable['status'];
+  input: unknown;
+  output: unknown;
+  error: string | null;
+  skip_reason: SkipReason | null;
+  started_at: string | null;
+  completed_at: string | null;
+  attempts: number;
+  resume_at: string | null;
+  created_at: string;
+}
+
+/** One step's write of a run: its fields, its lease (or release), its changed nodes. */
+export interface RunWrite {
+  run: RunState;
+  lease: { wake_at: string | null; locked_by: string | null };
+  nodes: NodeState[];
+  at: string;
+}
+
+export interface RunFilters {
+  event_subscription_id?: string;
+  status?: WorkflowRunTable['status'];
+  event_type?: string;
+  started_at_gte?: string;
+  started_at_lte?: string;
+  completed_at_gte?: string;
+  completed_at_lte?: string;
+}
+
+const parse = (text: string | null): unknown => (text === null ? null : JSON.parse(text));
+const json = (value: unknown): string | null =>
+  value === null || value === undefined ? null : JSON.stringify(value);
+
+export const toRun = (r: WorkflowRunTable): WorkflowRun => ({
+  id: r.id,
+  event_subscription_id: r.event_subscription_id,
+  graph_version: r.graph_version,
+  event_id: r.event_id,
+  event_type: r.event_type,
+  trigger_event: JSON.parse(r.trigger_event) as CloudEvent,
+  status: r.status,
+  started_at: r.started_at,
+  completed_at: r.completed_at,
+  error: r.error,
+  created_at: r.created_at,
+  updated_at: r.updated_at,
+});
+
+export const toRunNode = (r: WorkflowRunNodeTable): WorkflowRunNode => ({
+  id: r.id,
+  workflow_run_id: r.workflow_run_id,
+  node_id: r.node_id,
+  node_key: r.node_key,
+  node_type: r.node_type,
+  position: r.position,
+  status: r.status,
+  input: parse(r.input),
+  output: parse(r.output),
+  error: r.error,
+  skip_reason: parse(r.skip_reason) as SkipReason | null,
+  started_at: r.started_at,
+  completed_at: r.completed_at,
+  attempts: r.attempts,
+  resume_at: r.resume_at,
+  created_at: r.created_at,
+});
+
+/** A run-node row as the machine's state. */
+export const toNodeState = (r: WorkflowRunNodeTable): NodeState => ({
+  id: r.id,
+  node_id: r.node_id,
+  key: r.node_key,
+  type: r.node_type,
+  position: r.position,
+  status: r.status,
+  input: parse(r.input),
+  output: parse(r.output),
+  error: r.error,
+  skip_reason: parse(r.skip_reason) as SkipReason | null,
+  started_at: r.started_at,
+  completed_at: r.completed_at,
+  attempts: r.attempts,
+  interruptions: r.interruptions,
+  resume_at: r.resume_at,
+});
+
+export function nodeRow(runId: string, s: NodeState, at: string): WorkflowRunNodeTable {
+  return {
+    id: s.id,
+    workflow_run_id: runId,
+    node_id: s.node_id,
+    node_key: s.key,
+    node_type: s.type,
+    position: s.position,
+    status: s.status,
+    input: json(s.input),
+    output: json(s.output),
+    error: s.error,
+    skip_reason: json(s.skip_reason),
+    started_at: s.started_at,
+    completed_at: s.completed_at,
+    attempts: s.attempts,
+    interruptions: s.interruptions,
+    resume_at: s.resume_at,
+    created_at: at,
+    updated_at: at,
+  };
+}
+
+export function createRunStore(store: Store) {
+  return {
+    /**
+     * Creates runs and their pending nodes, skipping any run whose (subscription, event id) exists: the
+     * unique index makes this idempotent however often the outbox hands an event over. Answers, per
+     * run, whether it was created. Multi-row statements: a few per batch, not per run.
+     */
+    async insertRuns(
+      db: Db,
+      items: Array<{ run: WorkflowRunTable; nodes: WorkflowRunNodeTable[] }>,
+    ): Promise<boolean[]> {
+      const created = new Set<string>();
+      for (let i = 0; i < items.length; i += 100) {
+        const rows = await db
+          .insertInto('workflow_run')
+          .values(items.slice(i, i + 100).map((x) => x.run))
+          .onConflict((oc) => oc.columns(['event_subscription_id', 'event_id']).doNothing())
+          .returning('id')
+          .execute();
+        for (const r of rows) created.add(r.id);
+      }
+      const nodes = items.filter((x) => created.has(x.run.id)).flatMap((x) => x.nodes);
+      for (let i = 0; i < nodes.length; i += 500) {
+        await db
+          .insertInto('workflow_run_node')
+          .values(nodes.slice(i, i + 500))
+          .execute();
+      }
+      return items.map((x) => created.has(x.run.id));
+    },
+
+    /** Claims these runs (just created here) if nobody else did; answers the ids claimed. */
+    async claimIds(ids: string[], workerId: string, now: string, leaseUntil: string): Promise<Set<string>> {
+      if (ids.length === 0) return new Set();
+      const rows = await store.db
+        .updateTable('workflow_run')
+        .set({ locked_by: workerId, wake_at: leaseUntil, updated_at: now })
+        .where('id', 'in', ids)
+        .where('status', '=', 'running')
+        .where('wake_at', '<=', now)
+        .returning('id')
+        .execute();
+      return new Set(rows.map((r) => r.id));
+    },
+
+    /**
+     * Claims due runs: running, with `wake_at` passed (a timer, a retry, or an expired lease of a
+     * worker that stopped). PostgreSQL skips rows another worker is claiming; SQLite has one writer.
+     */
+    async claimDue(
+      workerId: string,
+      now: string,
+      leaseUntil: string,
+      limit: number,
+    ): Promise<WorkflowRunTable[]> {
+      return store.db
+        .updateTable('workflow_run')
+        .set({ locked_by: workerId, wake_at: leaseUntil, updated_at: now })
+        .where('id', 'in', (eb) => {
+          let due = eb
+            .selectFrom('workflow_run')
+            .select('id')
+            .where('status', '=', 'running')
+            .where('wake_at', '<=', now)
+            .orderBy('wake_at')
+            .limit(limit);
+          if (store.dialect === 'postgres') due = due.forUpdate().skipLocked();
+          return due;
+        })
+        .where('status', '=', 'running')
+        .where('wake_at', '<=', now)
+        .returningAll()
+        .execute();
+    },
+
+    async nodesOfRuns(runIds: string[]): Promise<WorkflowRunNodeTable[]> {
+      if (runIds.length === 0) return [];
+      return store.db
+        .selectFrom('workflow_run_node')
+        .selectAll()
+        .where('workflow_run_id', 'in', runIds)
+        .orderBy('position')
+        .execute();
+    },
+
+    /**
+     * Writes runs' changes where this worker still holds them; answers, per run, false (nothing
+     * written) when the lease was lost to another worker. The changed nodes of every run go in one
+     * upsert on the primary key (the rows exist), portable to both stores.
+     */
+    async writeRuns(db: Db, workerId: string, items: RunWrite[]): Promise<boolean[]> {
+      const held: boolean[] = [];
+      for (const { run, lease, at } of items) {
+        const res = await db
+          .updateTable('workflow_run')
+          .set({
+            status: run.status,
+            error: run.error,
+            completed_at: run.completed_at,
+            wake_at: lease.wake_at,
+            locked_by: lease.locked_by,
+            updated_at: at,
+          })
+          .where('id', '=', run.id)
+          .where('locked_by', '=', workerId)
+          .executeTakeFirst();
+        held.push(Number(res.numUpdatedRows) === 1);
+      }
+      const nodes = items.flatMap((x, i) => (held[i] ? x.nodes.map((s) => nodeRow(x.run.id, s, x.at)) : []));
+      for (let i = 0; i < nodes.length; i += 400) {
+        await db
+          .insertInto('workflow_run_node')
+          .values(nodes.slice(i, i + 400))
+          .onConflict((oc) =>
+            oc.column('id').doUpdateSet((eb) => ({
+              status: eb.ref('excluded.status'),
+              input: eb.ref('excluded.input'),
+              output: eb.ref('excluded.output'),
+              error: eb.ref('excluded.error'),
+              skip_reason: eb.ref('excluded.skip_reason'),
+              started_at: eb.ref('excluded.started_at'),
+              completed_at: eb.ref('excluded.completed_at'),
+              attempts: eb.ref('excluded.attempts'),
+              interruptions: eb.ref('excluded.interruptions'),
+              resume_at: eb.ref('excluded.resume_at'),
+              updated_at: eb.ref('excluded.updated_at'),
+            })),
+          )
+          .execute();
+      }
+      return held;
+    },
+
+    async renewLease(runId: string, workerId: string, leaseUntil: string, at: string): Promise<boolean> {
+      const res = await store.db
+        .updateTable('workflow_run')
+        .set({ wake_at: leaseUntil, updated_at: at })
+        .where('id', '=', runId)
+        .where('locked_by', '=', workerId)
+        .where('status', '=', 'running')
+        .executeTakeFirst();
+      return Number(res.numUpdatedRows) === 1;
+    },
+
+    async getRun(id: string): Promise<WorkflowRunTable | undefined> {
+      return store.db.selectFrom('workflow_run').selectAll().where('id', '=', id).executeTakeFirst();
+    },
+
+    async nodesOfRun(runId: string): Promise<WorkflowRunNodeTable[]> {
+      return store.db
+        .selectFrom('workflow_run_node')
+        .selectAll()
+        .where('workflow_run_id', '=', runId)
+        .orderBy('created_at')
+        .orderBy('position')
+        .execute();
+    },
+
+    async listRuns(page: Page, f: RunFilters): Promise<ListResult<WorkflowRun>> {
+      let q = store.db.selectFrom('workflow_run');
+      if (f.event_subscription_id !== undefined)
+        q = q.where('event_subscription_id', '=', f.event_subscription_id);
+      if (f.status !== undefined) q = q.where('status', '=', f.status);
+      if (f.event_type !== undefined) q = q.where('event_type', '=', f.event_type);
+      if (f.started_at_gte !== undefined) q = q.where('started_at', '>=', isoParam(f.started_at_gte));
+      if (f.started_at_lte !== undefined) q = q.where('started_at', '<=', isoParam(f.started_at_lte));
+      if (f.completed_at_gte !== undefined) q = q.where('completed_at', '>=', isoParam(f.completed_at_gte));
+      if (f.completed_at_lte !== undefined) q = q.where('completed_at', '<=', isoParam(f.completed_at_lte));
+      return paginate(q, page, toRun);
+    },
+  };
+}
+
+export type RunStore = ReturnType<typeof createRunStore>;

@@ -1,0 +1,53 @@
+/** Workflow runs and run nodes (migration 0006_workflows). */
+export interface WorkflowRunTable {
+  id: string;
+  event_subscription_id: string;
+  /** The graph version the run started with; it finishes on it even if the graph is saved again. */
+  graph_version: number;
+  event_id: string;
+  event_type: string;
+  /** The full CloudEvent as JSON text. */
+  trigger_event: string;
+  status: 'pending' | 'running' | 'completed' | 'failed';
+  started_at: string | null;
+  completed_at: string | null;
+  error: string | null;
+  /**
+   * When a worker should look at the run: while a worker executes it, the end of that worker's lease
+   * (renewed by heartbeats); while it waits, the DELAY end or retry time; null once finished.
+   */
+  wake_at: string | null;
+  /** The worker executing the run (null while waiting or finished). */
+  locked_by: string | null;
+  created_at: string;
+  updated_at: string;
+}
+
+export interface WorkflowRunNodeTable {
+  id: string;
+  workflow_run_id: string;
+  node_id: string;
+  node_key: string;
+  node_type: string;
+  /** Traversal (Kahn) position: orders nodes created in the same instant. */
+  position: number;
+  status: 'pending' | 'running' | 'completed' | 'failed' | 'skipped';
+  input: string | null;
+  output: string | null;
+  error: string | null;
+  /** Why the node was skipped (JSON: message and the false edges). */
+  skip_reason: string | null;
+  started_at: string | null;
+  completed_at: string | null;
+  attempts: number;
+  interruptions: number;
+  /** While running: when the DELAY ends or the next retry is due; null while an attempt is in flight. */
+  resume_at: string | null;
+  created_at: string;
+  updated_at: string;
+}
+
+export interface WorkflowTables {
+  workflow_run: WorkflowRunTable;
+  workflow_run_node: WorkflowRunNodeTable;
+}

@@ -1,0 +1,254 @@
+/**
+ * Configuration from the environment (CONTRACTS §1), parsed and validated once at start.
+ * A bad value throws ConfigError naming the variable; the CLI prints that one line and exits.
+ */
+
+export class ConfigError extends Error {}
+
+export interface Config {
+  nodeEnv: string;
+  production: boolean;
+  port: number;
+  host: string;
+  databaseUrl: string;
+  /** The spec's `vault.encryption_key`. Filled from the data directory outside production when unset. */
+  vaultEncryptionKey: string | undefined;
+  /** `SVC_VAULT_PREVIOUS_KEYS` (comma-separated): older vault keys that still decrypt, never encrypt. */
+  vaultPreviousKeys: string[];
+  jwtSecret: string | undefined;
+  bootstrapAdminEmail: string | undefined;
+  bootstrapAdminPassword: string | undefined;
+  outboxDrainIntervalMs: number;
+  /** How long an outbox claim is exclusive before another worker may take the task over (renewed while handlers run). */
+  outboxLeaseMs: number;
+  /** How long a workflow worker's claim on a run lasts (renewed while an ACTION runs); a crashed worker's runs resume after it. */
+  workflowLeaseMs: number;
+  /** How often the workflows job looks for due runs (timers, retries, expired leases) written by other processes. */
+  workflowPollIntervalMs: number;
+  webhookRetryIntervalMs: number;
+  webhookBackoffBaseSeconds: number;
+  webhookTimeoutMs: number;
+  allowPrivateNetworks: boolean;
+  worker: boolean;
+  smtpUrl: string | undefined;
+  mailFrom: string;
+  oidcIssuer: string | undefined;
+  oidcAudience: string | undefined;
+  oidcJwksUrl: string | undefined;
+  logLevel: string;
+  /** log2 of scrypt's N for password hashes. */
+  passwordHashCost: number;
+  /** Lifetime of access tokens (JWT) in seconds. */
+  accessTokenTtlSeconds: number;
+  /** Largest accepted request body in bytes; larger bodies get 413. */
+  bodyLimitBytes: number;
+  /** Where generated development secrets and the default SQLite file live. */
+  dataDir: string;
+  /** SVC_PLUGIN_DIR: folder of package plugins (docs/plugins.md); none when unset. */
+  pluginDir: string | undefined;
+  /** SVC_PLUGIN_SERVICES: base URLs of service plugins, comma-separated. */
+  pluginServices: string[];
+  /** BI dashboard embedding (GET /analytics/.../embed); undefined when not configured (503). */
+  analytics: AnalyticsConfig | undefined;
+  /** Sign-in flows: lifetimes, brute-force guard, external IdP user creation (docs/auth.md). */
+  auth: AuthSettings;
+}
+
+type Env = Record<string, string | undefined>;
+
+function str(env: Env, name: string): string | undefined {
+  const v = env[name];
+  return v === undefined || v === '' ? undefined : v;
+}
+
+function int(env: Env, name: string, fallback: number, min = 0): number {
+  const raw = str(env, name);
+  if (raw === undefined) return fallback;
+  if (!/^\d+$/.test(raw) || Number(raw) < min || !Number.isSafeInteger(Number(raw))) {
+    throw new ConfigError(`${name} must be an integer >= ${min}, got "${raw}"`);
+  }
+  return Number(raw);
+}
+
+function boundedInt(env: Env, name: string, fallback: number, min: number, max: number): number {
+  const v = int(env, name, fallback, min);
+  if (v > max) throw new ConfigError(`${name} must be at most ${max}, got "${v}"`);
+  return v;
+}
+
+function bool(env: Env, name: string, fallback: boolean): boolean {
+  const raw = str(env, name);
+  if (raw === undefined) return fallback;
+  if (raw === 'true' || raw === '1') return true;
+  if (raw === 'false' || raw === '0') return false;
+  throw new ConfigError(`${name} must be true or false, got "${raw}"`);
+}
+
+function url(env: Env, name: string, protocols: string[]): string | undefined {
+  const raw = str(env, name);
+  if (raw === undefined) return undefined;
+  let parsed: URL;
+  try {
+    parsed = new URL(raw);
+  } catch {
+    throw new ConfigError(`${name} must be a URL, got "${raw}"`);
+  }
+  if (!protocols.includes(parsed.protocol)) {
+    throw new ConfigError(`${name} must use ${protocols.join(' or ')}, got "${parsed.protocol}"`);
+  }
+  return raw;
+}
+
+function databaseUrl(env: Env): string {
+  const raw = str(env, 'SVC_DATABASE_URL') ?? 'sqlite:./data/svc.db';
+  if (raw.startsWith('sqlite:') && raw.length > 'sqlite:'.length) return raw;
+  if (raw.startsWith('postgres://') || raw.startsWith('postgresql://')) return raw;
+  throw new ConfigError(
+    `SVC_DATABASE_URL must be sqlite:<path>, sqlite::memory: or postgres://..., got "${raw.replace(/:[^:@/]*@/, ':***@')}"`,
+  );
+}
+
+/** Settings of the sign-in flows (src/areas/auth); every one is documented in docs/auth.md. */
+export interface AuthSettings {
+  refreshTokenTtlSeconds: number;
+  mfaTokenTtlSeconds: number;
+  passwordResetTtlSeconds: number;
+  /** Link put in reset mails as `<url>?token=...`; without it the mail carries the token alone. */
+  passwordResetUrl: string | undefined;
+  deviceRegistrationTtlSeconds: number;
+  loginMaxAttempts: number;
+  loginIpMaxAttempts: number;
+  loginAttemptWindowSeconds: number;
+  loginLockSeconds: number;
+  loginLockMaxSeconds: number;
+  /** Role key given to users created on their first external-IdP sign-in; unset: unknown users are refused. */
+  oidcAutoCreateRole: string | undefined;
+  refreshTokenCleanupIntervalMs: number;
+}
+
+function authSettings(env: Env): AuthSettings {
+  return {
+    refreshTokenTtlSeconds: int(env, 'SVC_REFRESH_TOKEN_TTL_SECONDS', 2_592_000, 60),
+    mfaTokenTtlSeconds: boundedInt(env, 'SVC_MFA_TOKEN_TTL_SECONDS', 300, 30, 3600),
+    passwordResetTtlSeconds: boundedInt(env, 'SVC_PASSWORD_RESET_TTL_SECONDS', 3600, 60, 604_800),
+    passwordResetUrl: url(env, 'SVC_PASSWORD_RESET_URL', ['https:', 'http:']),
+    deviceRegistrationTtlSeconds: int(env, 'SVC_DEVICE_REGISTRATION_TTL_SECONDS', 86_400, 60),
+    loginMaxAttempts: int(env, 'SVC_LOGIN_MAX_ATTEMPTS', 5, 1),
+    loginIpMaxAttempts: int(env, 'SVC_LOGIN_IP_MAX_ATTEMPTS', 50, 1),
+    loginAttemptWindowSeconds: int(env, 'SVC_LOGIN_ATTEMPT_WINDOW_SECONDS', 900, 1),
+    loginLockSeconds: int(env, 'SVC_LOGIN_LOCK_SECONDS', 60, 1),
+    loginLockMaxSeconds: int(env, 'SVC_LOGIN_LOCK_MAX_SECONDS', 3600, 1),
+    oidcAutoCreateRole: str(env, 'SVC_OIDC_AUTO_CREATE_ROLE'),
+    refreshTokenCleanupIntervalMs: int(env, 'SVC_REFRESH_TOKEN_CLEANUP_INTERVAL_MS', 86_400_000, 1000),
+  };
+}
+
+export interface AnalyticsConfig {
+  /** Base URL of the BI tool (Metabase), without a trailing slash. */
+  siteUrl: string;
+  /** The BI tool's embedding secret: signs embed tokens (HS256); never logged or returned. */
+  embedSecret: string;
+  /** The dashboard to embed: a number for Metabase's numeric ids, else the string as given. */
+  dashboardId: number | string;
+  /** Lifetime of a signed embed URL in seconds. */
+  embedTtlSeconds: number;
+}
+
+/** SVC_ANALYTICS_SITE_URL, _EMBED_SECRET and _DASHBOARD_ID are set together or not at all. */
+function analyticsConfig(env: Env): AnalyticsConfig | undefined {
+  const names = ['SVC_ANALYTICS_SITE_URL', 'SVC_ANALYTICS_EMBED_SECRET', 'SVC_ANALYTICS_DASHBOARD_ID'];
+  const set = names.filter((n) => str(env, n) !== undefined);
+  const ttl = boundedInt(env, 'SVC_ANALYTICS_EMBED_TTL_SECONDS', 600, 60, 86_400);
+  if (set.length === 0) return undefined;
+  if (set.length < names.length) {
+    const missing = names.filter((n) => !set.includes(n)).join(', ');
+    throw new ConfigError(`${names.join(', ')} must be set together (missing: ${missing})`);
+  }
+  const siteUrl = url(env, 'SVC_ANALYTICS_SITE_URL', ['https:', 'http:'])!.replace(/\/+$/, '');
+  const embedSecret = str(env, 'SVC_ANALYTICS_EMBED_SECRET')!;
+  if (embedSecret.length < 32) {
+    throw new ConfigError('SVC_ANALYTICS_EMBED_SECRET must be at least 32 characters');
+  }
+  const rawId = str(env, 'SVC_ANALYTICS_DASHBOARD_ID')!;
+  if (!/^[A-Za-z0-9_-]{1,100}$/.test(rawId)) {
+    throw new ConfigError(
+      `SVC_ANALYTICS_DASHBOARD_ID must be a dashboard id (letters, digits, _ or -), got "${rawId}"`,
+    );
+  }
+  const dashboardId = /^[1-9]\d{0,14}$/.test(rawId) ? Number(rawId) : rawId;
+  return { siteUrl, embedSecret, dashboardId, embedTtlSeconds: ttl };
+}
+
+/** SVC_PLUGIN_SERVICES: comma-separated http(s) base URLs of service plugins (docs/plugins.md). */
+function pluginServiceUrls(env: Env): string[] {
+  const items = (str(env, 'SVC_PLUGIN_SERVICES') ?? '')
+    .split(',')
+    .map((s) => s.trim())
+    .filter(Boolean);
+  return items.map((item) => url({ SVC_PLUGIN_SERVICES: item }, 'SVC_PLUGIN_SERVICES', ['https:', 'http:'])!);
+}
+
+export function loadConfig(env: Env = process.env): Config {
+  const nodeEnv = str(env, 'NODE_ENV') ?? 'development';
+  const production = nodeEnv === 'production';
+  const vaultEncryptionKey = str(env, 'SVC_VAULT_ENCRYPTION_KEY');
+  const jwtSecret = str(env, 'SVC_JWT_SECRET');
+  if (production && !vaultEncryptionKey) {
+    throw new ConfigError('SVC_VAULT_ENCRYPTION_KEY is required when NODE_ENV=production');
+  }
+  if (production && !jwtSecret) throw new ConfigError('SVC_JWT_SECRET is required when NODE_ENV=production');
+  if (jwtSecret && jwtSecret.length < 32) {
+    throw new ConfigError('SVC_JWT_SECRET must be at least 32 characters');
+  }
+  const bootstrapAdminEmail = str(env, 'SVC_BOOTSTRAP_ADMIN_EMAIL');
+  const bootstrapAdminPassword = str(env, 'SVC_BOOTSTRAP_ADMIN_PASSWORD');
+  if (Boolean(bootstrapAdminEmail) !== Boolean(bootstrapAdminPassword)) {
+    throw new ConfigError('SVC_BOOTSTRAP_ADMIN_EMAIL and SVC_BOOTSTRAP_ADMIN_PASSWORD must be set together');
+  }
+  const logLevel = str(env, 'SVC_LOG_LEVEL') ?? 'info';
+  if (!['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'].includes(logLevel)) {
+    throw new ConfigError(
+      `SVC_LOG_LEVEL must be one of fatal, error, warn, info, debug, trace, silent, got "${logLevel}"`,
+    );
+  }
+  const port = int(env, 'PORT', 8080);
+  if (port > 65535) throw new ConfigError(`PORT must be at most 65535, got "${port}"`);
+  return {
+    nodeEnv,
+    production,
+    port,
+    host: str(env, 'HOST') ?? '127.0.0.1',
+    databaseUrl: databaseUrl(env),
+    vaultEncryptionKey,
+    vaultPreviousKeys: (str(env, 'SVC_VAULT_PREVIOUS_KEYS') ?? '')
+      .split(',')
+      .map((k) => k.trim())
+      .filter(Boolean),
+    jwtSecret,
+    bootstrapAdminEmail,
+    bootstrapAdminPassword,
+    outboxDrainIntervalMs: int(env, 'SVC_OUTBOX_DRAIN_INTERVAL_MS', 30_000, 10),
+    outboxLeaseMs: int(env, 'SVC_OUTBOX_LEASE_MS', 30_000, 100),
+    workflowLeaseMs: int(env, 'SVC_WORKFLOW_LEASE_MS', 30_000, 300),
+    workflowPollIntervalMs: int(env, 'SVC_WORKFLOW_POLL_INTERVAL_MS', 1_000, 10),
+    webhookRetryIntervalMs: int(env, 'SVC_WEBHOOK_RETRY_INTERVAL_MS', 30_000, 10),
+    webhookBackoffBaseSeconds: int(env, 'SVC_WEBHOOK_BACKOFF_BASE_SECONDS', 30),
+    webhookTimeoutMs: int(env, 'SVC_WEBHOOK_TIMEOUT_MS', 10_000, 1),
+    allowPrivateNetworks: bool(env, 'SVC_ALLOW_PRIVATE_NETWORKS', false),
+    worker: bool(env, 'SVC_WORKER', true),
+    smtpUrl: url(env, 'SVC_SMTP_URL', ['smtp:', 'smtps:']),
+    mailFrom: str(env, 'SVC_MAIL_FROM') ?? 'svc <no-reply@localhost>',
+    oidcIssuer: str(env, 'SVC_OIDC_ISSUER'),
+    oidcAudience: str(env, 'SVC_OIDC_AUDIENCE'),
+    oidcJwksUrl: url(env, 'SVC_OIDC_JWKS_URL', ['https:', 'http:']),
+    logLevel,
+    passwordHashCost: boundedInt(env, 'SVC_PASSWORD_HASH_COST', 15, 10, 20),
+    accessTokenTtlSeconds: int(env, 'SVC_ACCESS_TOKEN_TTL_SECONDS', 900, 60),
+    bodyLimitBytes: int(env, 'SVC_BODY_LIMIT_BYTES', 1_048_576, 1024),
+    dataDir: str(env, 'SVC_DATA_DIR') ?? './data',
+    pluginDir: str(env, 'SVC_PLUGIN_DIR'),
+    pluginServices: pluginServiceUrls(env),
+    analytics: analyticsConfig(env),
+    auth: authSettings(env),
+  };
+}

@@ -1,0 +1,29 @@
+import type { Migration } from 'kysely';
+import * as m0001 from './0001_events.js';
+import * as m0002 from './0002_identity.js';
+import * as m0003 from './0003_auth.js';
+import * as m0004 from './0004_vault.js';
+import * as m0005 from './0005_plugins.js';
+import * as m0006 from './0006_workflows.js';
+import * as m0007 from './0007_webhooks.js';
+import * as m0008 from './0008_questionnaires.js';
+import * as m0009 from './0009_enrollments.js';
+
+/**
+ * Every migration, in order. One set serves SQLite and PostgreSQL; a dialect branch is allowed only
+ * where portable SQL cannot do the job, with a comment saying why.
+ * Numbers are reserved per area: 0001 events, 0002 identity, 0003 auth, 0004 vault, 0005 plugins,
+ * 0006 workflows, 0007 webhooks, 0008 platform (0008_questionnaires: folders, questionnaires, revisions,
+ * permissions; 0009_enrollments: enrollments and submissions). Later changes take the next free number.
+ */
+export const migrations: Record<string, Migration> = {
+  '0001_events': m0001,
+  '0002_identity': m0002,
+  '0003_auth': m0003,
+  '0004_vault': m0004,
+  '0005_plugins': m0005,
+  '0006_workflows': m0006,
+  '0007_webhooks': m0007,
+  '0008_questionnaires': m0008,
+  '0009_enrollments': m0009,
+};

@@ -1,0 +1,152 @@
+import { AsyncLocalStorage } from 'node:async_hooks';
+import { mkdirSync } from 'node:fs';
+import { dirname } from 'node:path';
+import SQLite from 'better-sqlite3';
+import {
+  Kysely,
+  type Dialect as KyselyDialect,
+  PostgresDialect,
+  SqliteDialect,
+  sql,
+  type Transaction,
+} from 'kysely';
+import pg from 'pg';
+import type { Database } from './schema.js';
+
+export type Dialect = 'sqlite' | 'postgres';
+
+/**
+ * A write in progress. Areas receive it from `Store.transaction` and pass it to `publish`, which
+ * only accepts a Tx: an event cannot be written outside the transaction of the change it reports.
+ */
+export interface Tx {
+  readonly db: Transaction<Database>;
+  readonly dialect: Dialect;
+  /** Runs after a successful commit (never after a rollback). Used to wake the worker. */
+  afterCommit(fn: () => void): void;
+}
+
+export interface Store {
+  readonly db: Kysely<Database>;
+  readonly dialect: Dialect;
+  readonly url: string;
+  /** Every write of an area goes through here. */
+  transaction<T>(fn: (tx: Tx) => Promise<T>): Promise<T>;
+  close(): Promise<void>;
+}
+
+/** Marks the async context of a running transaction callback. */
+const insideTransaction = new AsyncLocalStorage<true>();
+
+/**
+ * Refuses a connection to code running inside a transaction callback: such code must use `tx.db`.
+ * On SQLite (one connection) the query would wait forever for the connection the transaction holds;
+ * on PostgreSQL it would silently run outside the transaction. Failing loudly beats both.
+ */
+function guarded(dialect: KyselyDialect): KyselyDialect {
+  return {
+    createAdapter: () => dialect.createAdapter(),
+    createQueryCompiler: () => dialect.createQueryCompiler(),
+    createIntrospector: (db: Kysely<unknown>) => dialect.createIntrospector(db),
+    createDriver() {
+      const driver = dialect.createDriver();
+      return {
+        init: () => driver.init(),
+        acquireConnection() {
+          if (insideTransaction.getStore()) {
+            return Promise.reject(new Error('store.db used inside a transaction callback: use tx.db'));
+          }
+          return driver.acquireConnection();
+        },
+        beginTransaction: (conn, settings) => driver.beginTransaction(conn, settings),
+        commitTransaction: (conn) => driver.commitTransaction(conn),
+        rollbackTransaction: (conn) => driver.rollbackTransaction(conn),
+        releaseConnection: (conn) => driver.releaseConnection(conn),
+        destroy: () => driver.destroy(),
+      };
+    },
+  };
+}
+
+// int8 (count(*), bigint) arrives as a string by default; our values fit in a double.
+pg.types.setTypeParser(20, (v) => Number.parseInt(v, 10));
+
+export function openStore(url: string): Store {
+  if (url.startsWith('sqlite:')) return openSqlite(url);
+  return openPostgres(url);
+}
+
+function openSqlite(url: string): Store {
+  const path = url.slice('sqlite:'.length);
+  const memory = path === ':memory:';
+  if (!memory) mkdirSync(dirname(path), { recursive: true });
+  const conn = new SQLite(memory ? ':memory:' : path);
+  // WAL lets readers in other processes (svc worker next to svc serve) proceed during writes.
+  if (!memory) conn.pragma('journal_mode = WAL');
+  conn.pragma('foreign_keys = ON');
+  conn.pragma('busy_timeout = 5000');
+  conn.pragma('synchronous = NORMAL');
+  const db = new Kysely<Database>({
+    dialect: guarded(new SqliteDialect({ database: withStatementCache(conn) })),
+  });
+  return makeStore(db, 'sqlite', url);
+}
+
+/**
+ * Kysely prepares every query anew; preparing costs more than running most of our statements. A
+ * small LRU of prepared statements by SQL text keeps the hot paths (auth, drain, engine) lean.
+ * Safe because every query runs to completion (`all`/`run`) under Kysely's connection mutex; nothing
+ * here streams (`iterate`) on SQLite.
+ */
+function withStatementCache(conn: SQLite.Database, size = 256) {
+  const cache = new Map<string, SQLite.Statement>();
+  return {
+    close: () => conn.close(),
+    prepare(sqlText: string) {
+      let stmt = cache.get(sqlText);
+      if (stmt) {
+        cache.delete(sqlText); // re-insert: most recently used last
+      } else {
+        stmt = conn.prepare(sqlText);
+        if (cache.size >= size) cache.delete(cache.keys().next().value as string);
+      }
+      cache.set(sqlText, stmt);
+      return stmt;
+    },
+  };
+}
+
+function openPostgres(url: string): Store {
+  const pool = new pg.Pool({ connectionString: url, max: 10 });
+  // An idle client losing its connection must not crash the process; the pool replaces it.
+  pool.on('error', () => {});
+  const db = new Kysely<Database>({ dialect: guarded(new PostgresDialect({ pool })) });
+  return makeStore(db, 'postgres', url);
+}
+
+function makeStore(db: Kysely<Database>, dialect: Dialect, url: string): Store {
+  return {
+    db,
+    dialect,
+    url,
+    async transaction<T>(fn: (tx: Tx) => Promise<T>): Promise<T> {
+      const hooks: Array<() => void> = [];
+      const result = await db
+        .transaction()
+        .execute((trx) => fn({ db: trx, dialect, afterCommit: (hook) => hooks.push(hook) }));
+      for (const hook of hooks) hook();
+      return result;
+    },
+    close: () => db.destroy(),
+  };
+}
+
+/** True when the store answers a trivial query. */
+export async function ping(store: Store): Promise<boolean> {
+  try {
+    await sql`select 1`.execute(store.db);
+    return true;
+  } catch {
+    return false;
+  }
+}

@@ -1,0 +1,127 @@
+/**
+ * Every error code the API answers with, and its HTTP status: the one table (CONTRACTS §2).
+ * Codes are `<AREA>.<REASON>` except the few the contract fixes. docs/errors.md lists them for users.
+ */
+export const ERROR_STATUS = {
+  // Common (CONTRACTS §2)
+  VALIDATION_ERROR: 400,
+  NOT_FOUND: 404,
+  PAYLOAD_TOO_LARGE: 413,
+  UNSUPPORTED_MEDIA_TYPE: 415,
+  RATE_LIMITED: 429,
+  INTERNAL_ERROR: 500,
+  SERVICE_UNAVAILABLE: 503,
+  // Authentication and authorization
+  'AUTH.UNAUTHENTICATED': 401,
+  'AUTH.FORBIDDEN': 403,
+  'AUTH.INVALID_CREDENTIALS': 401,
+  'AUTH.TOO_MANY_ATTEMPTS': 429,
+  'AUTH.MFA_INVALID_CODE': 401,
+  'AUTH.MFA_TOKEN_INVALID': 401,
+  'AUTH.MFA_NOT_SET_UP': 400,
+  'AUTH.MFA_NOT_VERIFIED': 400,
+  'AUTH.REFRESH_TOKEN_INVALID': 401,
+  'AUTH.REFRESH_TOKEN_REUSED': 401,
+  'AUTH.RESET_TOKEN_INVALID': 401,
+  'AUTH.PASSWORD_INCORRECT': 401,
+  'AUTH.WEAK_PASSWORD': 400,
+  'AUTH.EXTERNAL_IDP_NOT_CONFIGURED': 400,
+  'AUTH.EXTERNAL_IDP_TOKEN_INVALID': 401,
+  'AUTH.EXTERNAL_IDP_UNKNOWN_USER': 401,
+  'AUTH.DEVICE_TOKEN_INVALID': 401,
+  'AUTH.DEVICE_NOT_FOUND': 404,
+  'AUTH.REFRESH_TOKEN_NOT_FOUND': 404,
+  'AUTH.MFA_ALREADY_ENABLED': 409,
+  'AUTH.PASSWORD_RESET_REQUIRED': 403,
+  'AUTH.EXTERNAL_IDP_UNAVAILABLE': 503,
+  // API keys (CONTRACTS §2)
+  'API_KEY.INVALID': 401,
+  'API_KEY.REVOKED': 401,
+  'API_KEY.EXPIRED': 401,
+  'API_KEY.SCOPE_EXCEEDS_CREATOR': 403,
+  'API_KEY.NOT_FOUND': 404,
+  // Identity
+  'USER.NOT_FOUND': 404,
+  'USER.EMAIL_EXISTS': 409,
+  'ROLE.NOT_FOUND': 404,
+  'ROLE.KEY_EXISTS': 409,
+  'ROLE.BUILTIN': 409,
+  'USER_ROLE.NOT_FOUND': 404,
+  'USER_ROLE.EXISTS': 409,
+  'ROLE_SCOPE.NOT_FOUND': 404,
+  'ROLE_SCOPE.EXISTS': 409,
+  'SCOPE.UNKNOWN': 400,
+  // Events
+  'EVENT.UNKNOWN_TYPE': 400,
+  'EVENT.INVALID': 400,
+  // Vault (SPEC Errors)
+  'VAULT.NOT_FOUND': 404,
+  'VAULT.KEY_EXISTS': 409,
+  'VAULT.DISABLED': 422,
+  'VAULT.RESOLVE_FAILED': 422,
+  // Plugins
+  'PLUGIN.DEFINITION_NOT_FOUND': 404,
+  'PLUGIN.INSTANCE_NOT_FOUND': 404,
+  'PLUGIN.DEFINITION_DISABLED': 422,
+  'PLUGIN.INSTANCE_DISABLED': 422,
+  'PLUGIN.ACTION_NOT_FOUND': 400,
+  'PLUGIN.INVALID_CONFIG': 400,
+  'PLUGIN.INVALID_INPUT': 400,
+  'PLUGIN.INVALID_OUTPUT': 502,
+  'PLUGIN.TIMEOUT': 504,
+  'PLUGIN.INVOCATION_FAILED': 502,
+  // Subscriptions and workflows
+  'EVENT_SUBSCRIPTION.NOT_FOUND': 404,
+  'WORKFLOW.INVALID_GRAPH': 400,
+  'WORKFLOW.RUN_NOT_FOUND': 404,
+  'WORKFLOW.NODE_NOT_FOUND': 404,
+  'WORKFLOW.EXPRESSION_INVALID': 400,
+  // Webhooks
+  'WEBHOOK.NOT_FOUND': 404,
+  'WEBHOOK.DELIVERY_NOT_FOUND': 404,
+  'WEBHOOK.URL_FORBIDDEN': 400,
+  // Questionnaire platform
+  'QUESTIONNAIRE.NOT_FOUND': 404,
+  'QUESTIONNAIRE.INVALID_STATE': 409,
+  'QUESTIONNAIRE.SEQUENCE_CONFLICT': 409,
+  QUESTIONNAIRE_REVISION_NOT_FOUND: 404,
+  'FOLDER.NOT_FOUND': 404,
+  'FOLDER.CYCLE': 400,
+  'FOLDER.NOT_EMPTY': 409,
+  'PERMISSION.NOT_FOUND': 404,
+  'PERMISSION.EXISTS': 409,
+  'PERMISSION.DENIED': 403,
+  'ENROLLMENT.NOT_FOUND': 404,
+  'ENROLLMENT.INVALID_TRANSITION': 409,
+  'ENROLLMENT.ALREADY_ENROLLED': 409,
+  'ENROLLMENT.CLOSED': 409,
+  'ENROLLMENT.NOT_ACTIVE': 409,
+  'ENROLLMENT.CONSENT_VERSION_MISMATCH': 409,
+  'DEVICE.NOT_FOUND': 404,
+  'SUBMISSION.NOT_FOUND': 404,
+  'SUBMISSION.INVALID_ANSWERS': 400,
+  'SUBMISSION.ANSWERS_SCHEMA_INVALID': 422,
+  'ANALYTICS.NOT_CONFIGURED': 503,
+} as const;
+
+export type ErrorCode = keyof typeof ERROR_STATUS;
+
+/** The one error type of the service: a code from the table, a readable message, optional details. */
+export class AppError extends Error {
+  readonly status: number;
+  constructor(
+    readonly code: ErrorCode,
+    message: string,
+    readonly details?: Record<string, unknown>,
+    /** Extra response headers, e.g. Retry-After for 429. */
+    readonly headers?: Record<string, string>,
+  ) {
+    super(message);
+    this.status = ERROR_STATUS[code];
+  }
+}
+
+export const notFound = (code: ErrorCode, what: string): AppError => new AppError(code, `${what} not found`);
+
+export const validationError = (message: string, details?: Record<string, unknown>): AppError =>
+  new AppError('VALIDATION_ERROR', message, details);

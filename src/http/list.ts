@@ -1,0 +1,79 @@
+import { type Expression, type SelectQueryBuilder, type SqlBool, sql } from 'kysely';
+
+export interface Page {
+  limit: number;
+  offset: number;
+  sort_by: string;
+  sort_dir: 'asc' | 'desc';
+}
+
+export interface ListResult<T> {
+  items: T[];
+  total: number;
+}
+
+export function envelope<K extends string, T>(
+  key: K,
+  result: ListResult<T>,
+  page: Pick<Page, 'limit' | 'offset'>,
+) {
+  return {
+    [key]: result.items,
+    total: result.total,
+    limit: page.limit,
+    offset: page.offset,
+    has_next: page.offset + result.items.length < result.total,
+    has_previous: page.offset > 0,
+  } as { [k in K]: T[] } & {
+    total: number;
+    limit: number;
+    offset: number;
+    has_next: boolean;
+    has_previous: boolean;
+  };
+}
+
+/**
+ * Runs a filtered query twice: once for the total, once for the page in the requested order
+ * (ties broken by id so pages never overlap). `base` carries the filters and no selection.
+ */
+export async function paginate<R>(
+  // biome-ignore lint/suspicious/noExplicitAny: one generic helper over every table's builder
+  base: SelectQueryBuilder<any, any, any>,
+  page: Page,
+  // biome-ignore lint/suspicious/noExplicitAny: rows are mapped by the store that knows their table
+  map: (row: any) => R,
+  /** Explicit columns keep secret columns (hashes) out of lists; default: every column. */
+  columns?: readonly string[],
+): Promise<ListResult<R>> {
+  const [count, rows] = await Promise.all([
+    base.select((eb) => eb.fn.countAll().as('total')).executeTakeFirstOrThrow(),
+    (columns ? base.select(columns as never) : base.selectAll())
+      // NULLs sort as the largest value on both stores (PostgreSQL's default; SQLite's is the reverse),
+      // so a page order never depends on the dialect.
+      .orderBy(page.sort_by, (ob) =>
+        page.sort_dir === 'asc' ? ob.asc().nullsLast() : ob.desc().nullsFirst(),
+      )
+      .orderBy('id', page.sort_dir)
+      .limit(page.limit)
+      .offset(page.offset)
+      .execute(),
+  ]);
+  return { items: rows.map(map), total: Number((count as { total: number | string }).total) };
+}
+
+/** Escapes LIKE wildcards so user input matches literally. */
+export function likePattern(value: string): string {
+  return `%${value.replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
+}
+
+/** Normalises an ISO-8601 input to the stored fixed-width form, so text comparison is time order. */
+export function isoParam(value: string): string {
+  return new Date(value).toISOString();
+}
+
+/** Case-insensitive substring match on a column, the same on SQLite and PostgreSQL. */
+export function containsInsensitive(column: string, value: string): Expression<SqlBool> {
+  // SQLite's LIKE has no default escape character, so ESCAPE is explicit for both stores.
+  return sql<SqlBool>`lower(${sql.ref(column)}) like ${likePattern(value.toLowerCase())} escape '\\'`;
+}

@@ -1,0 +1,69 @@
+import { type TObject, type TProperties, type TSchema, Type } from '@sinclair/typebox';
+
+/** The error body of CONTRACTS §2, for every error. */
+export const ErrorBody = Type.Object(
+  {
+    code: Type.String(),
+    message: Type.String(),
+    details: Type.Optional(Type.Object({}, { additionalProperties: true })),
+  },
+  { $id: 'ErrorBody', additionalProperties: false },
+);
+
+export const Id = Type.String({ minLength: 1, maxLength: 200 });
+export const Timestamp = Type.String({ format: 'date-time' });
+export const Nullable = <T extends TSchema>(schema: T) => Type.Union([schema, Type.Null()]);
+/** Any JSON object (free-form payloads, configs). */
+export const JsonObject = Type.Object({}, { additionalProperties: true });
+export const IdParams = Type.Object({ id: Id }, { additionalProperties: false });
+export const MessageBody = Type.Object({ message: Type.String() }, { additionalProperties: false });
+
+/** Audit fields carried by most records (SPEC Common rules). */
+export const AuditFields = {
+  created_at: Timestamp,
+  updated_at: Timestamp,
+  updated_by: Nullable(Type.String()),
+  deleted_at: Nullable(Timestamp),
+};
+
+/**
+ * Query of a list endpoint: limit/offset (CONTRACTS §2: 1..250, default 25), sorting over `sortable`
+ * (an unknown column is a 400 naming the allowed values), plus the endpoint's own filters.
+ */
+export function ListQuery<P extends TProperties>(
+  sortable: readonly string[],
+  filters: P,
+  defaults: { sortBy: string; sortDir?: 'asc' | 'desc' },
+) {
+  return Type.Object(
+    {
+      limit: Type.Integer({ minimum: 1, maximum: 250, default: 25 }),
+      offset: Type.Integer({ minimum: 0, default: 0 }),
+      sort_by: Type.Union(
+        sortable.map((s) => Type.Literal(s)),
+        { default: defaults.sortBy },
+      ),
+      sort_dir: Type.Union([Type.Literal('asc'), Type.Literal('desc')], {
+        default: defaults.sortDir ?? 'desc',
+      }),
+      ...filters,
+    },
+    { additionalProperties: false },
+  );
+}
+
+/** Response of a list endpoint: the items under `key` plus the envelope. */
+export function ListResponse<K extends string, T extends TSchema>(key: K, item: T): TObject {
+  const properties: TProperties = {
+    [key]: Type.Array(item),
+    total: Type.Integer(),
+    limit: Type.Integer(),
+    offset: Type.Integer(),
+    has_next: Type.Boolean(),
+    has_previous: Type.Boolean(),
+  };
+  return Type.Object(properties);
+}
+
+/** A query boolean: exactly `true` or `false` (CONTRACTS §2). */
+export const QueryBoolean = Type.Boolean();

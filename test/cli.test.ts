@@ -1,0 +1,106 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { runCli, spawnCli, waitForOutput } from './helpers/cli.js';
+
+const dir = mkdtempSync(join(tmpdir(), 'svc-cli-'));
+const dbUrl = `sqlite:${dir}/svc.db`;
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+describe('svc command', () => {
+  it('stops a start with one clear line naming a bad variable', async () => {
+    const res = await runCli(['serve'], { PORT: 'eighty' });
+    expect(res.code).toBe(1);
+    expect(res.stderr.trim()).toBe('svc: configuration error: PORT must be an integer >= 0, got "eighty"');
+    const bad = await runCli(['serve'], { SVC_DATABASE_URL: 'mysql://x' });
+    expect(bad.stderr).toMatch(/^svc: configuration error: SVC_DATABASE_URL must be/);
+    const bool = await runCli(['serve'], { SVC_ALLOW_PRIVATE_NETWORKS: 'yes' });
+    expect(bool.stderr.trim()).toBe(
+      'svc: configuration error: SVC_ALLOW_PRIVATE_NETWORKS must be true or false, got "yes"',
+    );
+  });
+
+  it('refuses to start in production without the vault key or the JWT secret', async () => {
+    const res = await runCli(['serve'], { NODE_ENV: 'production', SVC_VAULT_ENCRYPTION_KEY: '' });
+    expect(res.code).toBe(1);
+    expect(res.stderr.trim()).toBe(
+      'svc: configuration error: SVC_VAULT_ENCRYPTION_KEY is required when NODE_ENV=production',
+    );
+    const jwt = await runCli(['serve'], { NODE_ENV: 'production', SVC_JWT_SECRET: '' });
+    expect(jwt.stderr.trim()).toBe(
+      'svc: configuration error: SVC_JWT_SECRET is required when NODE_ENV=production',
+    );
+  });
+
+  it('migrates idempotently: a second run (or a second start) finds nothing to do', async () => {
+    const first = await runCli(['migrate'], { SVC_DATABASE_URL: dbUrl });
+    expect(first.code).toBe(0);
+    expect(first.stdout).toMatch(/^applied: 0001_events, 0002_identity/);
+    const second = await runCli(['migrate'], { SVC_DATABASE_URL: dbUrl });
+    expect(second.code).toBe(0);
+    expect(second.stdout.trim()).toBe('migrations are up to date');
+  });
+
+  it('creates a user and an API key from the command line', async () => {
+    const user = await runCli(
+      ['user', 'create', '--email', 'ops@example.test', '--password', 'long-password', '--role', 'admin'],
+      {
+        SVC_DATABASE_URL: dbUrl,
+      },
+    );
+    expect(user.code).toBe(0);
+    expect(JSON.parse(user.stdout)).toMatchObject({ email: 'ops@example.test' });
+    expect(user.stdout).not.toContain('long-password');
+    const key = await runCli(
+      [
+        'api-key',
+        'create',
+        '--email',
+        'ops@example.test',
+        '--name',
+        'deploy',
+        '--scope',
+        'vault:read',
+        '--scope',
+        'auth:api_key',
+      ],
+      { SVC_DATABASE_URL: dbUrl },
+    );
+    expect(key.code).toBe(0);
+    expect(JSON.parse(key.stdout)).toMatchObject({
+      name: 'deploy',
+      scope_keys: ['auth:manage', 'vault:read'],
+    });
+    expect(JSON.parse(key.stdout).token).toMatch(/^svc_key_[0-9A-Za-z]{43}$/);
+    const dup = await runCli(
+      ['user', 'create', '--email', 'ops@example.test', '--password', 'long-password'],
+      { SVC_DATABASE_URL: dbUrl },
+    );
+    expect(dup.code).toBe(1);
+    expect(dup.stderr.trim().split('\n').at(-1)).toBe('svc: A user with this email already exists');
+  });
+
+  it('serves, says where it listens, bootstraps the admin, and shuts down cleanly on SIGTERM', async () => {
+    const child = spawnCli(['serve'], {
+      SVC_DATABASE_URL: dbUrl,
+      PORT: '0',
+      SVC_BOOTSTRAP_ADMIN_EMAIL: 'root@example.test',
+      SVC_BOOTSTRAP_ADMIN_PASSWORD: 'root-password',
+    });
+    const line = await waitForOutput(child, /listening on/);
+    const address = /listening on (http:\/\/[^ ]+)/.exec(line)![1];
+    expect((await fetch(`${address}/healthz`)).status).toBe(200);
+    const login = await fetch(`${address}/api/v1/auth/login/credentials`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ email: 'root@example.test', password: 'root-password' }),
+    });
+    expect(login.status).toBe(200);
+    const exited = new Promise<number | null>((resolve) => child.on('exit', resolve));
+    const clean = waitForOutput(child, /shut down cleanly/);
+    child.kill('SIGTERM');
+    await clean;
+    expect(await exited).toBe(0);
+  });
+});

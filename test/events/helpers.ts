@@ -1,0 +1,99 @@
+import type { CloudEvent } from '../../src/areas/events/cloudevent.js';
+import type { EventHandler } from '../../src/areas/events/handlers.js';
+import { createOutboxJob, type OutboxJob, type OutboxOptions } from '../../src/areas/events/outbox.js';
+import type { EventInput } from '../../src/areas/events/publish.js';
+import { createOutboxSignal } from '../../src/areas/events/signal.js';
+import type { TaskRow } from '../../src/areas/events/store.js';
+import { newId } from '../../src/lib/ids.js';
+import type { TestApp } from '../helpers/app.js';
+
+/** A registered event (svc.user.created) with a fresh subject. */
+export function userCreated(n = 0): EventInput {
+  const id = newId();
+  return {
+    type: 'svc.user.created',
+    source: '/api/v1/user',
+    subject: id,
+    data: { user_id: id, email: `user-${n}@example.test` },
+  };
+}
+
+/** Publishes `count` events, `perTx` to a transaction, as an area would. */
+export async function publishMany(t: TestApp, count: number, perTx = 1): Promise<CloudEvent[]> {
+  const published: CloudEvent[] = [];
+  for (let i = 0; i < count; i += perTx) {
+    const batch = await t.ctx.store.transaction(async (tx) => {
+      const out: CloudEvent[] = [];
+      for (let j = i; j < Math.min(i + perTx, count); j++)
+        out.push(await t.ctx.services.events.publish(tx, userCreated(j)));
+      return out;
+    });
+    published.push(...batch);
+  }
+  return published;
+}
+
+/** The drain the app's worker runs. */
+export function outboxJob(t: TestApp): OutboxJob {
+  const job = t.ctx.services.jobs.find((j) => j.name === 'outbox');
+  if (!job) throw new Error('no outbox job registered');
+  return job as OutboxJob;
+}
+
+/** A second drain on the same store (another worker), with its own handlers. */
+export function anotherDrain(
+  t: TestApp,
+  handlers: EventHandler[],
+  options: Partial<OutboxOptions> = {},
+): OutboxJob {
+  const { store, clock, log, services } = t.ctx;
+  return createOutboxJob(
+    {
+      store,
+      clock,
+      log,
+      wakeups: services.wakeups,
+      handlers,
+      signal: createOutboxSignal({ store, wakeups: services.wakeups, log }),
+    },
+    { leaseMs: t.ctx.config.outboxLeaseMs, intervalMs: t.ctx.config.outboxDrainIntervalMs, ...options },
+  );
+}
+
+/** Every task row, oldest first (for assertions the API does not expose, like exact counts by worker). */
+export async function allTasks(t: TestApp): Promise<TaskRow[]> {
+  return t.ctx.store.db
+    .selectFrom('event_delivery_task')
+    .selectAll()
+    .orderBy('created_at')
+    .orderBy('id')
+    .execute();
+}
+
+/** A handler that records what it was given, and fails while `fail(event, call)` says so. */
+export function recorder(name: string, fail: (event: CloudEvent, call: number) => boolean = () => false) {
+  const calls: CloudEvent[] = [];
+  const handler: EventHandler = {
+    name,
+    async handle(event) {
+      calls.push(event);
+      if (fail(event, calls.filter((c) => c.id === event.id).length)) throw new Error(`boom ${calls.length}`);
+    },
+  };
+  return { handler, calls };
+}
+
+/** Resolves once `check` holds, polling; rejects after `ms` (a deadline, not a timing assertion). */
+export async function eventually<T>(
+  check: () => Promise<T | false | undefined>,
+  ms = 10_000,
+  what = 'condition',
+) {
+  const deadline = Date.now() + ms;
+  for (;;) {
+    const value = await check();
+    if (value) return value;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}

@@ -1,0 +1,399 @@
+import { afterEach, describe, expect, it } from 'vitest';
+import { createWorker } from '../../src/app/runtime.js';
+import { validateCloudEvent } from '../../src/areas/events/cloudevent.js';
+import { afterFailure } from '../../src/areas/events/retry.js';
+import { AppError } from '../../src/http/errors.js';
+import { manualClock } from '../../src/lib/clock.js';
+import { startTestApp, type TestApp } from '../helpers/app.js';
+import { admin, principal } from '../helpers/auth.js';
+import { dialectName } from '../helpers/store.js';
+import {
+  allTasks,
+  anotherDrain,
+  eventually,
+  outboxJob,
+  publishMany,
+  recorder,
+  userCreated,
+} from './helpers.js';
+
+const T0 = new Date('2026-01-01T00:00:00.000Z');
+const at = (ms: number) => new Date(T0.getTime() + ms).toISOString();
+
+describe(`outbox (${dialectName})`, () => {
+  let t: TestApp | undefined;
+  afterEach(async () => {
+    await t?.close();
+    t = undefined;
+  });
+
+  async function start(env: Record<string, string> = {}) {
+    const clock = manualClock(T0);
+    t = await startTestApp({ clock, env });
+    return { t, clock };
+  }
+
+  /** GET /event_delivery_task as a holder of event_subscription:read (made once per app: it publishes user events). */
+  const readers = new WeakMap<TestApp, Awaited<ReturnType<typeof principal>>>();
+  async function listTasks(app: TestApp, query = '') {
+    if (!readers.has(app)) readers.set(app, await principal(app, ['event_subscription:read']));
+    const reader = readers.get(app)!;
+    const res = await app.app.inject({
+      method: 'GET',
+      url: `/api/v1/event_delivery_task${query}`,
+      headers: reader.headers,
+    });
+    expect(res.statusCode, res.body).toBe(200);
+    return res.json();
+  }
+
+  describe('publish', () => {
+    it('writes the task in the caller transaction: a rollback leaves no event', async () => {
+      const { t } = await start();
+      let rolledBack = '';
+      const failed = t.ctx.store.transaction(async (tx) => {
+        rolledBack = (await t.ctx.services.events.publish(tx, userCreated())).id;
+        throw new Error('the change failed');
+      });
+      await expect(failed).rejects.toThrow('the change failed');
+      expect(rolledBack).not.toBe('');
+      expect(await allTasks(t)).toEqual([]);
+
+      const input = userCreated(1);
+      const event = await t.ctx.store.transaction((tx) => t.ctx.services.events.publish(tx, input));
+      expect(event).toMatchObject({
+        specversion: '1.0',
+        type: 'svc.user.created',
+        source: '/api/v1/user',
+        subject: input.subject,
+        time: T0.toISOString(),
+        datacontenttype: 'application/json',
+        data: input.data,
+      });
+      const body = await listTasks(t, '?sort_by=created_at&sort_dir=asc&limit=250');
+      expect(body.tasks.map((task: { event_id: string }) => task.event_id)).not.toContain(rolledBack);
+      expect(body.tasks.filter((task: { event_id: string }) => task.event_id === event.id)).toHaveLength(1);
+      expect(body.tasks.find((task: { event_id: string }) => task.event_id === event.id)).toMatchObject({
+        event_id: event.id,
+        event_type: 'svc.user.created',
+        cloudevent: event,
+        target: 'local-handlers',
+        status: 'PENDING',
+        error: null,
+        attempts: 0,
+        max_attempts: 3,
+        next_attempt_at: T0.toISOString(),
+        locked_until: null,
+        done_at: null,
+        created_at: T0.toISOString(),
+      });
+    });
+
+    it('outside production, rejects unregistered types and events that break their definition', async () => {
+      const { t } = await start();
+      const publish = (input: ReturnType<typeof userCreated>) =>
+        t.ctx.store.transaction((tx) => t.ctx.services.events.publish(tx, input));
+      const good = userCreated();
+      const cases: Array<[ReturnType<typeof userCreated>, string, string]> = [
+        [
+          { ...good, type: 'svc.user.exploded' },
+          'EVENT.UNKNOWN_TYPE',
+          'Event type "svc.user.exploded" is not in the event registry',
+        ],
+        [
+          { ...good, data: { user_id: good.subject } },
+          'EVENT.INVALID',
+          'Event data of svc.user.created does not match its schema',
+        ],
+        [
+          { ...good, source: '/api/v1/folder' },
+          'EVENT.INVALID',
+          'Events of svc.user.created have source "/api/v1/user"',
+        ],
+        [
+          { ...good, subject: 'someone-else' },
+          'EVENT.INVALID',
+          'The subject of svc.user.created must be {user_id} of its data',
+        ],
+      ];
+      for (const [input, code, message] of cases) {
+        const error = await publish(input).catch((e) => e);
+        expect(error).toBeInstanceOf(AppError);
+        expect(error).toMatchObject({ code, message, status: 400 });
+      }
+      const invalid = await publish({ ...good, data: { user_id: good.subject } }).catch((e) => e);
+      expect(invalid.details.errors).toEqual([{ path: '/', message: "must have required property 'email'" }]);
+      expect(await allTasks(t)).toEqual([]);
+    });
+
+    it('in production, publishes without the registry check', async () => {
+      const { t } = await start({ NODE_ENV: 'production' });
+      await t.ctx.store.transaction((tx) =>
+        t.ctx.services.events.publish(tx, { ...userCreated(), type: 'svc.custom.thing' }),
+      );
+      expect((await allTasks(t)).map((r) => r.event_type)).toEqual(['svc.custom.thing']);
+    });
+  });
+
+  describe('drain', () => {
+    it('hands every event to every handler, then marks the tasks DONE', async () => {
+      const { t } = await start();
+      const a = recorder('a');
+      const b = recorder('b');
+      t.ctx.services.eventHandlers.push(a.handler, b.handler);
+      const events = await publishMany(t, 3);
+      expect(await outboxJob(t).run()).toBe(false);
+      expect(a.calls.map((e) => e.id).sort()).toEqual(events.map((e) => e.id).sort());
+      expect(b.calls).toEqual(a.calls);
+      expect(a.calls[0]).toEqual(events.find((e) => e.id === a.calls[0].id));
+      const ids = new Set(events.map((e) => e.id));
+      const mine = (await listTasks(t, '?limit=250')).tasks.filter((task: { event_id: string }) =>
+        ids.has(task.event_id),
+      );
+      expect(mine).toHaveLength(3);
+      for (const task of mine) {
+        expect(task).toMatchObject({
+          status: 'DONE',
+          attempts: 1,
+          done_at: T0.toISOString(),
+          error: null,
+          locked_until: null,
+          locked_by: outboxJob(t).workerId,
+        });
+      }
+      // Nothing is handled twice (the list's reader, made above, published its own user event meanwhile).
+      expect(await outboxJob(t).run()).toBe(false);
+      expect(a.calls.filter((e) => ids.has(e.id))).toHaveLength(3);
+    });
+
+    it('a handler failing twice then succeeding: retried after 5 s and 10 s, DONE with attempts 3', async () => {
+      const { t, clock } = await start();
+      const flaky = recorder('flaky', (_e, call) => call <= 2);
+      t.ctx.services.eventHandlers.push(flaky.handler);
+      const [event] = await publishMany(t, 1);
+      const job = outboxJob(t);
+      const task = async () => (await allTasks(t))[0];
+
+      await job.run();
+      expect(await task()).toMatchObject({
+        status: 'PENDING',
+        attempts: 1,
+        error: 'flaky: boom 1',
+        next_attempt_at: at(5_000),
+        locked_by: null,
+        locked_until: null,
+      });
+      clock.advance(4_999);
+      await job.run();
+      expect(flaky.calls).toHaveLength(1);
+
+      clock.advance(1);
+      await job.run();
+      expect(await task()).toMatchObject({
+        status: 'PENDING',
+        attempts: 2,
+        error: 'flaky: boom 2',
+        next_attempt_at: at(15_000),
+      });
+      clock.advance(9_999);
+      await job.run();
+      expect(flaky.calls).toHaveLength(2);
+
+      clock.advance(1);
+      await job.run();
+      expect(flaky.calls.map((e) => e.id)).toEqual([event.id, event.id, event.id]);
+      expect(await task()).toMatchObject({ status: 'DONE', attempts: 3, error: null, done_at: at(15_000) });
+    });
+
+    it('a handler that always fails: FAILED once max_attempts (3) are spent, never retried again', async () => {
+      const { t, clock } = await start();
+      const broken = recorder('broken', () => true);
+      t.ctx.services.eventHandlers.push(broken.handler);
+      await publishMany(t, 1);
+      const job = outboxJob(t);
+      for (const wait of [0, 5_000, 10_000]) {
+        clock.advance(wait);
+        await job.run();
+      }
+      const [task] = await allTasks(t);
+      expect(task).toMatchObject({ status: 'FAILED', attempts: 3, error: 'broken: boom 3', done_at: null });
+      clock.advance(3_600_000);
+      await job.run();
+      expect(broken.calls).toHaveLength(3);
+      const failed = await listTasks(t, '?status=FAILED');
+      expect(failed.tasks.map((x: { id: string }) => x.id)).toEqual([task.id]);
+    });
+
+    it('a failing handler does not keep the others from the event; the retry calls every handler again', async () => {
+      const { t, clock } = await start();
+      const once = recorder('once', (_e, call) => call === 1);
+      const steady = recorder('steady');
+      t.ctx.services.eventHandlers.push(once.handler, steady.handler);
+      await publishMany(t, 1);
+      await outboxJob(t).run();
+      expect(steady.calls).toHaveLength(1);
+      expect((await allTasks(t))[0]).toMatchObject({ status: 'PENDING', error: 'once: boom 1' });
+      clock.advance(5_000);
+      await outboxJob(t).run();
+      expect(steady.calls).toHaveLength(2);
+      expect((await allTasks(t))[0]).toMatchObject({ status: 'DONE', attempts: 2 });
+    });
+
+    it('claims in batches: a step takes at most 100 tasks and says when more are waiting', async () => {
+      const { t } = await start();
+      const seen = recorder('seen');
+      t.ctx.services.eventHandlers.push(seen.handler);
+      await publishMany(t, 230, 50);
+      const job = outboxJob(t);
+      expect(await job.run()).toBe(true);
+      expect(seen.calls).toHaveLength(100);
+      expect(await job.run()).toBe(true);
+      expect(await job.run()).toBe(false);
+      expect(seen.calls).toHaveLength(230);
+      expect(new Set(seen.calls.map((e) => e.id)).size).toBe(230);
+      expect((await listTasks(t, '?status=DONE&limit=1')).total).toBe(230);
+    });
+
+    it('a lease that runs out (crashed or stalled worker) is a failed attempt; another worker takes the task over', async () => {
+      const { t, clock } = await start();
+      let release!: () => void;
+      const stuck = new Promise<void>((resolve) => {
+        release = resolve;
+      });
+      const stalled = anotherDrain(t, [{ name: 'stalled', handle: () => stuck }], { workerId: 'worker-a' });
+      const healthy = recorder('healthy');
+      const rescuer = anotherDrain(t, [healthy.handler], { workerId: 'worker-b' });
+      const [event] = await publishMany(t, 1);
+
+      const stalledStep = stalled.run();
+      await eventually(async () => (await allTasks(t))[0].status === 'IN_PROGRESS', 5_000, 'the claim');
+      expect((await allTasks(t))[0]).toMatchObject({
+        locked_by: 'worker-a',
+        attempts: 1,
+        locked_until: at(30_000),
+      });
+
+      // While the lease holds, nobody else gets the task.
+      await rescuer.run();
+      expect(healthy.calls).toHaveLength(0);
+
+      clock.advance(30_000);
+      await rescuer.run();
+      expect((await allTasks(t))[0]).toMatchObject({
+        status: 'PENDING',
+        attempts: 1,
+        error: 'lease of worker-a expired during attempt 1 (worker stopped or stalled)',
+        next_attempt_at: at(35_000),
+        locked_by: null,
+      });
+      clock.advance(5_000);
+      await rescuer.run();
+      expect(healthy.calls.map((e) => e.id)).toEqual([event.id]);
+      expect((await allTasks(t))[0]).toMatchObject({ status: 'DONE', attempts: 2, locked_by: 'worker-b' });
+
+      // The stalled worker finishing late changes nothing: its settle is fenced by its claim.
+      release();
+      await stalledStep;
+      expect((await allTasks(t))[0]).toMatchObject({
+        status: 'DONE',
+        attempts: 2,
+        locked_by: 'worker-b',
+        done_at: at(35_000),
+      });
+      await Promise.all([stalled.stop(), rescuer.stop()]);
+    });
+
+    it('the retry rule: 5 s x 2^(k-1) after failed attempt k, capped at 5 min; FAILED once attempts reach the maximum', () => {
+      const now = new Date(T0);
+      expect(afterFailure(1, 3, now)).toEqual({ status: 'PENDING', next_attempt_at: new Date(at(5_000)) });
+      expect(afterFailure(2, 3, now)).toEqual({ status: 'PENDING', next_attempt_at: new Date(at(10_000)) });
+      expect(afterFailure(3, 3, now)).toEqual({ status: 'FAILED' });
+      expect(afterFailure(4, 3, now)).toEqual({ status: 'FAILED' });
+      expect(afterFailure(9, 20, now)).toEqual({ status: 'PENDING', next_attempt_at: new Date(at(300_000)) });
+    });
+  });
+
+  describe('end to end', () => {
+    it('POST /user commits the user and its svc.user.created together; the drain hands it to the handlers', async () => {
+      const { t } = await start();
+      const seen = recorder('seen');
+      t.ctx.services.eventHandlers.push(seen.handler);
+      const boss = await admin(t);
+      const res = await t.app.inject({
+        method: 'POST',
+        url: '/api/v1/user',
+        headers: boss.headers,
+        payload: { email: 'grace@example.test', password: 'a-long-enough-password-1', name: 'Grace' },
+      });
+      expect(res.statusCode, res.body).toBe(200);
+      const user = res.json();
+      const tasks = await listTasks(t, '?status=PENDING&limit=250');
+      const task = tasks.tasks.find(
+        (x: { cloudevent: { subject: string } }) => x.cloudevent.subject === user.id,
+      );
+      expect(task.cloudevent).toMatchObject({
+        type: 'svc.user.created',
+        source: '/api/v1/user',
+        subject: user.id,
+        data: { user_id: user.id, email: 'grace@example.test' },
+      });
+      expect(validateCloudEvent(task.cloudevent).valid).toBe(true);
+      await outboxJob(t).run();
+      expect(seen.calls.filter((e) => e.subject === user.id)).toEqual([task.cloudevent]);
+      const done = await listTasks(t, '?status=DONE&limit=250');
+      expect(done.tasks.map((x: { id: string }) => x.id)).toContain(task.id);
+    });
+  });
+
+  describe('worker', () => {
+    it('processes an event as soon as its transaction commits, not at the next interval', async () => {
+      // Real clock; the interval is 10 minutes, so only the wake-up after commit can explain a prompt delivery.
+      t = await startTestApp({ env: { SVC_OUTBOX_DRAIN_INTERVAL_MS: '600000' } });
+      const app = t;
+      let delivered!: (id: string) => void;
+      const got = new Promise<string>((resolve) => {
+        delivered = resolve;
+      });
+      app.ctx.services.eventHandlers.push({ name: 'probe', handle: async (e) => delivered(e.id) });
+      const worker = createWorker(app.ctx);
+      worker.start();
+      try {
+        // Let the first (empty) step finish so the loop is asleep on its 10-minute interval.
+        await new Promise((r) => setTimeout(r, 100));
+        const [event] = await publishMany(app, 1);
+        const deadline = new Promise<string>((_, reject) =>
+          setTimeout(() => reject(new Error('not delivered')), 5_000),
+        );
+        expect(await Promise.race([got, deadline])).toBe(event.id);
+        await eventually(async () => (await allTasks(app))[0].status === 'DONE', 5_000, 'DONE');
+      } finally {
+        await worker.stop();
+      }
+    });
+
+    it('wakes itself when a retry comes due, not at the next interval', async () => {
+      t = await startTestApp({ env: { SVC_OUTBOX_DRAIN_INTERVAL_MS: '600000' } });
+      const app = t;
+      const flaky = recorder('flaky', (_e, call) => call === 1);
+      app.ctx.services.eventHandlers.push(flaky.handler);
+      const worker = createWorker(app.ctx);
+      worker.start();
+      try {
+        await publishMany(app, 1);
+        // The first attempt fails; the retry is due 5 s later (retry.ts).
+        const task = await eventually(
+          async () => {
+            const [row] = await allTasks(app);
+            return row.status === 'DONE' && row;
+          },
+          15_000,
+          'the retry',
+        );
+        expect(task).toMatchObject({ attempts: 2, status: 'DONE' });
+        expect(flaky.calls).toHaveLength(2);
+      } finally {
+        await worker.stop();
+      }
+    });
+  });
+});

@@ -1,0 +1,102 @@
+import SwaggerParser from '@apidevtools/swagger-parser';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startTestApp, type TestApp } from './helpers/app.js';
+import { dialectName } from './helpers/store.js';
+
+describe(`platform foundation (${dialectName})`, () => {
+  let t: TestApp;
+  beforeAll(async () => {
+    t = await startTestApp();
+  });
+  afterAll(() => t.close());
+
+  it('GET /healthz answers ok', async () => {
+    const res = await t.app.inject({ method: 'GET', url: '/healthz' });
+    expect(res.statusCode).toBe(200);
+    expect(res.json()).toEqual({ status: 'ok' });
+  });
+
+  it('GET /readyz is 200 once migrations are applied', async () => {
+    const res = await t.app.inject({ method: 'GET', url: '/readyz' });
+    expect(res.statusCode).toBe(200);
+    expect(res.json()).toEqual({ status: 'ready' });
+  });
+
+  it('serves a valid OpenAPI 3.1 document', async () => {
+    const res = await t.app.inject({ method: 'GET', url: '/api/v1/openapi.json' });
+    expect(res.statusCode).toBe(200);
+    const doc = res.json();
+    expect(doc.openapi).toBe('3.1.0');
+    await expect(SwaggerParser.validate(structuredClone(doc))).resolves.toBeTruthy();
+  });
+
+  it('serves the interactive docs page', async () => {
+    const res = await t.app.inject({ method: 'GET', url: '/docs/' });
+    expect(res.statusCode).toBe(200);
+    expect(res.headers['content-type']).toMatch(/text\/html/);
+  });
+
+  it('an unknown route is 404 with the error body', async () => {
+    const res = await t.app.inject({ method: 'GET', url: '/api/v1/nope' });
+    expect(res.statusCode).toBe(404);
+    expect(res.json()).toEqual({ code: 'NOT_FOUND', message: 'Route GET /api/v1/nope not found' });
+  });
+
+  it('refuses a NUL character in the path, the query or a JSON string with 400 (never a 500 from the store)', async () => {
+    for (const url of ['/api/v1/user/a%00b', '/api/v1/user?search=a%00b']) {
+      const res = await t.app.inject({ method: 'GET', url });
+      expect(res.statusCode, url).toBe(400);
+      expect(res.json().code).toBe('VALIDATION_ERROR');
+    }
+    const body = await t.app.inject({
+      method: 'POST',
+      url: '/api/v1/auth/login/credentials',
+      headers: { 'content-type': 'application/json' },
+      payload: '{"email":"a\\u0000b@example.test","password":"x"}',
+    });
+    expect(body.statusCode).toBe(400);
+    expect(body.json()).toEqual({
+      code: 'VALIDATION_ERROR',
+      message: 'Request contains a NUL (U+0000) character',
+    });
+    // An escaped backslash followed by the text u0000 is not a NUL character.
+    const literal = await t.app.inject({
+      method: 'POST',
+      url: '/api/v1/auth/login/credentials',
+      headers: { 'content-type': 'application/json' },
+      payload: '{"email":"a\\\\u0000b@example.test","password":"x"}',
+    });
+    expect(literal.statusCode).toBe(401);
+  });
+
+  it('echoes a request id, or makes one', async () => {
+    const given = await t.app.inject({
+      method: 'GET',
+      url: '/healthz',
+      headers: { 'x-request-id': 'abc-123' },
+    });
+    expect(given.headers['x-request-id']).toBe('abc-123');
+    const made = await t.app.inject({ method: 'GET', url: '/healthz' });
+    expect(made.headers['x-request-id']).toMatch(/^[0-9a-f-]{36}$/);
+  });
+
+  it('exposes Prometheus metrics by route and status', async () => {
+    await t.app.inject({ method: 'GET', url: '/healthz' });
+    const res = await t.app.inject({ method: 'GET', url: '/metrics' });
+    expect(res.statusCode).toBe(200);
+    expect(res.body).toMatch(/http_requests_total\{method="GET",route="\/healthz",status="200"\} \d+/);
+    expect(res.body).toContain('http_request_duration_seconds_bucket');
+  });
+});
+
+describe(`readiness (${dialectName})`, () => {
+  it('GET /readyz is 503 when the store does not answer, while /healthz stays 200', async () => {
+    const t = await startTestApp();
+    await t.ctx.store.close();
+    const ready = await t.app.inject({ method: 'GET', url: '/readyz' });
+    expect(ready.statusCode).toBe(503);
+    expect(ready.json()).toEqual({ status: 'unavailable' });
+    expect((await t.app.inject({ method: 'GET', url: '/healthz' })).statusCode).toBe(200);
+    await t.close().catch(() => {}); // the store is already closed; the database is still dropped
+  });
+});

@@ -1,0 +1,240 @@
+import { Webhook as StandardWebhook } from 'standardwebhooks';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { createWorker } from '../../src/app/runtime.js';
+import { standardWebhooksSecret } from '../../src/areas/webhooks/signing.js';
+import type { Worker } from '../../src/worker/worker.js';
+import { startTestApp, type TestApp } from '../helpers/app.js';
+import { admin, type TestPrincipal } from '../helpers/auth.js';
+import { dialectName } from '../helpers/store.js';
+import {
+  cloudEvent,
+  createHook,
+  deliveries,
+  dispatch,
+  eventually,
+  type Receiver,
+  receiver,
+} from './helpers.js';
+
+describe(`webhook pipeline (${dialectName})`, () => {
+  let t: TestApp;
+  let who: TestPrincipal;
+  let rx: Receiver;
+  let worker: Worker | undefined;
+  beforeEach(async () => {
+    t = await startTestApp({
+      env: {
+        SVC_ALLOW_PRIVATE_NETWORKS: 'true',
+        SVC_WEBHOOK_TIMEOUT_MS: '15000',
+        // Long intervals: anything delivered quickly got there through a wake-up, not a poll.
+        SVC_OUTBOX_DRAIN_INTERVAL_MS: '600000',
+        SVC_WEBHOOK_RETRY_INTERVAL_MS: '600000',
+      },
+    });
+    who = await admin(t);
+    rx = await receiver();
+  });
+  afterEach(async () => {
+    await worker?.stop();
+    worker = undefined;
+    await rx.close();
+    await t.close();
+  });
+
+  it('a real API change reaches the receiver through the outbox, the dispatcher and the sender', async () => {
+    const hook = await createHook(t, who.headers, {
+      name: 'users',
+      url: rx.url,
+      event_types: ['svc.user.created'],
+    });
+    worker = createWorker(t.ctx);
+    worker.start();
+    const res = await t.app.inject({
+      method: 'POST',
+      url: '/api/v1/user',
+      headers: who.headers,
+      payload: { email: 'hooked@example.test', password: 'a-long-password-123' },
+    });
+    expect(res.statusCode).toBe(200);
+    const got = await eventually(async () =>
+      rx.received.find((r) => JSON.parse(r.body).subject === res.json().id),
+    );
+    const event = JSON.parse(got.body);
+    expect(event).toMatchObject({ specversion: '1.0', type: 'svc.user.created', subject: res.json().id });
+    expect(
+      new StandardWebhook(standardWebhooksSecret(hook.secret)).verify(got.body, got.headers as never),
+    ).toEqual(event);
+    const d = await eventually(async () =>
+      (await deliveries(t, who.headers, hook.id, '&status=SUCCESS')).find((x) => x.event_id === event.id),
+    );
+    expect(d).toMatchObject({
+      event_id: event.id,
+      event_type: 'svc.user.created',
+      http_status: 200,
+      attempts: 1,
+    });
+    expect(d?.payload).toEqual(event);
+  });
+
+  it('the same event handed over again (outbox redelivery) never creates or sends a second delivery', async () => {
+    const hook = await createHook(t, who.headers, { name: 'once', url: rx.url, event_types: ['*'] });
+    const event = cloudEvent();
+    await dispatch(t, event);
+    await t.ctx.services.webhooks.engine.deliverDue();
+    // Redelivered, also concurrently.
+    await Promise.all([dispatch(t, event), dispatch(t, event), dispatch(t, event)]);
+    await t.ctx.services.webhooks.engine.deliverDue();
+    expect(await deliveries(t, who.headers, hook.id)).toHaveLength(1);
+    expect(rx.received).toHaveLength(1);
+  });
+
+  it('routes by event_types and `*`; disabled and deleted webhooks get nothing new', async () => {
+    const a = await createHook(t, who.headers, { name: 'a', url: rx.url, event_types: ['svc.a'] });
+    const ab = await createHook(t, who.headers, { name: 'ab', url: rx.url, event_types: ['svc.a', 'svc.b'] });
+    const star = await createHook(t, who.headers, { name: 'star', url: rx.url, event_types: ['*'] });
+    const off = await createHook(t, who.headers, {
+      name: 'off',
+      url: rx.url,
+      event_types: ['*'],
+      enabled: false,
+    });
+    const gone = await createHook(t, who.headers, { name: 'gone', url: rx.url, event_types: ['*'] });
+    await t.app.inject({ method: 'DELETE', url: `/api/v1/webhook/${gone.id}`, headers: who.headers });
+    await dispatch(t, cloudEvent('svc.a'));
+    await dispatch(t, cloudEvent('svc.b'));
+    await dispatch(t, cloudEvent('svc.c'));
+    const count = async (id: string) =>
+      Number(
+        (
+          await t.ctx.store.db
+            .selectFrom('webhook_delivery')
+            .select((eb) => eb.fn.countAll<number>().as('n'))
+            .where('webhook_id', '=', id)
+            .executeTakeFirstOrThrow()
+        ).n,
+      );
+    expect(await count(a.id)).toBe(1);
+    expect(await count(ab.id)).toBe(2);
+    expect(await count(star.id)).toBe(3);
+    expect(await count(off.id)).toBe(0);
+    expect(await count(gone.id)).toBe(0);
+    // Each event's body is stored once, however many webhooks it fans out to.
+    const bodies = await t.ctx.store.db.selectFrom('webhook_event').select('event_id').execute();
+    expect(bodies).toHaveLength(3);
+    await t.ctx.services.webhooks.engine.deliverDue();
+    expect(rx.received).toHaveLength(6);
+    expect(rx.received.map((r) => r.headers['x-webhook-id']).filter((id) => id === star.id)).toHaveLength(3);
+  });
+
+  it('one slow endpoint does not hold up the others, and gets at most its own share of slots', async () => {
+    const slow = await receiver();
+    try {
+      slow.reply = 'hold';
+      const s = await createHook(t, who.headers, { name: 'slow', url: slow.url, event_types: ['svc.test'] });
+      const fast = await createHook(t, who.headers, { name: 'fast', url: rx.url, event_types: ['svc.test'] });
+      for (let i = 0; i < 60; i++) await dispatch(t, cloudEvent('svc.test'));
+      worker = createWorker(t.ctx);
+      worker.start();
+      t.ctx.services.wakeups.wake('webhooks');
+      // Every delivery of the fast webhook succeeds while the slow one's attempts are all still held.
+      await eventually(
+        async () => (await deliveries(t, who.headers, fast.id, '&status=SUCCESS')).length === 60,
+      );
+      // The slow webhook holds exactly its per-webhook cap of slots, no more.
+      await eventually(async () => slow.heldCount() === 32);
+      expect(slow.received).toHaveLength(32);
+      expect((await deliveries(t, who.headers, s.id, '&status=SUCCESS')).length).toBe(0);
+      // Released, the slow webhook drains too.
+      slow.reply = { status: 200 };
+      slow.release({ status: 200 });
+      await eventually(async () => (await deliveries(t, who.headers, s.id, '&status=SUCCESS')).length === 60);
+      expect(slow.maxInFlight).toBeLessThanOrEqual(32);
+    } finally {
+      await worker?.stop();
+      worker = undefined;
+      await slow.close();
+    }
+  });
+
+  it('graceful close: attempts in flight finish and are recorded; claimed but unsent ones go back uncounted', async () => {
+    const hooks = [];
+    for (let i = 0; i < 5; i++) {
+      hooks.push(await createHook(t, who.headers, { name: `g${i}`, url: rx.url, event_types: ['svc.test'] }));
+    }
+    for (let i = 0; i < 40; i++) await dispatch(t, cloudEvent('svc.test'));
+    rx.reply = 'hold';
+    const engine = t.ctx.services.webhooks.engine;
+    await engine.job.run();
+    // 5 webhooks x 32 claimed (the per-webhook cap), 128 of them sent (the pool), 32 waiting in memory.
+    await eventually(async () => rx.heldCount() === 128);
+    const closing = engine.close();
+    await eventually(async () => {
+      const rows = await t.ctx.store.db
+        .selectFrom('webhook_delivery')
+        .select('id')
+        .where('locked_by', 'is', null)
+        .where('attempts', '=', 0)
+        .execute();
+      return rows.length === 200 - 128;
+    });
+    rx.release({ status: 200 });
+    await closing;
+    const rows = await t.ctx.store.db.selectFrom('webhook_delivery').selectAll().execute();
+    expect(rows.filter((r) => r.status === 'SUCCESS' && r.attempts === 1)).toHaveLength(128);
+    const untouched = rows.filter((r) => r.status === 'PENDING');
+    expect(untouched).toHaveLength(72);
+    expect(
+      untouched.every((r) => r.attempts === 0 && r.total_attempts === 0 && r.locked_until === null),
+    ).toBe(true);
+    expect(rx.received).toHaveLength(128);
+  });
+
+  it('the job is woken right after new deliveries are created (no waiting for the interval)', async () => {
+    await createHook(t, who.headers, { name: 'wake', url: rx.url, event_types: ['svc.test'] });
+    worker = createWorker(t.ctx);
+    worker.start();
+    await dispatch(t, cloudEvent('svc.test'));
+    await eventually(async () => rx.received.length === 1, 5000);
+  });
+});
+
+describe(`webhook SSRF re-check at send time (${dialectName})`, () => {
+  it('refuses at connect time a target that became private (no DNS-rebinding bypass); the receiver is never hit', async () => {
+    const t = await startTestApp({ env: { SVC_WEBHOOK_TIMEOUT_MS: '2000' } });
+    const rx = await receiver();
+    try {
+      const who = await admin(t);
+      const hook = await createHook(t, who.headers, {
+        name: 'rebind',
+        url: 'https://8.8.8.8/hook',
+        event_types: ['*'],
+      });
+      // What a rebinding DNS answer amounts to: the stored https URL now leads to a loopback address.
+      for (const url of [`https://127.0.0.1:${rx.port}/hook`, `https://localhost:${rx.port}/hook`]) {
+        await t.ctx.store.db.updateTable('webhook').set({ url }).where('id', '=', hook.id).execute();
+        await dispatch(t, cloudEvent());
+      }
+      await t.ctx.services.webhooks.engine.deliverDue();
+      const list = await deliveries(t, who.headers, hook.id);
+      expect(list).toHaveLength(2);
+      for (const d of list) {
+        expect(d).toMatchObject({ status: 'PENDING', attempts: 1, http_status: null });
+        expect(d.error).toMatch(/forbidden target: .*loopback address/);
+      }
+      expect(rx.received).toHaveLength(0);
+      // An http:// URL stored while private networks were allowed is refused too.
+      await t.ctx.store.db
+        .updateTable('webhook')
+        .set({ url: `http://8.8.8.8:${rx.port}/hook` })
+        .where('id', '=', hook.id)
+        .execute();
+      await dispatch(t, cloudEvent());
+      await t.ctx.services.webhooks.engine.deliverDue();
+      const [latest] = await deliveries(t, who.headers, hook.id, '&sort_by=updated_at');
+      expect(latest?.error).toMatch(/only https:\/\/ URLs are allowed/);
+    } finally {
+      await rx.close();
+      await t.close();
+    }
+  });
+});

@@ -104,6 +104,38 @@ describe(`API keys (${dialectName})`, () => {
     expect(short.json().code).toBe('VALIDATION_ERROR');
   });
 
+  it('a key creating a key is capped at its own scopes, not its creator’s', async () => {
+    const c = await creator(['vault:read', 'vault:write']);
+    const narrow = (
+      await call(
+        'POST',
+        '/api_key',
+        { name: 'narrow', scope_keys: ['auth:manage', 'vault:read'], expires_in: 3600 },
+        c.headers,
+      )
+    ).json();
+    const viaKey = { 'x-api-key': narrow.token };
+    const stronger = await call(
+      'POST',
+      '/api_key',
+      { name: 'stronger', scope_keys: ['vault:read', 'vault:write'], expires_in: 3600 },
+      viaKey,
+    );
+    expect(stronger.statusCode).toBe(403);
+    expect(stronger.json()).toMatchObject({
+      code: 'API_KEY.SCOPE_EXCEEDS_CREATOR',
+      details: { scopes: ['vault:write'] },
+    });
+    const same = await call(
+      'POST',
+      '/api_key',
+      { name: 'same', scope_keys: ['vault:read'], expires_in: 3600 },
+      viaKey,
+    );
+    expect(same.statusCode).toBe(200);
+    expect(same.json()).toMatchObject({ user_id: c.userId, scope_keys: ['vault:read'] });
+  });
+
   it('treats auth:api_key as auth:manage when creating keys', async () => {
     const c = await creator([]);
     const res = await call(

@@ -547,16 +547,18 @@ export function createIdentityService(deps: IdentityDeps) {
     input: { name: string; description?: string | null; scope_keys: string[]; expires_in: number },
   ): Promise<ApiKey & { token: string }> {
     const scopeKeys = [...new Set(input.scope_keys.map(checkScopeKey))].sort();
-    // The creator's own current scopes (not the calling credential's): SPEC Authentication 8.
+    // The creator's own current scopes: SPEC Authentication 8. A key calling here is capped at its own
+    // effective scopes too (key ∩ creator), or a narrow key holding auth:manage could mint a stronger one.
     const creatorScopes = await scopesOfUser(principal.userId);
-    const exceeding = scopeKeys.filter((s) => !creatorScopes.has(s));
+    const viaKey = principal.authPath === 'api_key';
+    const exceeding = scopeKeys.filter((s) => !creatorScopes.has(s) || (viaKey && !principal.scopes.has(s)));
     if (exceeding.length) {
       throw new AppError(
         'API_KEY.SCOPE_EXCEEDS_CREATOR',
-        'An API key cannot hold scopes its creator does not hold',
-        {
-          scopes: exceeding,
-        },
+        viaKey
+          ? 'An API key cannot create a key with scopes the calling key does not hold'
+          : 'An API key cannot hold scopes its creator does not hold',
+        { scopes: exceeding },
       );
     }
     if (input.expires_in < MIN_API_KEY_LIFETIME_SECONDS) {

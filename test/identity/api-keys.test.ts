@@ -136,6 +136,35 @@ describe(`API keys (${dialectName})`, () => {
     expect(same.json()).toMatchObject({ user_id: c.userId, scope_keys: ['vault:read'] });
   });
 
+  it('bounds expires_in at 100 years (400 before any scope check); the longest key still works', async () => {
+    const c = await creator(['vault:read']);
+    for (const expires_in of [1e300, 3e11, 100 * 365 * 86_400 + 1]) {
+      for (const scope_keys of [['vault:read'], ['vault:write']]) {
+        const res = await call('POST', '/api_key', { name: 'long', scope_keys, expires_in }, c.headers);
+        expect(res.statusCode, `${expires_in} ${scope_keys}`).toBe(400);
+        expect(res.json().code).toBe('VALIDATION_ERROR');
+      }
+    }
+    // The CLI calls the service directly: it applies the same bound.
+    const identity = t.ctx.services.identity;
+    const viaService = identity.createApiKey(
+      { userId: c.userId, scopes: await identity.scopesOfUser(c.userId), authPath: 'password' },
+      { name: 'long', scope_keys: ['vault:write'], expires_in: 3e11 },
+    );
+    await expect(viaService).rejects.toMatchObject({ code: 'VALIDATION_ERROR' });
+
+    const longest = await call(
+      'POST',
+      '/api_key',
+      { name: 'longest', scope_keys: ['vault:read'], expires_in: 100 * 365 * 86_400 },
+      c.headers,
+    );
+    expect(longest.statusCode).toBe(200);
+    expect(longest.json().expires_at).toMatch(/^\d{4}-\d\d-\d\dT/);
+    const used = await call('GET', '/current_user', undefined, { 'x-api-key': longest.json().token });
+    expect(used.statusCode).toBe(200);
+  });
+
   it('treats auth:api_key as auth:manage when creating keys', async () => {
     const c = await creator([]);
     const res = await call(

@@ -104,12 +104,21 @@ export const ApiKey = Type.Object({
   created_at: Timestamp,
 });
 export const CreatedApiKey = Type.Object({ ...ApiKey.properties, token: Type.String() });
+/**
+ * API key lifetime bounds, seconds. The minimum is SPEC Limits; the maximum (100 years of 365 days)
+ * keeps `expires_at` a 4-digit-year ISO timestamp, which text comparison and `toISOString` need.
+ */
+export const API_KEY_LIFETIME_SECONDS = { min: 3600, max: 100 * 365 * 86_400 } as const;
 export const CreateApiKeyBody = Type.Object(
   {
     name: Type.String({ minLength: 1, maxLength: 200 }),
     description: Type.Optional(Nullable(Type.String({ maxLength: 2000 }))),
     scope_keys: Type.Array(ScopeKey, { maxItems: 200 }),
-    expires_in: Type.Integer({ minimum: 1 }),
+    expires_in: Type.Integer({
+      minimum: API_KEY_LIFETIME_SECONDS.min,
+      maximum: API_KEY_LIFETIME_SECONDS.max,
+      description: 'Lifetime in seconds: at least 3600, at most 3153600000 (100 years).',
+    }),
   },
   { additionalProperties: false },
 );

@@ -9,13 +9,13 @@ import { type Clock, iso } from '../../lib/clock.js';
 import { newId, randomBase62 } from '../../lib/ids.js';
 import type { EventPublisher } from '../events/publish.js';
 import { createPasswordHasher } from './passwords.js';
+import { API_KEY_LIFETIME_SECONDS } from './schemas.js';
 import { BUILTIN_ROLE_SCOPES, normaliseScopeKey, SCOPE_KEYS, SCOPES } from './scopes.js';
 import { type ApiKey, createIdentityStore, type Role, type User } from './store.js';
 import { type AccessClaims, createAccessTokens } from './tokens.js';
 
 export const USER_EVENT_SOURCE = '/api/v1/user';
 const API_KEY_PATTERN = /^svc_key_[0-9A-Za-z]{43}$/;
-const MIN_API_KEY_LIFETIME_SECONDS = 3600;
 
 export interface IdentityDeps {
   store: Store;
@@ -546,6 +546,16 @@ export function createIdentityService(deps: IdentityDeps) {
     principal: Principal,
     input: { name: string; description?: string | null; scope_keys: string[]; expires_in: number },
   ): Promise<ApiKey & { token: string }> {
+    // Checked first (the route's schema does too; the CLI comes straight here), so a bad lifetime is a
+    // 400 whatever the scopes. Past the maximum, expires_at would leave the 4-digit-year ISO form.
+    const { min, max } = API_KEY_LIFETIME_SECONDS;
+    if (!Number.isInteger(input.expires_in) || input.expires_in < min || input.expires_in > max) {
+      throw new AppError(
+        'VALIDATION_ERROR',
+        `expires_in must be a whole number of seconds from ${min} to ${max}`,
+        { field: 'expires_in' },
+      );
+    }
     const scopeKeys = [...new Set(input.scope_keys.map(checkScopeKey))].sort();
     // The creator's own current scopes: SPEC Authentication 8. A key calling here is capped at its own
     // effective scopes too (key ∩ creator), or a narrow key holding auth:manage could mint a stronger one.
@@ -559,15 +569,6 @@ export function createIdentityService(deps: IdentityDeps) {
           ? 'An API key cannot create a key with scopes the calling key does not hold'
           : 'An API key cannot hold scopes its creator does not hold',
         { scopes: exceeding },
-      );
-    }
-    if (input.expires_in < MIN_API_KEY_LIFETIME_SECONDS) {
-      throw new AppError(
-        'VALIDATION_ERROR',
-        `expires_in must be at least ${MIN_API_KEY_LIFETIME_SECONDS} seconds`,
-        {
-          field: 'expires_in',
-        },
       );
     }
     const token = `svc_key_${randomBase62(32, 43)}`;

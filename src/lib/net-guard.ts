@@ -6,8 +6,10 @@
  *   must be public, so a bad URL is refused with a clear 400 before it is stored.
  * - `guardedDispatcher` at send time: DNS can change between the check and the request (DNS
  *   rebinding), so the connection itself re-resolves through a lookup that refuses non-public
- *   addresses, and the address actually connected (`socket.remoteAddress`) is checked again before a
- *   byte is written. IP-literal hosts skip `lookup` in `net.connect`, which the second check covers.
+ *   addresses before any socket is opened. `net.connect` never calls `lookup` for an IP-literal
+ *   host, so the connector classifies a literal itself and refuses before the base connector runs.
+ *   The connected address (`socket.remoteAddress`) is checked once more as a backstop only: for
+ *   https it is known after the TLS handshake, too late to keep bytes from reaching the target.
  *
  * With `allowPrivate` (SVC_ALLOW_PRIVATE_NETWORKS=true, for tests and closed networks) any address and
  * plain http are allowed. Redirects are never followed by the dispatcher (no redirect interceptor).
@@ -220,6 +222,14 @@ export function guardedDispatcher(
     ...(opts.allowPrivate ? {} : { lookup: guardedLookup as never }),
   });
   const connect: buildConnector.connector = (options, callback) => {
+    if (!opts.allowPrivate) {
+      // An IP literal skips `lookup`; refuse it here, before a TCP (or TLS) handshake starts.
+      const host = options.hostname.replace(/^\[|\]$/g, '');
+      if (net.isIP(host)) {
+        const reason = classifyAddress(host);
+        if (reason !== null) return callback(refuse(host, host, reason), null);
+      }
+    }
     base(options, (err, socket) => {
       if (err || !socket) return callback(err ?? new Error('connect failed'), null);
       if (!opts.allowPrivate) {

@@ -28,6 +28,8 @@ export class Receiver {
   reply: Reply | ((req: Received) => Reply) = { status: 200, body: 'ok' };
   inFlight = 0;
   maxInFlight = 0;
+  /** TCP connections accepted (a refused target must not even get a handshake). */
+  connections = 0;
   private server: http.Server;
   private held: Array<(r: Reply) => void> = [];
   private sockets = new Set<import('node:net').Socket>();
@@ -67,6 +69,7 @@ export class Receiver {
       });
     });
     server.on('connection', (s) => {
+      this.connections++;
       this.sockets.add(s);
       s.on('close', () => this.sockets.delete(s));
     });

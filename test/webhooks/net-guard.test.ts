@@ -111,6 +111,7 @@ describe('guardedDispatcher checks the address actually connected', () => {
   let server: http.Server;
   let port = 0;
   let hits = 0;
+  let connections = 0;
   beforeAll(async () => {
     server = http.createServer((req, res) => {
       hits++;
@@ -120,6 +121,9 @@ describe('guardedDispatcher checks the address actually connected', () => {
         return;
       }
       res.end('ok');
+    });
+    server.on('connection', () => {
+      connections++;
     });
     await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
     port = (server.address() as AddressInfo).port;
@@ -140,12 +144,14 @@ describe('guardedDispatcher checks the address actually connected', () => {
     throw new Error(`expected ${url} to fail`);
   }
 
-  it('refuses an IP-literal loopback target at connect time, before any byte is sent', async () => {
-    const before = hits;
-    const err = await failure(`http://127.0.0.1:${port}/`);
-    expect(err).toBeInstanceOf(ForbiddenTargetError);
-    expect((err as ForbiddenTargetError).reason).toBe('loopback');
-    expect(hits).toBe(before);
+  it('refuses an IP-literal loopback target before a TCP connection is opened (http and https)', async () => {
+    const before = { hits, connections };
+    for (const url of [`http://127.0.0.1:${port}/`, `https://127.0.0.1:${port}/`, `https://[::1]:${port}/`]) {
+      const err = await failure(url);
+      expect(err).toBeInstanceOf(ForbiddenTargetError);
+      expect((err as ForbiddenTargetError).reason).toBe('loopback');
+    }
+    expect({ hits, connections }).toEqual(before);
   });
 
   it('refuses a hostname resolving to loopback (DNS-rebinding style) through the lookup', async () => {

@@ -1,5 +1,7 @@
+import dns, { type LookupAddress } from 'node:dns';
+import net, { type AddressInfo } from 'node:net';
 import { Webhook as StandardWebhook } from 'standardwebhooks';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { createWorker } from '../../src/app/runtime.js';
 import { standardWebhooksSecret } from '../../src/areas/webhooks/signing.js';
 import type { Worker } from '../../src/worker/worker.js';
@@ -210,18 +212,27 @@ describe(`webhook SSRF re-check at send time (${dialectName})`, () => {
         event_types: ['*'],
       });
       // What a rebinding DNS answer amounts to: the stored https URL now leads to a loopback address.
-      for (const url of [`https://127.0.0.1:${rx.port}/hook`, `https://localhost:${rx.port}/hook`]) {
+      // Each URL is sent on its own (the url is read when an attempt starts).
+      const urls = [`https://127.0.0.1:${rx.port}/hook`, `https://localhost:${rx.port}/hook`];
+      for (const url of urls) {
         await t.ctx.store.db.updateTable('webhook').set({ url }).where('id', '=', hook.id).execute();
         await dispatch(t, cloudEvent());
+        await t.ctx.services.webhooks.engine.deliverDue();
       }
-      await t.ctx.services.webhooks.engine.deliverDue();
       const list = await deliveries(t, who.headers, hook.id);
       expect(list).toHaveLength(2);
       for (const d of list) {
         expect(d).toMatchObject({ status: 'PENDING', attempts: 1, http_status: null });
         expect(d.error).toMatch(/forbidden target: .*loopback address/);
       }
+      const tried = await t.ctx.store.db
+        .selectFrom('webhook_delivery_attempt')
+        .select('url')
+        .where('webhook_id', '=', hook.id)
+        .execute();
+      expect(tried.map((a) => a.url).sort()).toEqual([...urls].sort());
       expect(rx.received).toHaveLength(0);
+      expect(rx.connections).toBe(0);
       // An http:// URL stored while private networks were allowed is refused too.
       await t.ctx.store.db
         .updateTable('webhook')
@@ -234,6 +245,107 @@ describe(`webhook SSRF re-check at send time (${dialectName})`, () => {
       expect(latest?.error).toMatch(/only https:\/\/ URLs are allowed/);
     } finally {
       await rx.close();
+      await t.close();
+    }
+  });
+
+  /** A plain TCP listener that counts connections and the bytes they carried (a TLS ClientHello is bytes). */
+  async function tcpListener() {
+    const seen = { connections: 0, bytes: 0 };
+    const sockets = new Set<net.Socket>();
+    const server = net.createServer((socket) => {
+      seen.connections++;
+      sockets.add(socket);
+      socket.on('data', (b) => {
+        seen.bytes += b.length;
+      });
+      socket.on('close', () => sockets.delete(socket));
+    });
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+    return {
+      seen,
+      port: (server.address() as AddressInfo).port,
+      async close() {
+        for (const s of sockets) s.destroy();
+        await new Promise((r) => server.close(r));
+      },
+    };
+  }
+
+  it('an https:// private IP literal is refused before any TCP connection is opened', async () => {
+    const t = await startTestApp({ env: { SVC_WEBHOOK_TIMEOUT_MS: '2000' } });
+    const listener = await tcpListener();
+    try {
+      expect(t.ctx.config.allowPrivateNetworks).toBe(false);
+      const who = await admin(t);
+      const hook = await createHook(t, who.headers, {
+        name: 'literal',
+        url: 'https://8.8.8.8/hook',
+        event_types: ['*'],
+      });
+      // Stored while private networks were allowed (or written behind the API's back): the send-time
+      // guard alone stands between the sender and the listening port.
+      for (const url of [
+        `https://127.0.0.1:${listener.port}/hook`,
+        `https://[::ffff:127.0.0.1]:${listener.port}/hook`,
+      ]) {
+        await t.ctx.store.db.updateTable('webhook').set({ url }).where('id', '=', hook.id).execute();
+        await dispatch(t, cloudEvent());
+        await t.ctx.services.webhooks.engine.deliverDue();
+      }
+      const list = await deliveries(t, who.headers, hook.id);
+      expect(list).toHaveLength(2);
+      for (const d of list) expect(d.error).toMatch(/^forbidden target: Target \S+ is an? /);
+      expect(listener.seen).toEqual({ connections: 0, bytes: 0 });
+    } finally {
+      await listener.close();
+      await t.close();
+    }
+  });
+
+  it('a host whose DNS answer turns private after create is refused at connect (DNS rebinding)', async () => {
+    const t = await startTestApp({ env: { SVC_WEBHOOK_TIMEOUT_MS: '2000' } });
+    const listener = await tcpListener();
+    const host = 'hooks.rebind.test';
+    const realLookup = dns.lookup;
+    const realPromisesLookup = dns.promises.lookup;
+    // At create: a public answer. At send: the attacker's DNS now answers loopback.
+    const createTime = vi
+      .spyOn(dns.promises, 'lookup')
+      .mockImplementation((async (name: string, options: never) =>
+        name === host
+          ? [{ address: '93.184.216.34', family: 4 }]
+          : realPromisesLookup(name, options)) as never);
+    const sendTime = vi.spyOn(dns, 'lookup').mockImplementation(((
+      name: string,
+      options: dns.LookupOptions,
+      callback: (err: NodeJS.ErrnoException | null, a: LookupAddress[] | string, f?: number) => void,
+    ) => {
+      if (name !== host) return realLookup(name, options, callback as never);
+      const answer = { address: '127.0.0.1', family: 4 };
+      if (options.all) return callback(null, [answer]);
+      return callback(null, answer.address, answer.family);
+    }) as never);
+    try {
+      const who = await admin(t);
+      const hook = await createHook(t, who.headers, {
+        name: 'rebind-dns',
+        url: `https://${host}:${listener.port}/hook`,
+        event_types: ['*'],
+      });
+      expect(createTime).toHaveBeenCalled();
+      await dispatch(t, cloudEvent());
+      await t.ctx.services.webhooks.engine.deliverDue();
+      const [d] = await deliveries(t, who.headers, hook.id);
+      expect(sendTime).toHaveBeenCalled();
+      expect(d).toMatchObject({ status: 'PENDING', attempts: 1, http_status: null });
+      expect(d?.error).toMatch(
+        /^forbidden target: Target 127\.0\.0\.1 is a loopback address \(host "hooks\.rebind\.test" resolves to 127\.0\.0\.1\)/,
+      );
+      expect(listener.seen).toEqual({ connections: 0, bytes: 0 });
+    } finally {
+      vi.restoreAllMocks();
+      await listener.close();
       await t.close();
     }
   });

@@ -112,11 +112,27 @@ describe(`config (${dialectName})`, () => {
     expect(ok(await r.get(`/config/questionnaire/${q.id}`)).questionnaire_id).toBe(q.id);
     ok(await a.post(`/questionnaire/${q.id}/archive`));
     expect((await r.get(`/config/questionnaire/${q.id}`)).status).toBe(404);
-    // A provider (questionnaire:read) follows the permission rules instead: not granted, not found.
-    const p = api(t, (await userWithRoles(t, ['provider'])).headers);
+  });
+
+  it('a provider without a grant reads a PUBLISHED config like a responder; other statuses need a grant', async () => {
+    const q = ok(await a.post('/questionnaire', { name: 'Provider view', config: { locale: 'fr' } }));
+    const p = await userWithRoles(t, ['provider']);
+    const pa = api(t, p.headers);
+    // Not granted: a DRAFT stays hidden (the permission rules apply to what is not published).
+    expect((await pa.get(`/config/questionnaire/${q.id}`)).status).toBe(404);
     ok(await a.post(`/questionnaire/${q.id}/publish`));
-    expect((await p.get(`/config/questionnaire/${q.id}`)).status).toBe(404);
-    expect(ok(await r.get(`/config/questionnaire/${q.id}`)).questionnaire_id).toBe(q.id);
+    // PUBLISHED: what a zero-scope responder may read, holding questionnaire:read takes nothing away.
+    expect(ok(await pa.get(`/config/questionnaire/${q.id}`))).toMatchObject({
+      questionnaire_id: q.id,
+      config: { locale: 'fr' },
+    });
+    ok(await a.post(`/questionnaire/${q.id}/archive`));
+    expect((await pa.get(`/config/questionnaire/${q.id}`)).status).toBe(404);
+    // With a grant, the provider sees it whatever its status.
+    ok(
+      await a.post('/questionnaire_permission', { questionnaire_id: q.id, user_id: p.userId, level: 'VIEW' }),
+    );
+    expect(ok(await pa.get(`/config/questionnaire/${q.id}`)).questionnaire_id).toBe(q.id);
   });
 
   it('/config/folder/{id} needs config:read', async () => {

@@ -85,8 +85,10 @@ export function createConfigService(deps: { config: Config; db: QuestionnaireSto
     },
 
     /**
-     * Open endpoint: a caller holding questionnaire:read gets any questionnaire it may see (permission
-     * rules apply); anyone else (a responder) only PUBLISHED ones. Others are 404.
+     * Open endpoint: any signed-in caller gets a PUBLISHED questionnaire (what responders answer, so a
+     * zero-scope responder may read it); a caller holding questionnaire:read also gets any other one
+     * it may see (permission rules apply). Everything else is 404. The PUBLISHED rule comes first: a
+     * provider without a grant on a published questionnaire must not see less than a responder.
      */
     async forQuestionnaire(
       principal: Principal,
@@ -97,10 +99,9 @@ export function createConfigService(deps: { config: Config; db: QuestionnaireSto
         questionnaire_id: id,
       });
       if (!q) throw missing;
-      if (principal.scopes.has('questionnaire:read')) {
+      if (q.status !== 'PUBLISHED') {
+        if (!principal.scopes.has('questionnaire:read')) throw missing;
         await access.requireQuestionnaire(await access.viewer(principal), q, 'VIEW');
-      } else if (q.status !== 'PUBLISHED') {
-        throw missing;
       }
       const base = fromChain(q.folder_id ? await db.folderChain(q.folder_id) : []);
       return {

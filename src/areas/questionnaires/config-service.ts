@@ -50,7 +50,11 @@ export function createConfigService(deps: { config: Config; db: QuestionnaireSto
   }
 
   return {
-    /** What a client app needs to know before it signs anyone in or renders a questionnaire. No secrets. */
+    /**
+     * What a client app needs once signed in, before it renders a questionnaire. No secrets. The
+     * route is authenticated (SPEC "Open endpoints": bearer authentication, no scope): 401 without
+     * credentials, so a client cannot read it before sign-in.
+     */
     app() {
       return {
         version: VERSION,

@@ -149,10 +149,19 @@ export function buildPlan(
   };
 }
 
+/**
+ * How many (subscription, graph version) plans one engine keeps. Every active subscription that
+ * events route to needs its plan on each run, so the bound must exceed the number of active
+ * subscriptions: below it the LRU thrashes (events spread over more subscriptions than it holds make
+ * nearly every lookup a miss) and each event pays a graph load and a recompile. A compiled 5-node
+ * plan takes about 9 KB of heap, so 4096 plans cost some 35 MB at most, well inside a worker's budget.
+ */
+export const PLAN_CACHE_SIZE = 4096;
+
 /** A bounded LRU of plans keyed by `<subscription id>:<graph version>`. */
 export class PlanCache {
   private readonly map = new Map<string, Promise<Plan>>();
-  constructor(private readonly max = 256) {}
+  constructor(private readonly max = PLAN_CACHE_SIZE) {}
 
   get(subscriptionId: string, version: number, load: () => Promise<Plan>): Promise<Plan> {
     const key = `${subscriptionId}:${version}`;

@@ -48,36 +48,43 @@ export function createIdentityService(deps: IdentityDeps) {
   const now = () => iso(clock.now());
 
   // ---- scope cache
-  let cacheVersion = -1;
-  let persistedByRole = new Map<string, Set<string>>();
-  const userScopes = new Map<string, ReadonlySet<string>>();
+  /**
+   * One generation per authz version: the persisted role-scope entries and the users' scope sets
+   * computed from them. A generation is replaced whole, and only by a higher version, so a request
+   * that authenticated at an older version and finishes late never sets the cache back.
+   */
+  interface ScopeGeneration {
+    version: number;
+    persistedByRole: Map<string, Set<string>>;
+    users: Map<string, ReadonlySet<string>>;
+  }
+  let cache: ScopeGeneration = { version: -1, persistedByRole: new Map(), users: new Map() };
 
   async function scopesOfUserAt(userId: string, version: number): Promise<ReadonlySet<string>> {
-    if (version !== cacheVersion) {
-      const entries = await st.allActiveScopeEntries();
-      persistedByRole = new Map();
-      for (const e of entries) {
+    let gen = cache;
+    if (version > gen.version) {
+      const persistedByRole = new Map<string, Set<string>>();
+      for (const e of await st.allActiveScopeEntries()) {
         const set = persistedByRole.get(e.role_id) ?? new Set<string>();
         set.add(e.scope_key);
         persistedByRole.set(e.role_id, set);
       }
-      userScopes.clear();
-      cacheVersion = version;
+      gen = { version, persistedByRole, users: new Map() };
+      if (version > cache.version) cache = gen;
     }
-    const cached = userScopes.get(userId);
+    // (An older version than the cache's uses the newer generation: its entries are at least as fresh.)
+    const cached = gen.users.get(userId);
     if (cached) return cached;
     const roles = await st.rolesOfUser(userId);
     const scopes = new Set<string>();
-    for (const role of roles)
-      for (const s of roleScopes(role.id, role.key, Boolean(role.is_builtin))) scopes.add(s);
-    userScopes.set(userId, scopes);
+    for (const role of roles) {
+      for (const s of role.is_builtin ? (BUILTIN_ROLE_SCOPES[role.key] ?? []) : []) scopes.add(s);
+      for (const s of gen.persistedByRole.get(role.id) ?? []) scopes.add(s);
+    }
+    // Kept only if no newer version arrived during the await: roles read before a bump (say, of a
+    // role since removed) must not be served under the newer version until the next bump.
+    if (cache === gen) gen.users.set(userId, scopes);
     return scopes;
-  }
-
-  function roleScopes(roleId: string, key: string, builtin: boolean): Set<string> {
-    const out = new Set<string>(builtin ? (BUILTIN_ROLE_SCOPES[key] ?? []) : []);
-    for (const s of persistedByRole.get(roleId) ?? []) out.add(s);
-    return out;
   }
 
   async function currentVersion(): Promise<number> {

@@ -1,0 +1,107 @@
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { startTestApp, type TestApp } from '../helpers/app.js';
+import { admin, principal, type TestPrincipal } from '../helpers/auth.js';
+import { dialectName } from '../helpers/store.js';
+
+/**
+ * Interleaving two requests deterministically: the real identity store, with a pause inserted after
+ * chosen queries have run (their result is held until the test releases it), and a count of the
+ * queries that reload the role-scope entries.
+ */
+const hooks = vi.hoisted(() => ({
+  holdRolesOf: undefined as string | undefined,
+  holdCredentialsOf: undefined as string | undefined,
+  entryLoads: 0,
+  held: [] as Array<() => void>,
+}));
+function hold(): Promise<void> {
+  return new Promise((resolve) => hooks.held.push(resolve));
+}
+function releaseAll() {
+  for (const resolve of hooks.held.splice(0)) resolve();
+}
+async function untilHeld() {
+  await vi.waitFor(() => expect(hooks.held).toHaveLength(1));
+}
+
+vi.mock('../../src/areas/identity/store.js', async (importOriginal) => {
+  const original = await importOriginal<typeof import('../../src/areas/identity/store.js')>();
+  return {
+    ...original,
+    createIdentityStore(store: Parameters<typeof original.createIdentityStore>[0]) {
+      const st = original.createIdentityStore(store);
+      return {
+        ...st,
+        async rolesOfUser(userId: string) {
+          const roles = await st.rolesOfUser(userId);
+          if (hooks.holdRolesOf === userId) {
+            hooks.holdRolesOf = undefined;
+            await hold();
+          }
+          return roles;
+        },
+        async userCredentialState(userId: string, sessionId: string | undefined) {
+          const row = await st.userCredentialState(userId, sessionId);
+          if (hooks.holdCredentialsOf === userId) {
+            hooks.holdCredentialsOf = undefined;
+            await hold();
+          }
+          return row;
+        },
+        async allActiveScopeEntries() {
+          hooks.entryLoads++;
+          return st.allActiveScopeEntries();
+        },
+      };
+    },
+  };
+});
+
+describe(`scope cache under concurrent requests (${dialectName})`, () => {
+  let t: TestApp;
+  let root: TestPrincipal;
+  beforeAll(async () => {
+    t = await startTestApp();
+    root = await admin(t);
+  });
+  afterAll(() => t.close());
+
+  const get = (url: string, headers: Record<string, string>) =>
+    t.app.inject({ method: 'GET', url: `/api/v1${url}`, headers });
+  const scopesOf = async (p: TestPrincipal) => (await get('/current_user', p.headers)).json().scopes;
+
+  it('roles read before a bump are not cached under the newer version', async () => {
+    const p = await principal(t, ['vault:read']);
+    const assignment = (await get(`/user_role?user_id=${p.userId}`, root.headers)).json().user_roles[0];
+    // Request A reads the user's roles (still holding the role) and pauses before using them.
+    hooks.holdRolesOf = p.userId;
+    const a = get('/vault_entry', p.headers);
+    await untilHeld();
+    // Meanwhile the role is removed (version bump) and another request moves the cache to the new version.
+    await t.ctx.services.identity.unassignRole('test', assignment.id);
+    expect((await get('/user', root.headers)).statusCode).toBe(200);
+    releaseAll();
+    expect((await a).statusCode).toBe(200); // authenticated before the change: allowed
+    // A must not have left its stale scopes in the cache: the removed role no longer works.
+    expect(await scopesOf(p)).toEqual([]);
+    expect((await get('/vault_entry', p.headers)).statusCode).toBe(403);
+  });
+
+  it('a request authenticated at an older version never sets the cache back', async () => {
+    const p = await principal(t, ['vault:read']);
+    expect(await scopesOf(p)).toEqual(['vault:read']);
+    // Request A reads its credentials and the authz version, then pauses.
+    hooks.holdCredentialsOf = p.userId;
+    const a = get('/current_user', p.headers);
+    await untilHeld();
+    await t.ctx.services.identity.createRole('test', { key: 'bump_only', name: 'bump' });
+    expect((await get('/user', root.headers)).statusCode).toBe(200); // cache now at the newer version
+    const loads = hooks.entryLoads;
+    releaseAll();
+    expect((await a).json().scopes).toEqual(['vault:read']);
+    expect((await get('/user', root.headers)).statusCode).toBe(200);
+    expect(await scopesOf(p)).toEqual(['vault:read']);
+    // Neither the late request nor the ones after it had to reload: the cache stayed at the newer version.
+    expect(hooks.entryLoads).toBe(loads);
+  });
+});

@@ -1,3 +1,4 @@
+import { createHmac } from 'node:crypto';
 import dns, { type LookupAddress } from 'node:dns';
 import net, { type AddressInfo } from 'node:net';
 import { Webhook as StandardWebhook } from 'standardwebhooks';
@@ -189,6 +190,67 @@ describe(`webhook pipeline (${dialectName})`, () => {
       untouched.every((r) => r.attempts === 0 && r.total_attempts === 0 && r.locked_until === null),
     ).toBe(true);
     expect(rx.received).toHaveLength(128);
+  });
+
+  it('rotate_secret and a url change apply to deliveries already claimed and waiting in memory', async () => {
+    const rx2 = await receiver();
+    try {
+      const hooks = [];
+      for (let i = 0; i < 5; i++) {
+        hooks.push(await createHook(t, who.headers, { name: `buf${i}`, url: rx.url, event_types: ['*'] }));
+      }
+      for (let i = 0; i < 40; i++) await dispatch(t, cloudEvent());
+      rx.reply = 'hold';
+      const engine = t.ctx.services.webhooks.engine;
+      await engine.job.run();
+      // 5 webhooks x 32 claimed (the per-webhook cap): 128 sent (the pool), 32 waiting in memory.
+      await eventually(async () => rx.heldCount() === 128);
+      const claimed = await t.ctx.store.db
+        .selectFrom('webhook_delivery')
+        .select('id')
+        .where('locked_by', 'is not', null)
+        .execute();
+      expect(claimed).toHaveLength(160);
+      const secrets = new Map<string, string>();
+      for (const h of hooks) {
+        const res = await t.app.inject({
+          method: 'POST',
+          url: `/api/v1/webhook/${h.id}/rotate_secret`,
+          headers: who.headers,
+        });
+        secrets.set(h.id, res.json().secret);
+      }
+      const moved = hooks[0] as (typeof hooks)[number];
+      const patched = await t.app.inject({
+        method: 'PATCH',
+        url: `/api/v1/webhook/${moved.id}`,
+        headers: who.headers,
+        payload: { url: rx2.url },
+      });
+      expect(patched.statusCode).toBe(200);
+      const cut = rx.received.length;
+      rx.reply = { status: 200 };
+      rx.release({ status: 200 });
+      await engine.deliverDue();
+      const later = [...rx.received.slice(cut), ...rx2.received];
+      expect(later).toHaveLength(200 - 128);
+      // The 32 buffered ones are among them: every later attempt is signed with the new secret only.
+      for (const r of later) {
+        const h = r.headers as Record<string, string>;
+        const hook = hooks.find((x) => x.id === h['x-webhook-id']) as (typeof hooks)[number];
+        const fresh = secrets.get(hook.id) as string;
+        expect(new StandardWebhook(standardWebhooksSecret(fresh)).verify(r.body, h)).toBeTruthy();
+        expect(() => new StandardWebhook(standardWebhooksSecret(hook.secret)).verify(r.body, h)).toThrow();
+        const expected = createHmac('sha256', fresh).update(`${h['x-timestamp']}.${r.body}`).digest('hex');
+        expect(h['x-signature']).toBe(`sha256=${expected}`);
+      }
+      // Every later attempt of the moved webhook went to its new url.
+      expect(rx.received.slice(cut).filter((r) => r.headers['x-webhook-id'] === moved.id)).toHaveLength(0);
+      expect(rx2.received.length).toBeGreaterThan(0);
+      expect(rx2.received.every((r) => r.headers['x-webhook-id'] === moved.id)).toBe(true);
+    } finally {
+      await rx2.close();
+    }
   });
 
   it('the job is woken right after new deliveries are created (no waiting for the interval)', async () => {

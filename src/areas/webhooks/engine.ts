@@ -101,7 +101,9 @@ export function createDeliveryEngine(opts: EngineOptions): DeliveryEngine {
   let closed = false;
   let inflight = 0;
   /** Claimed, not started yet, oldest first. */
-  const ready: Array<{ row: db.DeliveryRow; target: db.SendingInfo | undefined; claimedAt: number }> = [];
+  const ready: Array<{ row: db.DeliveryRow; claimedAt: number }> = [];
+  /** A batch taken from `ready` is reading its webhooks' url and secret (its slots are reserved). */
+  let starting = false;
   /** Buffered plus in flight, per webhook: the per-webhook cap counts both. */
   const perWebhook = new Map<string, number>();
   const queue: Outcome[] = [];
@@ -339,8 +341,11 @@ export function createDeliveryEngine(opts: EngineOptions): DeliveryEngine {
 
   /** Starts buffered deliveries while the pool has free slots. */
   function pump() {
+    // The batch in progress pumps again when it has started (slots freed meanwhile join the next one).
+    if (starting) return;
     const stale: db.DeliveryRow[] = [];
-    while (!closed && inflight < globalCap && ready.length > 0) {
+    const batch: db.DeliveryRow[] = [];
+    while (!closed && inflight + batch.length < globalCap && ready.length > 0) {
       const next = ready.shift() as (typeof ready)[number];
       // Never start an attempt its lease might not cover (only after an unusually long wait).
       if (performance.now() - next.claimedAt > maxBufferWaitMs) {
@@ -348,9 +353,42 @@ export function createDeliveryEngine(opts: EngineOptions): DeliveryEngine {
         release(next.row.webhook_id);
         continue;
       }
-      const { row, target } = next;
-      inflight++;
-      attempt(row, target)
+      batch.push(next.row);
+    }
+    if (stale.length > 0) void giveBack(stale);
+    if (batch.length === 0) return;
+    inflight += batch.length;
+    starting = true;
+    void startBatch(batch);
+  }
+
+  /**
+   * Reads url, secret and body for a batch about to start, then starts it. The read is made here,
+   * not at claim time: a claimed delivery can wait in `ready`, and a rotate_secret or url change
+   * made meanwhile (in any process) must apply to it (docs/webhooks.md). One query per batch, not
+   * per delivery; under load a batch gathers every slot freed while the previous read ran.
+   */
+  async function startBatch(batch: db.DeliveryRow[]): Promise<void> {
+    let targets: Map<string, db.SendingInfo> | undefined;
+    try {
+      targets = await db.sendingInfo(
+        store.db,
+        batch.map((r) => r.id),
+      );
+    } catch (err) {
+      log.error({ err, count: batch.length }, 'reading webhooks for sending failed; deliveries handed back');
+    }
+    starting = false;
+    if (closed || !targets) {
+      for (const row of batch) release(row.webhook_id);
+      await giveBack(batch);
+      inflight -= batch.length;
+      notifySettled();
+      if (!closed) opts.wake();
+      return;
+    }
+    for (const row of batch) {
+      attempt(row, targets.get(row.id))
         .catch((err) => log.error({ err, delivery_id: row.id }, 'webhook attempt crashed'))
         .finally(() => {
           inflight--;
@@ -360,7 +398,7 @@ export function createDeliveryEngine(opts: EngineOptions): DeliveryEngine {
           if (!closed) opts.wake();
         });
     }
-    if (stale.length > 0) void giveBack(stale);
+    pump();
   }
 
   /** Hands claimed deliveries that were never sent back to the store, uncounted. */
@@ -414,16 +452,11 @@ export function createDeliveryEngine(opts: EngineOptions): DeliveryEngine {
         inFlight: perWebhook,
         dialect: store.dialect,
       });
-      // Read once per batch, after the claim: a rotated secret or changed url applies at once.
-      const sending = await db.sendingInfo(
-        store.db,
-        claimed.map((r) => r.id),
-      );
       lastClaimShort = claimed.length < asked;
       const claimedAt = performance.now();
       for (const row of claimed) {
         perWebhook.set(row.webhook_id, (perWebhook.get(row.webhook_id) ?? 0) + 1);
-        ready.push({ row, target: sending.get(row.id), claimedAt });
+        ready.push({ row, claimedAt });
       }
       if (closed) {
         const unsent = ready.splice(0);

@@ -108,7 +108,10 @@ export interface SendingInfo {
   payload: string;
 }
 
-/** What an attempt needs besides the delivery row: its webhook's url and secret, and the body. */
+/**
+ * What an attempt needs besides the delivery row: its webhook's url and secret and the body. Read
+ * when attempts start, not when they are claimed, so a rotated secret or changed url applies at once.
+ */
 export async function sendingInfo(db: Db, deliveryIds: readonly string[]): Promise<Map<string, SendingInfo>> {
   const out = new Map<string, SendingInfo>();
   for (let i = 0; i < deliveryIds.length; i += 500) {

@@ -266,6 +266,39 @@ describe(`workflow execution rules (${dialectName})`, () => {
       const { run, nodes } = await onlyRun(a, wf.id);
       expect(run.status).toBe('failed');
       expect(nodes.d.error).toBe('until_template: event.data.nope has no value');
+      // Input is still {delay_ms: <number>} (SPEC): nothing was scheduled, so 0; the template is kept.
+      expect(nodes.d.input).toEqual({ delay_ms: 0, until_template: '{{ event.data.nope }}' });
+    });
+
+    it('DELAY input delay_ms is always the number of milliseconds scheduled (0 for a past timestamp)', async () => {
+      const wf = await workflow(a, {
+        nodes: [
+          { key: 'past', type: 'DELAY', config: { until_template: '{{ event.data.at - 1h }}' } },
+          {
+            key: 'both',
+            type: 'DELAY',
+            config: { delay_ms: 1000, until_template: '{{ now + 90s }}' },
+          },
+        ],
+        edges: [{ from_node_id: 'past', to_node_id: 'both' }],
+      });
+      const start = clock.now().getTime();
+      await publish(t, { at: new Date(start).toISOString() });
+      await settle(t);
+      const { nodes } = await onlyRun(a, wf.id);
+      expect(nodes.past).toMatchObject({
+        status: 'completed',
+        // A time in the past completes at once: it ends when it was reached.
+        input: { delay_ms: 0, until: new Date(start).toISOString() },
+      });
+      // With both, the later end wins, and delay_ms says how long that is from scheduling.
+      expect(nodes.both).toMatchObject({
+        status: 'running',
+        input: { delay_ms: 90_000, until: new Date(start + 90_000).toISOString() },
+      });
+      for (const n of Object.values(nodes)) expect(typeof n.input.delay_ms).toBe('number');
+      clock.advance(90_000);
+      await settle(t);
     });
 
     it('SWITCH does nothing itself: its outgoing edge conditions route', async () => {

@@ -431,12 +431,17 @@ export class RunMachine {
         // With both delay_ms and until_template, the DELAY ends at the later of the two.
         untilMs = Math.max(untilMs, renderTemplate(node.template, this.context, now).at.getTime());
       } catch (err) {
-        st.input = { delay_ms: delayMs ?? null, until_template: node.config?.until_template };
+        // SPEC run-node input for DELAY is {delay_ms: <number>}: nothing was scheduled, so 0, with
+        // the template that failed (additive) so the input shows what could not be rendered.
+        st.input = { delay_ms: 0, until_template: node.config?.until_template };
         this.attemptFailed(node, st, `until_template: ${describeThrown(err)}`, now);
         return;
       }
     }
     const until = new Date(untilMs).toISOString();
+    // delay_ms is what this DELAY waits, computed when it is scheduled: the configured delay_ms, or
+    // the time left until the rendered timestamp (0 if it is past), whichever is later. `until` is
+    // additive: the instant it ends.
     const wait = Math.max(0, untilMs - nowMs);
     st.input = { delay_ms: wait, until };
     if (this.simulate) {

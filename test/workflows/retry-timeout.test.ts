@@ -175,6 +175,40 @@ describe(`retry_policy and timeout_ms (${dialectName})`, () => {
     expect(pluginCalls().filter((c) => c.action === 'slow' && c.input.ms === 4_000)).toHaveLength(2);
   });
 
+  it('a DELAY whose until_template fails is retried (rendered again), not completed when the backoff ends', async () => {
+    const wf = await workflow(a, {
+      nodes: [
+        {
+          key: 'd',
+          type: 'DELAY',
+          config: { until_template: '{{ event.data.nope }}' },
+          retry_policy: { max_attempts: 2, backoff: 'fixed', base_seconds: 5 },
+        },
+      ],
+    });
+    const start = clock.now().getTime();
+    await publish(t, {});
+    await settle(t);
+    let { run, nodes } = await onlyRun(a, wf.id);
+    expect(nodes.d).toMatchObject({
+      status: 'running',
+      attempts: 1,
+      resume_at: at(start + 5_000),
+      error: 'until_template: event.data.nope has no value',
+    });
+    clock.advance(5_000);
+    await settle(t);
+    ({ run, nodes } = await onlyRun(a, wf.id));
+    expect(run.status).toBe('failed');
+    expect(nodes.d).toMatchObject({
+      status: 'failed',
+      attempts: 2,
+      output: null,
+      error: 'until_template: event.data.nope has no value',
+      input: { delay_ms: 0, until_template: '{{ event.data.nope }}' },
+    });
+  });
+
   it('no run is left running after its last node ended', async () => {
     const rows = await t.ctx.store.db
       .selectFrom('workflow_run')

@@ -175,6 +175,12 @@ export class RunMachine {
         if (st.resume_at !== null) {
           if (st.resume_at > nowIso) return { kind: 'wait', until: st.resume_at };
           if (node.type === 'DELAY') {
+            // A wait that ended completes the DELAY; a retry of a failed until_template (the last
+            // attempt's error is kept while waiting) renders it again.
+            if (st.error !== null) {
+              this.startDelay(node, st, now);
+              continue;
+            }
             const input = (st.input ?? {}) as { delay_ms?: number; until?: string };
             this.complete(st, { until: st.resume_at, delay_ms: input.delay_ms ?? 0 }, nowIso);
             continue;
@@ -444,6 +450,8 @@ export class RunMachine {
     // additive: the instant it ends.
     const wait = Math.max(0, untilMs - nowMs);
     st.input = { delay_ms: wait, until };
+    // Rendered: an earlier attempt's error no longer applies (and marks the wait as a delay, not a retry).
+    st.error = null;
     if (this.simulate) {
       this.complete(st, { simulated: true, skipped_delay: true, until, delay_ms: wait }, now.toISOString());
       return;

@@ -416,13 +416,24 @@ export function createWorkflowEngine(deps: EngineDeps) {
         machines.push(new RunMachine(plan, JSON.parse(row.trigger_event) as CloudEvent, run, states));
       } catch (err) {
         const at = iso(clock.now());
-        const failed = {
-          ...run,
-          status: 'failed' as const,
-          error: `graph version ${row.graph_version} could not be loaded: ${describeThrown(err)}`,
-          completed_at: at,
-        };
-        await writeRun({ run: failed, lease: { wake_at: null, locked_by: null }, nodes: [], at });
+        const error = `graph version ${row.graph_version} could not be loaded: ${describeThrown(err)}`;
+        const failed = { ...run, status: 'failed' as const, error, completed_at: at };
+        // Never a running node under a finished run: a node in flight or waiting (a DELAY, a retry)
+        // fails with the run's reason, in the run's own write (running -> failed is its only way to
+        // end without executing). Pending nodes stay pending, as after any run failure: they were
+        // never reached, and the skip rule (all incoming conditions false) does not apply to them.
+        const closed = (byRun.get(row.id) ?? [])
+          .filter((s) => s.status === 'running')
+          .map(
+            (s): NodeState => ({
+              ...s,
+              status: 'failed',
+              error: `run failed: ${error}`,
+              completed_at: at,
+              resume_at: null,
+            }),
+          );
+        await writeRun({ run: failed, lease: { wake_at: null, locked_by: null }, nodes: closed, at });
         log.error({ run_id: row.id, err }, 'workflow engine: run failed, its graph could not be loaded');
       }
     }

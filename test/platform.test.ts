@@ -1,6 +1,7 @@
 import SwaggerParser from '@apidevtools/swagger-parser';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestApp, type TestApp } from './helpers/app.js';
+import { admin } from './helpers/auth.js';
 import { dialectName } from './helpers/store.js';
 
 describe(`platform foundation (${dialectName})`, () => {
@@ -67,6 +68,29 @@ describe(`platform foundation (${dialectName})`, () => {
       payload: '{"email":"a\\\\u0000b@example.test","password":"x"}',
     });
     expect(literal.statusCode).toBe(401);
+  });
+
+  it('bounds list offsets at 10^9: a larger one is 400 on every list, never a 500 from the store', async () => {
+    const root = await admin(t);
+    const get = (url: string) => t.app.inject({ method: 'GET', url, headers: root.headers });
+    const huge = await get('/api/v1/user?offset=100000000000000000000');
+    expect(huge.statusCode).toBe(400);
+    expect(huge.json()).toMatchObject({ code: 'VALIDATION_ERROR', details: { field: 'offset' } });
+    expect((await get('/api/v1/user?offset=1000000001')).statusCode).toBe(400);
+    const last = await get('/api/v1/user?offset=1000000000');
+    expect(last.statusCode).toBe(200);
+    expect(last.json()).toMatchObject({ users: [], offset: 1_000_000_000, has_previous: true });
+    const lists = t.routes.filter(
+      (r) => r.method === 'GET' && !r.url.includes(':') && r.access.kind !== 'public',
+    );
+    expect(lists.length).toBeGreaterThan(10);
+    const refused: string[] = [];
+    for (const r of lists) {
+      const res = await get(`${r.url}?offset=100000000000000000000`);
+      expect(res.statusCode, r.url).toBeLessThan(500);
+      if (res.statusCode === 400) refused.push(r.url);
+    }
+    expect(refused).toEqual(expect.arrayContaining(['/api/v1/user', '/api/v1/api_key', '/api/v1/role']));
   });
 
   it('echoes a request id, or makes one', async () => {

@@ -27,8 +27,16 @@ export const AuditFields = {
 };
 
 /**
- * Query of a list endpoint: limit/offset (CONTRACTS §2: 1..250, default 25), sorting over `sortable`
- * (an unknown column is a 400 naming the allowed values), plus the endpoint's own filters.
+ * Largest `offset` a list accepts. Unbounded, a value past 2^63 reached the store as a float
+ * (SQLite: SQLITE_MISMATCH; PostgreSQL: bigint out of range) and answered 500; 10^9 is far beyond any
+ * real page and fits every store's integer.
+ */
+export const MAX_OFFSET = 1_000_000_000;
+
+/**
+ * Query of a list endpoint: limit/offset (CONTRACTS §2: limit 1..250, default 25; offset 0..MAX_OFFSET),
+ * sorting over `sortable` (an unknown column is a 400 naming the allowed values), plus the endpoint's
+ * own filters.
  */
 export function ListQuery<P extends TProperties>(
   sortable: readonly string[],
@@ -38,7 +46,7 @@ export function ListQuery<P extends TProperties>(
   return Type.Object(
     {
       limit: Type.Integer({ minimum: 1, maximum: 250, default: 25 }),
-      offset: Type.Integer({ minimum: 0, default: 0 }),
+      offset: Type.Integer({ minimum: 0, maximum: MAX_OFFSET, default: 0 }),
       sort_by: Type.Union(
         sortable.map((s) => Type.Literal(s)),
         { default: defaults.sortBy },

@@ -353,8 +353,13 @@ describe(`webhook delivery (${dialectName})`, () => {
     const id = d?.id as string;
     await engine().job.run();
     await waitFor(() => rx.heldCount() === 1);
-    // Past the lease (3 x timeout + 5 s): the next step reaps it and claims the delivery again.
+    // Past the lease (3 x timeout + 5 s): the next step reaps it; the interrupted attempt 1 counts
+    // as failed, so the delivery is claimed again once its backoff (30 s) has passed, not before.
     clock.advance(3 * 400 + 5_000 + 1_000);
+    await engine().job.run();
+    await until(async () => (await delivery(t, who.headers, hook.id, id)).attempts_log.length === 1);
+    expect(rx.heldCount()).toBe(1);
+    clock.advance(30 * S);
     // (A step may wait up to 20 ms to gather a claim batch while an attempt is in flight.)
     await until(async () => {
       await engine().job.run();
@@ -373,6 +378,60 @@ describe(`webhook delivery (${dialectName})`, () => {
       ]),
     );
     expect(t.logText()).toContain('finished after its lease expired');
+  });
+
+  it('an interrupted attempt k waits base x 2^(k-1) like any failed attempt (CONTRACTS §7)', async () => {
+    const hook = await createHook(t, who.headers, { name: 'reap', url: rx.url, event_types: ['*'] });
+    for (let i = 0; i < 4; i++) {
+      clock.advance(1);
+      await dispatch(t, cloudEvent());
+    }
+    const ids = (
+      await t.ctx.store.db
+        .selectFrom('webhook_delivery')
+        .select('id')
+        .where('webhook_id', '=', hook.id)
+        .orderBy('created_at')
+        .execute()
+    ).map((r) => r.id);
+    // Delivery k had its attempt k claimed by a worker that died (kill -9): counted, lease left behind.
+    const leaseMs = 3 * 400 + 5_000;
+    const claimedAt = clock.now();
+    for (const [i, id] of ids.entries()) {
+      await t.ctx.store.db
+        .updateTable('webhook_delivery')
+        .set({
+          attempts: i + 1,
+          total_attempts: i + 1,
+          locked_by: 'dead-worker:1',
+          locked_at: claimedAt.toISOString(),
+          locked_until: new Date(claimedAt.getTime() + leaseMs).toISOString(),
+        })
+        .where('id', '=', id)
+        .execute();
+    }
+    clock.advance(leaseMs + S);
+    const reapedAt = clock.now().getTime();
+    await engine().deliverDue();
+    // Reaped, and none sent: each waits the backoff of its interrupted attempt.
+    expect(rx.received).toHaveLength(0);
+    for (const [i, id] of ids.entries()) {
+      const d = await delivery(t, who.headers, hook.id, id);
+      expect(d).toMatchObject({ status: 'PENDING', attempts: i + 1 });
+      expect(d.next_attempt_at).toBe(new Date(reapedAt + 30 * S * 2 ** i).toISOString());
+      expect(d.error).toMatch(/^interrupted: /);
+      expect(d.attempts_log.map((a) => [a.attempt, a.outcome])).toEqual([[i + 1, 'INTERRUPTED']]);
+    }
+    // Due when its backoff has passed and not a millisecond before.
+    clock.advance(30 * S - 1);
+    await engine().deliverDue();
+    expect(rx.received).toHaveLength(0);
+    clock.advance(1);
+    await engine().deliverDue();
+    expect(rx.received.map((r) => r.headers['webhook-id'])).toEqual([ids[0]]);
+    clock.advance(30 * S);
+    await engine().deliverDue();
+    expect(rx.received.map((r) => r.headers['webhook-id'])).toEqual([ids[0], ids[1]]);
   });
 
   it('when the interrupted attempt was the 5th, the delivery ends FAILED', async () => {

@@ -287,13 +287,32 @@ export function createDeliveryEngine(opts: EngineOptions): DeliveryEngine {
 
   /**
    * Leases whose holder died mid-attempt: the attempt is logged as INTERRUPTED (it counted when it
-   * was claimed) and the delivery is claimable again, or FAILED when that was its last attempt.
+   * was claimed) and, like any failed attempt k, makes the delivery wait base x 2^(k-1) before the
+   * next one (CONTRACTS §7), or FAILED when that was its last attempt.
    */
-  async function reapDeadLeases(nowIso: string): Promise<void> {
-    const { reaped, exhausted } = await store.transaction(async (tx) => {
+  async function reapDeadLeases(now: Date): Promise<void> {
+    const nowIso = iso(now);
+    const { reaped, exhausted, earliest } = await store.transaction(async (tx) => {
       const reaped = await db.reapExpiredLeases(tx.db, nowIso, 1000);
-      if (reaped.length === 0) return { reaped, exhausted: [] };
-      const lastChance = reaped.filter((r) => r.attempts >= r.max_attempts).map((r) => r.id);
+      if (reaped.length === 0) return { reaped, exhausted: [], earliest: undefined };
+      const lastChance: string[] = [];
+      const retries = new Map<string, string[]>();
+      let earliest: Date | undefined;
+      for (const r of reaped) {
+        // attempts 0: a manual retry reset the delivery after the claim; it stays due as the reset left it.
+        if (r.attempts === 0) continue;
+        const next = afterAttemptFailure(r.attempts, r.max_attempts, opts.backoffBaseSeconds, now);
+        if (next.status === 'FAILED') {
+          lastChance.push(r.id);
+          continue;
+        }
+        const at = iso(next.next_attempt_at);
+        const ids = retries.get(at);
+        if (ids) ids.push(r.id);
+        else retries.set(at, [r.id]);
+        if (!earliest || next.next_attempt_at < earliest) earliest = next.next_attempt_at;
+      }
+      await db.deferInterrupted(tx.db, retries, nowIso, INTERRUPTED);
       const exhausted = await db.failExhausted(tx.db, lastChance, nowIso, INTERRUPTED);
       const urls = new Map(
         (await db.webhooksForSending(tx.db, [...new Set(reaped.map((r) => r.webhook_id))])).map((h) => [
@@ -320,8 +339,9 @@ export function createDeliveryEngine(opts: EngineOptions): DeliveryEngine {
           signed_at: null,
         })),
       );
-      return { reaped, exhausted };
+      return { reaped, exhausted, earliest };
     });
+    if (earliest) scheduleRetryWake(earliest);
     if (reaped.length > 0) {
       log.warn(
         { count: reaped.length },
@@ -440,7 +460,7 @@ export function createDeliveryEngine(opts: EngineOptions): DeliveryEngine {
       // Dead leases are looked for at most once a second: they only appear after a crash.
       if (now.getTime() - lastReap >= 1000) {
         lastReap = now.getTime();
-        await reapDeadLeases(nowIso);
+        await reapDeadLeases(now);
       }
       // One statement, no explicit transaction: the claim is atomic by itself.
       const claimed = await db.claimDue(store.db, {

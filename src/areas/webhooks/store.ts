@@ -291,6 +291,29 @@ export async function reapExpiredLeases(db: Db, now: string, limit: number): Pro
     .execute();
 }
 
+/**
+ * Reaped deliveries that stay PENDING wait out the backoff of their interrupted attempt like any
+ * failed one: `retries` maps each due time (from the one backoff rule) to the deliveries it applies to.
+ */
+export async function deferInterrupted(
+  db: Db,
+  retries: ReadonlyMap<string, readonly string[]>,
+  now: string,
+  error: string,
+): Promise<void> {
+  for (const [nextAttemptAt, ids] of retries) {
+    for (let i = 0; i < ids.length; i += 500) {
+      await db
+        .updateTable('webhook_delivery')
+        .set({ next_attempt_at: nextAttemptAt, error, updated_at: now })
+        .where('id', 'in', ids.slice(i, i + 500))
+        .where('status', '=', 'PENDING')
+        .where(leaseFree)
+        .execute();
+    }
+  }
+}
+
 /** Reaped deliveries whose interrupted attempt was their last become FAILED. */
 export async function failExhausted(
   db: Db,

@@ -616,6 +616,49 @@ describe(`workflow execution rules (${dialectName})`, () => {
       expect(nodes.act.error).toMatch(/^VAULT\.RESOLVE_FAILED: /);
       expect(nodes.act.input).toEqual({ x: '$secret:wf_missing' });
     });
+
+    it('a reference to a disabled vault entry fails the node with VAULT.DISABLED', async () => {
+      const created = await a.call('POST', '/vault_entry', {
+        key: 'wf_disabled',
+        kind: 'SECRET',
+        value: 'tok-DISABLED-456',
+      });
+      expect(created.status).toBe(200);
+      expect((await a.call('PATCH', `/vault_entry/${created.body.id}`, { enabled: false })).status).toBe(200);
+      const wf = await workflow(a, {
+        nodes: [
+          {
+            key: 'act',
+            type: 'ACTION',
+            config: {
+              plugin_instance_id: wftest,
+              plugin_action: 'record',
+              input_mapping: { x: '$secret:wf_disabled', y: { var: 'event.data.n' } },
+            },
+          },
+          { key: 'next', type: 'COMPUTE', config: { logic: 1 } },
+        ],
+        edges: [{ from_node_id: 'act', to_node_id: 'next' }],
+      });
+      await publish(t, { n: 3 });
+      await settle(t);
+      const { run, nodes } = await onlyRun(a, wf.id);
+      expect(run.status).toBe('failed');
+      expect(run.error).toMatch(/^node "act" \(ACTION\) failed: VAULT\.DISABLED: /);
+      expect(nodes.act).toMatchObject({
+        status: 'failed',
+        attempts: 1,
+        // The input keeps the reference (evaluated after JSONLogic, never resolved into storage).
+        input: { x: '$secret:wf_disabled', y: 3 },
+        output: null,
+      });
+      expect(nodes.act.error).toMatch(/^VAULT\.DISABLED: .*wf_disabled/);
+      expect(nodes.next.status).toBe('pending');
+      // The plugin was never called, and the value appears nowhere.
+      expect(pluginCalls().filter((c) => c.key === `${run.id}:act`)).toEqual([]);
+      expect(JSON.stringify([run, nodes])).not.toContain('tok-DISABLED-456');
+      expect(t.logText()).not.toContain('tok-DISABLED-456');
+    });
   });
 
   describe('routing (SPEC Pipeline 3)', () => {

@@ -89,6 +89,11 @@ describe(`authorization matrix (${dialectName})`, () => {
     for (const r of t.routes.filter((x) => x.access.kind === 'api_key')) {
       const res = await send(r, p.headers);
       expect(res.statusCode, `${r.method} ${r.url}`).toBe(403);
+      // The same body shape as every AUTH.FORBIDDEN (CONTRACTS §2), plus the credential kind it needs.
+      expect(res.json(), `${r.method} ${r.url}`).toMatchObject({
+        code: 'AUTH.FORBIDDEN',
+        details: { required_scopes: [], mode: 'any', required_auth: 'api_key' },
+      });
     }
   });
 

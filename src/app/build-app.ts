@@ -64,7 +64,11 @@ export async function buildApp(ctx: AppContext): Promise<BuiltApp> {
     const principal = await ctx.services.authenticate(request.headers as never);
     if (!principal) throw new AppError('AUTH.UNAUTHENTICATED', 'Authentication required');
     if (access.kind === 'api_key' && principal.authPath !== 'api_key') {
-      throw new AppError('AUTH.FORBIDDEN', 'This endpoint accepts API keys only', {
+      // CONTRACTS §2: every AUTH.FORBIDDEN carries required_scopes and mode. No scope opens this route,
+      // only the kind of credential does: required_scopes is empty and required_auth names the kind.
+      throw new AppError('AUTH.FORBIDDEN', 'This endpoint accepts API keys only; no scope opens it', {
+        required_scopes: [],
+        mode: 'any',
         required_auth: 'api_key',
       });
     }

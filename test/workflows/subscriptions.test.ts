@@ -1,7 +1,8 @@
+import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestApp, type TestApp } from '../helpers/app.js';
 import { principal } from '../helpers/auth.js';
-import { dialectName } from '../helpers/store.js';
+import { dialectName, onPostgres } from '../helpers/store.js';
 import { type Api, api, type Json, pluginInstance, settle } from './helpers.js';
 
 /** /event_subscription CRUD and PUT/GET graph (SPEC "Event subscriptions and graphs"). */
@@ -347,6 +348,86 @@ describe(`event subscriptions and graphs (${dialectName})`, () => {
       const after = await a.call('GET', `/event_subscription/${sub.id}/graph`);
       expect(after.body.subscription.name).toBe('strict');
       expect(after.body.nodes.map((n: Json) => n.id)).toEqual(before.body.nodes.map((n: Json) => n.id));
+    });
+
+    it('a failure inside the PUT transaction rolls everything back: old graph intact, nothing partial', async () => {
+      const { body: sub } = await create({ name: 'atomic', event_type: 'svc.user.created' });
+      const before = await a.call('PUT', `/event_subscription/${sub.id}/graph`, {
+        nodes: [
+          { key: 'a', type: 'SWITCH' },
+          { key: 'b', type: 'END' },
+        ],
+        edges: [{ from_node_id: 'a', to_node_id: 'b' }],
+      });
+      expect(before.status).toBe(200);
+      const rows = async () => ({
+        nodes: await t.ctx.store.db
+          .selectFrom('workflow_node')
+          .select(['id', 'graph_version', 'deleted_at'])
+          .where('event_subscription_id', '=', sub.id)
+          .orderBy('id')
+          .execute(),
+        edges: await t.ctx.store.db
+          .selectFrom('workflow_edge')
+          .select(['id', 'graph_version', 'deleted_at'])
+          .where('event_subscription_id', '=', sub.id)
+          .orderBy('id')
+          .execute(),
+        sub: await t.ctx.store.db
+          .selectFrom('event_subscription')
+          .select(['name', 'graph_version', 'updated_at'])
+          .where('id', '=', sub.id)
+          .executeTakeFirst(),
+      });
+      const stored = await rows();
+      // Nothing in the request is wrong: validation passes, so the failure can only come from inside the
+      // transaction. A trigger refuses the edge insert, the last write, after the subscription update,
+      // the soft-delete of the old graph and the insert of the new nodes.
+      if (onPostgres) {
+        await sql`create function svc_test_refuse_edge() returns trigger language plpgsql as $$
+          begin if new.label = 'refused' then raise exception 'edge refused by the test'; end if; return new; end $$`.execute(
+          t.ctx.store.db,
+        );
+        await sql`create trigger svc_test_refuse_edge before insert on workflow_edge
+          for each row execute function svc_test_refuse_edge()`.execute(t.ctx.store.db);
+      } else {
+        await sql`create trigger svc_test_refuse_edge before insert on workflow_edge
+          when new.label = 'refused' begin select raise(abort, 'edge refused by the test'); end`.execute(
+          t.ctx.store.db,
+        );
+      }
+      try {
+        const res = await a.call('PUT', `/event_subscription/${sub.id}/graph`, {
+          subscription: { name: 'renamed?' },
+          nodes: [
+            { key: 'x', type: 'SWITCH' },
+            { key: 'y', type: 'SWITCH' },
+            { key: 'z', type: 'END' },
+          ],
+          edges: [
+            { from_node_id: 'x', to_node_id: 'y' },
+            { from_node_id: 'y', to_node_id: 'z', label: 'refused' },
+          ],
+        });
+        expect(res.status).toBe(500);
+        expect(res.body.message).not.toContain('refused');
+      } finally {
+        await sql`drop trigger svc_test_refuse_edge${sql.raw(onPostgres ? ' on workflow_edge' : '')}`.execute(
+          t.ctx.store.db,
+        );
+        if (onPostgres) await sql`drop function svc_test_refuse_edge()`.execute(t.ctx.store.db);
+      }
+      // Every row is as it was: no new nodes or edges, none soft-deleted, the metadata and version unchanged.
+      expect(await rows()).toEqual(stored);
+      const after = await a.call('GET', `/event_subscription/${sub.id}/graph`);
+      expect(after.body.subscription.name).toBe('atomic');
+      expect(after.body.nodes.map((n: Json) => n.id)).toEqual(before.body.nodes.map((n: Json) => n.id));
+      expect(after.body.edges.map((e: Json) => e.id)).toEqual(before.body.edges.map((e: Json) => e.id));
+      // The trigger is gone: the same request now succeeds as the next version.
+      const retry = await a.call('PUT', `/event_subscription/${sub.id}/graph`, {
+        nodes: [{ key: 'x', type: 'END' }],
+      });
+      expect(retry.status).toBe(200);
     });
 
     it('refuses an ACTION whose plugin instance or action does not exist', async () => {

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { manualClock } from '../../src/lib/clock.js';
 import { startTestApp, type TestApp } from '../helpers/app.js';
-import { admin, principal, type TestPrincipal } from '../helpers/auth.js';
+import { admin, principal, type TestPrincipal, userWithRoles } from '../helpers/auth.js';
 import { dialectName } from '../helpers/store.js';
 
 describe(`API keys (${dialectName})`, () => {
@@ -163,6 +163,23 @@ describe(`API keys (${dialectName})`, () => {
     expect(longest.json().expires_at).toMatch(/^\d{4}-\d\d-\d\dT/);
     const used = await call('GET', '/current_user', undefined, { 'x-api-key': longest.json().token });
     expect(used.statusCode).toBe(200);
+  });
+
+  it('the built-in integration role cannot manage keys until an admin grants auth:api_key to it', async () => {
+    const integration = await userWithRoles(t, ['integration']);
+    const body = { name: 'int', scope_keys: ['vault:read'], expires_in: 3600 };
+    const refused = await call('POST', '/api_key', body, integration.headers);
+    expect(refused.statusCode).toBe(403);
+    expect(refused.json()).toMatchObject({
+      code: 'AUTH.FORBIDDEN',
+      details: { required_scopes: ['auth:manage'] },
+    });
+    const role = (await call('GET', '/role?key=integration')).json().roles[0];
+    expect(role.key).toBe('integration');
+    const grant = await call('POST', '/role_scope_entry', { role_id: role.id, scope_key: 'auth:api_key' });
+    expect(grant.statusCode).toBe(200);
+    expect((await call('POST', '/api_key', body, integration.headers)).statusCode).toBe(200);
+    await call('DELETE', `/role_scope_entry/${grant.json().id}`);
   });
 
   it('treats auth:api_key as auth:manage when creating keys', async () => {

@@ -357,8 +357,15 @@ describe(`webhook delivery (${dialectName})`, () => {
     // as failed, so the delivery is claimed again once its backoff (30 s) has passed, not before.
     clock.advance(3 * 400 + 5_000 + 1_000);
     await engine().job.run();
-    await until(async () => (await delivery(t, who.headers, hook.id, id)).attempts_log.length === 1);
-    expect(rx.heldCount()).toBe(1);
+    const reaped = await t.ctx.store.db
+      .selectFrom('webhook_delivery')
+      .select(['locked_by', 'next_attempt_at'])
+      .where('id', '=', id)
+      .executeTakeFirstOrThrow();
+    expect(reaped).toEqual({
+      locked_by: null,
+      next_attempt_at: new Date(clock.now().getTime() + 30 * S).toISOString(),
+    });
     clock.advance(30 * S);
     // (A step may wait up to 20 ms to gather a claim batch while an attempt is in flight.)
     await until(async () => {

@@ -465,6 +465,33 @@ describe(`webhook delivery (${dialectName})`, () => {
     expect(rx.received).toHaveLength(1);
   });
 
+  it('delivery list: deliveries created in the same millisecond are newest first, in a stable order', async () => {
+    const hook = await createHook(t, who.headers, { name: 'same-ms', url: rx.url, event_types: ['*'] });
+    // The clock does not move: every delivery has the same created_at.
+    const order: string[] = [];
+    for (let i = 0; i < 30; i++) {
+      const e = cloudEvent();
+      order.push(e.id);
+      await dispatch(t, e);
+    }
+    const all = await deliveries(t, who.headers, hook.id);
+    expect(new Set(all.map((d) => d.created_at)).size).toBe(1);
+    expect(all.map((d) => d.event_id)).toEqual([...order].reverse());
+    const asc = await deliveries(t, who.headers, hook.id, '&sort_dir=asc');
+    expect(asc.map((d) => d.event_id)).toEqual(order);
+    // Pages neither overlap nor skip.
+    const paged: string[] = [];
+    for (let offset = 0; offset < 30; offset += 7) {
+      const res = await t.app.inject({
+        method: 'GET',
+        url: `/api/v1/webhook/${hook.id}/delivery?limit=7&offset=${offset}`,
+        headers: who.headers,
+      });
+      paged.push(...res.json().deliveries.map((d: { event_id: string }) => d.event_id));
+    }
+    expect(paged).toEqual([...order].reverse());
+  });
+
   it('delivery list: newest first and every filter', async () => {
     const hook = await createHook(t, who.headers, { name: 'lf', url: rx.url, event_types: ['*'] });
     rx.reply = (r) => (JSON.parse(r.body).type === 'svc.a' ? { status: 200 } : { status: 404 });

@@ -9,6 +9,7 @@ import type { CloudEvent } from '../events/cloudevent.js';
 import type { EventHandler } from '../events/handlers.js';
 import { MAX_ATTEMPTS } from './backoff.js';
 import { createDeliveryEngine, type DeliveryEngine, type EngineOptions } from './engine.js';
+import { timeOrderedIds } from './ids.js';
 import type {
   AttemptListQuery,
   CreateWebhook,
@@ -116,6 +117,8 @@ function normaliseTypes(types: string[]): string[] {
 export function createWebhookService(deps: WebhookDeps): WebhookService {
   const { store, clock } = deps;
   const engine = createDeliveryEngine(deps);
+  // Newest first must hold within a millisecond too: delivery ids sort like their creation.
+  const newDeliveryId = timeOrderedIds(clock);
 
   async function checkUrl(url: string): Promise<void> {
     try {
@@ -167,7 +170,7 @@ export function createWebhookService(deps: WebhookDeps): WebhookService {
       const now = iso(clock.now());
       const payload = JSON.stringify(event);
       const rows: db.DeliveryRow[] = hooks.map((h) => ({
-        id: newId(),
+        id: newDeliveryId(),
         webhook_id: h.id,
         event_id: event.id,
         event_type: event.type,

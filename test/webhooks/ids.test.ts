@@ -1,0 +1,30 @@
+import { describe, expect, it } from 'vitest';
+import { timeOrderedIds } from '../../src/areas/webhooks/ids.js';
+import { manualClock } from '../../src/lib/clock.js';
+
+const UUID_V7 = /^[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/;
+
+describe('time-ordered delivery ids', () => {
+  it('are UUIDv7 carrying the clock time, strictly increasing within a millisecond', () => {
+    const clock = manualClock(new Date('2026-01-01T00:00:00.000Z'));
+    const next = timeOrderedIds(clock);
+    const ids = Array.from({ length: 1000 }, () => next());
+    for (const id of ids) expect(id).toMatch(UUID_V7);
+    expect(new Set(ids).size).toBe(ids.length);
+    expect([...ids].sort()).toEqual(ids);
+    const ms = Number.parseInt((ids[0] as string).replace(/-/g, '').slice(0, 12), 16);
+    expect(ms).toBe(clock.now().getTime());
+  });
+
+  it('keep increasing across milliseconds and when the clock steps back', () => {
+    const clock = manualClock(new Date('2026-01-01T00:00:00.000Z'));
+    const next = timeOrderedIds(clock);
+    const ids: string[] = [];
+    for (const step of [0, 1, 1, -5_000, 0, 3, -1, 10_000]) {
+      clock.advance(step);
+      ids.push(next(), next());
+    }
+    expect([...ids].sort()).toEqual(ids);
+    expect(new Set(ids).size).toBe(ids.length);
+  });
+});

@@ -161,6 +161,7 @@ export function createServices(deps: ServiceDeps): Services {
     identity,
     events,
     config: deps.config,
+    vault,
   });
   const subscriptions = createSubscriptionService({
     store: deps.store,

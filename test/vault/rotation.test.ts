@@ -5,6 +5,8 @@ import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { deriveFernetKey, Fernet } from '../../src/areas/vault/fernet.js';
 import { cliCommands } from '../../src/cli/commands.js';
 import { ConfigError, loadConfig } from '../../src/config/config.js';
+import { type Clock, manualClock } from '../../src/lib/clock.js';
+import { account, bearer, call, codeAt, expectError, expectTokens, login } from '../auth/helpers.js';
 import { startTestApp, TEST_SECRETS, type TestApp } from '../helpers/app.js';
 import { principal } from '../helpers/auth.js';
 import { runCli } from '../helpers/cli.js';
@@ -39,8 +41,8 @@ describe(`vault key rotation (${dialectName})`, () => {
     rmSync(dir, { recursive: true, force: true });
   });
 
-  const open = async (env: Record<string, string> = {}) => {
-    const app = await startTestApp({ databaseUrl: database.url, env: { SVC_DATA_DIR: dir, ...env } });
+  const open = async (env: Record<string, string> = {}, clock?: Clock) => {
+    const app = await startTestApp({ databaseUrl: database.url, env: { SVC_DATA_DIR: dir, ...env }, clock });
     apps.push(app);
     return app;
   };
@@ -147,6 +149,71 @@ describe(`vault key rotation (${dialectName})`, () => {
     ).toBe('deleted-three');
   });
 
+  it('re-encrypts the MFA secrets of users too: MFA still works once the old key is retired', async () => {
+    const clock = manualClock();
+    const a = await open({}, clock);
+    await seed(a);
+    // One user with MFA enabled, one with a set-up that is not verified yet (the pending secret).
+    const enabled = await account(a);
+    const h = bearer(expectTokens(await login(a, enabled)).access_token);
+    const secret = (await call(a, 'POST', '/auth/mfa/setup', undefined, h)).body.secret as string;
+    const code = { code: codeAt(secret, clock.now().getTime()) };
+    expect((await call(a, 'POST', '/auth/mfa/verify', code, h)).status).toBe(200);
+    expect((await call(a, 'PATCH', '/auth/mfa/enable', { enabled: true }, h)).status).toBe(200);
+    const pending = await account(a);
+    const hp = bearer(expectTokens(await login(a, pending)).access_token);
+    const pendingSecret = (await call(a, 'POST', '/auth/mfa/setup', undefined, hp)).body.secret as string;
+
+    const log = vi.spyOn(console, 'log').mockImplementation(() => {});
+    try {
+      await rotateKey().run(a.ctx, { 'new-key': K2 });
+      expect(log).toHaveBeenCalledWith(
+        expect.stringMatching(
+          /^re-encrypted 3 secret\(s\) under the new key, and 2 MFA secret\(s\) of users\./,
+        ),
+      );
+    } finally {
+      log.mockRestore();
+    }
+    clock.advance(30_000); // the codes used so far are spent
+
+    // Step 3: the old key is gone; sign-in with MFA and verifying the pending set-up still work.
+    const b = await open({ SVC_VAULT_ENCRYPTION_KEY: K2 }, clock);
+    const challenge = await login(b, enabled);
+    expect(challenge.body.mfa_required).toBe(true);
+    const now = clock.now().getTime();
+    expectTokens(
+      await call(b, 'POST', '/auth/login/mfa_verify', {
+        mfa_token: challenge.body.mfa_token,
+        code: codeAt(secret, now),
+      }),
+    );
+    const hb = bearer(expectTokens(await login(b, pending)).access_token);
+    const verified = await call(b, 'POST', '/auth/mfa/verify', { code: codeAt(pendingSecret, now) }, hb);
+    expect(verified.body).toEqual({ verified: true });
+
+    // A process that knows only the retired key cannot read them: a clear 503, not a 500 with a stack.
+    clock.advance(30_000);
+    const old = await open({ SVC_VAULT_ENCRYPTION_KEY: K1 }, clock);
+    const again = await login(old, enabled);
+    const refused = await call(old, 'POST', '/auth/login/mfa_verify', {
+      mfa_token: again.body.mfa_token,
+      code: codeAt(secret, clock.now().getTime()),
+    });
+    expectError(refused, 503, 'SERVICE_UNAVAILABLE');
+    expect(refused.body.message).toBe(
+      'MFA is unavailable for this account: its MFA secret cannot be decrypted with the configured vault keys',
+    );
+    const ho = bearer(expectTokens(await login(old, pending)).access_token);
+    expectError(
+      await call(old, 'POST', '/auth/mfa/verify', { code: '123456' }, ho),
+      503,
+      'SERVICE_UNAVAILABLE',
+    );
+    expect(old.logText()).toContain('MFA secret cannot be decrypted with the configured vault keys');
+    expect(old.logText()).not.toContain(secret);
+  });
+
   it('aborts without changing anything when a secret cannot be decrypted, naming it', async () => {
     const a = await open();
     const ids = await seed(a);
@@ -177,6 +244,26 @@ describe(`vault key rotation (${dialectName})`, () => {
     expect(after).toEqual(before);
     // The process still uses its old key.
     expect(await a.ctx.services.vault.resolveReferences('$secret:db_password')).toBe('pw-one');
+  });
+
+  it('an MFA secret no configured key reads aborts the rotation too, naming the user', async () => {
+    const a = await open();
+    const ids = await seed(a);
+    const user = await account(a);
+    await a.ctx.store.db
+      .updateTable('users')
+      .set({ mfa_secret: fernetOf('some-forgotten-key').encrypt('JBSWY3DPEHPK3PXP') } as never)
+      .where('id', '=', user.id)
+      .execute();
+    await expect(a.ctx.services.vault.rotateKey(K2)).rejects.toThrow(
+      new RegExp(`rotation aborted, nothing changed: 1 secret\\(s\\) .*: user ${user.id} \\(MFA secret\\)$`),
+    );
+    // The vault's entries were rolled back with it.
+    expect(
+      fernetOf(K1)
+        .decrypt((await rawEntry(a, ids.db_password)).value)
+        .toString(),
+    ).toBe('pw-one');
   });
 
   it('checks its arguments: exactly one of --new-key and --new-key-file, not empty', async () => {

@@ -11,6 +11,7 @@ import type { EventPublisher } from '../events/publish.js';
 import type { IdentityService } from '../identity/service.js';
 import { sha256Hex, USER_EVENT_SOURCE } from '../identity/service.js';
 import { vaultKeyring } from '../vault/keyring.js';
+import type { VaultService } from '../vault/service.js';
 import { createExternalIdp } from './external-idp.js';
 import { createLimiter } from './limiter.js';
 import { createMailer, type Mailer } from './mailer.js';
@@ -30,6 +31,8 @@ export interface AuthDeps {
   identity: IdentityService;
   events: EventPublisher;
   config: Config;
+  /** The TOTP secrets are under the vault key: the vault's key rotation re-encrypts them too. */
+  vault: Pick<VaultService, 'registerCiphertexts'>;
   /** Replaces the nodemailer transport built from the config (never needed in production). */
   mailer?: Mailer;
 }
@@ -104,7 +107,37 @@ export function createAuthService(deps: AuthDeps) {
   const keyring = vaultKeyring(config.vaultEncryptionKey!, config.vaultPreviousKeys);
   const encrypt = (plain: string) =>
     keyring.encrypt(plain, { now: Math.floor(clock.now().getTime() / 1000) });
-  const decrypt = (token: string) => keyring.decrypt(token).toString('utf8');
+  /**
+   * A stored TOTP secret in plain text. A token no configured vault key reads is an operator's
+   * mistake (a key retired too early, docs/auth.md): 503 with a clear message, not a 500.
+   */
+  const decryptMfaSecret = (token: string, userId: string) => {
+    try {
+      return keyring.decrypt(token).toString('utf8');
+    } catch {
+      log.error(
+        { user_id: userId },
+        'MFA secret cannot be decrypted with the configured vault keys (SVC_VAULT_ENCRYPTION_KEY, SVC_VAULT_PREVIOUS_KEYS)',
+      );
+      throw new AppError(
+        'SERVICE_UNAVAILABLE',
+        'MFA is unavailable for this account: its MFA secret cannot be decrypted with the configured vault keys',
+      );
+    }
+  };
+  deps.vault.registerCiphertexts('MFA secret(s) of users', async (tx, reencrypt) => {
+    let count = 0;
+    for (const row of await st.mfaCiphertexts(tx)) {
+      const patch: { mfa_secret?: string; mfa_pending_secret?: string } = {};
+      if (row.mfa_secret) patch.mfa_secret = reencrypt(row.mfa_secret, `user ${row.id} (MFA secret)`);
+      if (row.mfa_pending_secret) {
+        patch.mfa_pending_secret = reencrypt(row.mfa_pending_secret, `user ${row.id} (pending MFA secret)`);
+      }
+      count += Object.keys(patch).length;
+      await st.updateAuthUser(tx, row.id, patch);
+    }
+    return count;
+  });
   const mailer =
     deps.mailer ??
     createMailer({
@@ -309,7 +342,7 @@ export function createAuthService(deps: AuthDeps) {
     const account = limiter.accountKey(au.email);
     await limiter.assertNotLocked([account]);
     const step = matchTotpStep(
-      decrypt(au.mfa_secret),
+      decryptMfaSecret(au.mfa_secret, au.id),
       code,
       clock.now().getTime(),
       lastStep(au.mfa_last_step),
@@ -381,7 +414,12 @@ export function createAuthService(deps: AuthDeps) {
     await limiter.assertNotLocked([account, limiter.ipKey(meta.ip)]);
     const enc = which === 'pending' ? au.mfa_pending_secret : au.mfa_secret;
     const column = which === 'pending' ? 'mfa_pending_last_step' : 'mfa_last_step';
-    const step = matchTotpStep(decrypt(enc!), code, clock.now().getTime(), lastStep(au[column]));
+    const step = matchTotpStep(
+      decryptMfaSecret(enc!, au.id),
+      code,
+      clock.now().getTime(),
+      lastStep(au[column]),
+    );
     if (step === null) {
       await limiter.recordFailure(account, meta.ip);
       throw invalidCode();

@@ -7,8 +7,9 @@ import type { AuthDeviceTable, AuthUserColumns, RefreshTokenTable } from './tabl
 
 /**
  * SQL of the sign-in flows. Token hashes are selected only by the queries that redeem a token; the
- * encrypted TOTP secrets only by the MFA checks. Single-use tokens are consumed by conditional
- * updates (`... where used_at is null`), so two processes redeeming the same token cannot both win.
+ * encrypted TOTP secrets only by the MFA checks and the vault key rotation. Single-use tokens are
+ * consumed by conditional updates (`... where used_at is null`), so two processes redeeming the same
+ * token cannot both win.
  */
 
 type AuthDb = Database & { users: AuthUserColumns };
@@ -199,6 +200,21 @@ export function createAuthStore(store: Store) {
     },
     async updateAuthUser(tx: Tx, userId: string, patch: Partial<AuthUserColumns>) {
       await auth(tx.db).updateTable('users').set(patch).where('id', '=', userId).execute();
+    },
+    /**
+     * Every user's encrypted TOTP secrets, deleted users' included (no token may stay under a retired
+     * vault key), for the vault key rotation. PostgreSQL: the rows are locked for the transaction so
+     * a concurrent MFA set-up waits; SQLite has no row locks (and no FOR UPDATE): its single writer
+     * serialises instead.
+     */
+    async mfaCiphertexts(tx: Tx) {
+      let q = auth(tx.db)
+        .selectFrom('users')
+        .select(['id', 'mfa_secret', 'mfa_pending_secret'])
+        .where((eb) => eb.or([eb('mfa_secret', 'is not', null), eb('mfa_pending_secret', 'is not', null)]))
+        .orderBy('id');
+      if (tx.dialect === 'postgres') q = q.forUpdate();
+      return q.execute();
     },
     /**
      * Records `step` as the last accepted TOTP step, only if it is later than the one recorded:

@@ -3,13 +3,14 @@ import { type CliCommand, CliError } from '../../cli/commands.js';
 
 /**
  * `svc vault rotate-key --new-key <K>` (or `--new-key-file <path>`, which keeps the key out of the
- * shell history and the process list). Re-encrypts every SECRET under the new key in one
- * transaction; see docs/vault.md for the zero-downtime order of steps.
+ * shell history and the process list). Re-encrypts every SECRET, and the values other areas
+ * registered (MFA secrets), under the new key in one transaction; see docs/vault.md for the
+ * zero-downtime order of steps.
  */
 export const vaultRotateKeyCommand: CliCommand = {
   name: 'vault rotate-key',
   usage: 'vault rotate-key --new-key <K>',
-  summary: 're-encrypt every vault SECRET under a new vault.encryption_key',
+  summary: 're-encrypt vault SECRETs and MFA secrets under a new vault.encryption_key',
   options: {
     'new-key': { type: 'string' },
     'new-key-file': { type: 'string' },
@@ -31,15 +32,16 @@ export const vaultRotateKeyCommand: CliCommand = {
       newKey = String(inline);
     }
     if (newKey.length === 0) throw new CliError('the new vault key must not be empty');
-    let rotated: number;
+    let result: Awaited<ReturnType<typeof ctx.services.vault.rotateKey>>;
     try {
-      ({ rotated } = await ctx.services.vault.rotateKey(newKey));
+      result = await ctx.services.vault.rotateKey(newKey);
     } catch (err) {
       throw new CliError((err as Error).message);
     }
+    const also = result.also.map((a) => `, and ${a.rotated} ${a.what}`).join('');
     console.log(
-      `re-encrypted ${rotated} secret(s) under the new key. Now set SVC_VAULT_ENCRYPTION_KEY to the new ` +
-        'key on every process; keep the old one in SVC_VAULT_PREVIOUS_KEYS until all have restarted.',
+      `re-encrypted ${result.rotated} secret(s) under the new key${also}. Now set SVC_VAULT_ENCRYPTION_KEY ` +
+        'to the new key on every process; keep the old one in SVC_VAULT_PREVIOUS_KEYS until all have restarted.',
     );
   },
 };

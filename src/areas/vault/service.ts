@@ -1,6 +1,6 @@
 import type { Logger } from 'pino';
 import { isUniqueViolation } from '../../db/errors.js';
-import type { Store } from '../../db/store.js';
+import type { Store, Tx } from '../../db/store.js';
 import { AppError, notFound, validationError } from '../../http/errors.js';
 import { envelope } from '../../http/list.js';
 import { type Clock, iso } from '../../lib/clock.js';
@@ -32,11 +32,31 @@ export interface VaultService {
    */
   resolveReferences<T>(value: T): Promise<T>;
   /**
-   * Re-encrypts every SECRET (soft-deleted ones included) under `newKey` in one transaction. Tokens
-   * under any configured key are read (MultiFernet); afterwards this process encrypts with `newKey`.
+   * Re-encrypts every SECRET (soft-deleted ones included), and every value registered with
+   * registerCiphertexts, under `newKey` in one transaction. Tokens under any configured key are read
+   * (MultiFernet); afterwards this process encrypts with `newKey`. `rotated` counts the SECRETs,
+   * `also` the registered values, per registration.
    */
-  rotateKey(newKey: string): Promise<{ rotated: number }>;
+  rotateKey(newKey: string): Promise<{ rotated: number; also: { what: string; rotated: number }[] }>;
+  /**
+   * Another area that stores values encrypted under the vault key (auth's MFA secrets) registers
+   * here, so rotateKey re-encrypts them with the vault's entries and no token is left under a
+   * retired key. The vault never touches that area's tables: `rotate` does, through its own store.
+   * `what` names the values in the rotation's report, e.g. "MFA secret(s) of users".
+   */
+  registerCiphertexts(what: string, rotate: CiphertextRotator): void;
 }
+
+/**
+ * Re-encrypts one area's values inside the rotation's transaction `tx` and answers how many it
+ * re-encrypted. `reencrypt(token, label)` answers the token under the new key; for a token no
+ * configured key can read it answers the token unchanged and records `label` (which names the
+ * row, never a value): the rotation then rolls back and reports every label.
+ */
+export type CiphertextRotator = (
+  tx: Tx,
+  reencrypt: (token: string, label: string) => string,
+) => Promise<number>;
 
 export interface VaultDeps {
   store: Store;
@@ -67,6 +87,7 @@ export function createVaultService(deps: VaultDeps): VaultService {
   const { store, clock, log } = deps;
   let passphrases = [...new Set([deps.encryptionKey, ...(deps.previousKeys ?? [])])];
   let keyring: MultiFernet = vaultKeyring(passphrases[0], passphrases.slice(1));
+  const ciphertexts: { what: string; rotate: CiphertextRotator }[] = [];
 
   const encrypt = (plaintext: string) =>
     keyring.encrypt(plaintext, { now: Math.floor(clock.now().getTime() / 1000) });
@@ -277,33 +298,43 @@ export function createVaultService(deps: VaultDeps): VaultService {
       const target = new Fernet(deriveFernetKey(newKey));
       const readers = vaultKeyring(newKey, passphrases);
       const now = Math.floor(clock.now().getTime() / 1000);
-      const rotated = await store.transaction(async (tx) => {
+      const result = await store.transaction(async (tx) => {
+        const unreadable: string[] = [];
+        // The one re-encryption of the rotation, for the vault's entries and every registered area.
+        const reencrypt = (token: string, label: string): string => {
+          try {
+            return target.encrypt(readers.decrypt(token), { now });
+          } catch {
+            unreadable.push(label);
+            return token;
+          }
+        };
         // PostgreSQL: lock the rows so a concurrent PATCH cannot be overwritten by the old plaintext.
         // SQLite: one writer at a time; a write racing in from another process fails this commit.
         const rows = await db.allSecrets(tx.db, tx.dialect === 'postgres');
-        const unreadable: string[] = [];
         for (const row of rows) {
-          let plaintext: Buffer;
-          try {
-            plaintext = readers.decrypt(row.value);
-          } catch {
-            unreadable.push(row.deleted_at ? `${row.key} (deleted, id ${row.id})` : row.key);
-            continue;
-          }
-          await db.setValue(tx.db, row.id, target.encrypt(plaintext, { now }));
+          const label = row.deleted_at ? `${row.key} (deleted, id ${row.id})` : row.key;
+          const value = reencrypt(row.value, label);
+          if (value !== row.value) await db.setValue(tx.db, row.id, value);
         }
+        const also: { what: string; rotated: number }[] = [];
+        for (const c of ciphertexts) also.push({ what: c.what, rotated: await c.rotate(tx, reencrypt) });
         if (unreadable.length > 0) {
           throw new Error(
             `rotation aborted, nothing changed: ${unreadable.length} secret(s) cannot be decrypted with the ` +
               `configured keys (add the key they were written with to SVC_VAULT_PREVIOUS_KEYS): ${unreadable.join(', ')}`,
           );
         }
-        return rows.length;
+        return { rotated: rows.length, also };
       });
       passphrases = [...new Set([newKey, ...passphrases])];
       keyring = vaultKeyring(passphrases[0], passphrases.slice(1));
-      log.info({ rotated }, 'vault key rotated');
-      return { rotated };
+      log.info({ rotated: result.rotated, also: result.also }, 'vault key rotated');
+      return result;
+    },
+
+    registerCiphertexts(what, rotate) {
+      ciphertexts.push({ what, rotate });
     },
   };
 }

@@ -356,13 +356,18 @@ describe(`webhook delivery (${dialectName})`, () => {
     // Past the lease (3 x timeout + 5 s): the next step reaps it; the interrupted attempt 1 counts
     // as failed, so the delivery is claimed again once its backoff (30 s) has passed, not before.
     clock.advance(3 * 400 + 5_000 + 1_000);
-    await engine().job.run();
-    const reaped = await t.ctx.store.db
-      .selectFrom('webhook_delivery')
-      .select(['locked_by', 'next_attempt_at'])
-      .where('id', '=', id)
-      .executeTakeFirstOrThrow();
-    expect(reaped).toEqual({
+    const row = () =>
+      t.ctx.store.db
+        .selectFrom('webhook_delivery')
+        .select(['locked_by', 'next_attempt_at'])
+        .where('id', '=', id)
+        .executeTakeFirstOrThrow();
+    // (A step may wait up to 20 ms to gather a claim batch while an attempt is in flight.)
+    await until(async () => {
+      await engine().job.run();
+      return (await row()).locked_by === null;
+    });
+    expect(await row()).toEqual({
       locked_by: null,
       next_attempt_at: new Date(clock.now().getTime() + 30 * S).toISOString(),
     });

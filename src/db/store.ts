@@ -3,6 +3,7 @@ import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
 import SQLite from 'better-sqlite3';
 import {
+  CompiledQuery,
   Kysely,
   type Dialect as KyselyDialect,
   PostgresDialect,
@@ -43,7 +44,7 @@ const insideTransaction = new AsyncLocalStorage<true>();
  * On SQLite (one connection) the query would wait forever for the connection the transaction holds;
  * on PostgreSQL it would silently run outside the transaction. Failing loudly beats both.
  */
-function guarded(dialect: KyselyDialect): KyselyDialect {
+function guarded(dialect: KyselyDialect, beginSql?: string): KyselyDialect {
   return {
     createAdapter: () => dialect.createAdapter(),
     createQueryCompiler: () => dialect.createQueryCompiler(),
@@ -58,7 +59,10 @@ function guarded(dialect: KyselyDialect): KyselyDialect {
           }
           return driver.acquireConnection();
         },
-        beginTransaction: (conn, settings) => driver.beginTransaction(conn, settings),
+        beginTransaction: async (conn, settings) => {
+          if (beginSql) await conn.executeQuery(CompiledQuery.raw(beginSql));
+          else await driver.beginTransaction(conn, settings);
+        },
         commitTransaction: (conn) => driver.commitTransaction(conn),
         rollbackTransaction: (conn) => driver.rollbackTransaction(conn),
         releaseConnection: (conn) => driver.releaseConnection(conn),
@@ -86,8 +90,14 @@ function openSqlite(url: string): Store {
   conn.pragma('foreign_keys = ON');
   conn.pragma('busy_timeout = 5000');
   conn.pragma('synchronous = NORMAL');
+  // Transactions here are writes (read-then-write), so they BEGIN IMMEDIATE: a deferred BEGIN reads
+  // from a snapshot and, if another process (svc worker next to svc serve) committed since, its first
+  // write fails at once with SQLITE_BUSY_SNAPSHOT, which busy_timeout cannot wait out. IMMEDIATE takes
+  // the write lock up front and waits under busy_timeout instead. In one process it costs nothing:
+  // the single connection already runs one transaction at a time; reads outside transactions are
+  // unaffected (WAL).
   const db = new Kysely<Database>({
-    dialect: guarded(new SqliteDialect({ database: withStatementCache(conn) })),
+    dialect: guarded(new SqliteDialect({ database: withStatementCache(conn) }), 'begin immediate'),
   });
   return makeStore(db, 'sqlite', url);
 }

@@ -4,6 +4,7 @@ import { AppError } from '../../src/http/errors.js';
 import { startTestApp, type TestApp } from '../helpers/app.js';
 import { admin } from '../helpers/auth.js';
 import { dialectName } from '../helpers/store.js';
+import { onlyRun, publish, settle, workflow, api as workflowApi } from '../workflows/helpers.js';
 import { type Answer, client, pluginDir, pluginModule } from './helpers.js';
 
 const SECRET = 'probe-secret-value-7f3a9c';
@@ -43,6 +44,14 @@ const probe = {
       timeout_seconds: 5,
     },
     { name: 'leaky_failure', input_schema: {}, output_schema: {}, idempotent: true, timeout_seconds: 5 },
+    { name: 'echo_config', input_schema: {}, output_schema: {}, idempotent: true, timeout_seconds: 5 },
+    {
+      name: 'secret_as_key',
+      input_schema: {},
+      output_schema: { type: 'object', additionalProperties: false },
+      idempotent: true,
+      timeout_seconds: 5,
+    },
     {
       name: 'nothing',
       input_schema: {},
@@ -75,6 +84,16 @@ const probeHandlers = `{
   bad_output: () => ({ n: 'not a number' }),
   leaky_failure: ({ config }) => { throw new Error('login refused for token ' + config.token); },
   nothing: () => undefined,
+  echo_config: ({ config, input }) => ({
+    config,
+    input,
+    header: 'Bearer ' + config.token,
+    list: [config.token, { deeper: 'x' + config.token + 'y' }],
+    ['key_' + config.token]: true,
+    region_upper: config.region ? config.region.toUpperCase() : null,
+    untouched: 42,
+  }),
+  secret_as_key: ({ config }) => ({ ['field_' + config.token]: 1 }),
 }`;
 
 describe(`plugin invocation (${dialectName})`, () => {
@@ -176,7 +195,8 @@ describe(`plugin invocation (${dialectName})`, () => {
       expect(res.json()).toEqual({
         output: {
           config_keys: ['region', 'token'],
-          region: 'eu-west',
+          // A resolved VAR is a resolved value too: never returned (SPEC Vault references).
+          region: '******',
           input: { x: 1 },
           idempotency_key: 'node-7-attempt-1',
           has_signal: true,
@@ -247,6 +267,79 @@ describe(`plugin invocation (${dialectName})`, () => {
       expect(t.logText()).toContain('plugin action invoked');
       const rows = await t.ctx.store.db.selectFrom('plugin_instance').select('config_json').execute();
       for (const r of rows) expect(r.config_json ?? '').not.toContain(SECRET);
+    });
+  });
+
+  describe('resolved values are scrubbed from what leaves the plugin service', () => {
+    it('anywhere in the output: values, embedded in longer strings, object keys', async () => {
+      const id = await api.instance('probe', { token: '$secret:probe_token', region: '$var:probe_region' });
+      const res = await api.invoke(id, { action: 'echo_config', payload: { note: 'no secrets here' } });
+      expect(res.status, res.body).toBe(200);
+      expect(res.json()).toEqual({
+        output: {
+          config: { token: '******', region: '******' },
+          input: { note: 'no secrets here' },
+          header: 'Bearer ******',
+          list: ['******', { deeper: 'x******y' }],
+          'key_******': true,
+          region_upper: 'EU-WEST', // the handler did get the resolved value
+          untouched: 42,
+        },
+      });
+      expect(res.body).not.toContain(SECRET);
+      expect(res.body).not.toContain('eu-west');
+    });
+
+    it('in error details as well as messages', async () => {
+      const id = await api.instance('probe', { token: '$secret:probe_token' });
+      const res = await api.invoke(id, { action: 'secret_as_key' });
+      expect(res.status).toBe(502);
+      expect(res.json()).toEqual({
+        code: 'PLUGIN.INVALID_OUTPUT',
+        message:
+          'output of probe.secret_as_key does not match its output_schema: /field_****** is not an allowed property',
+        details: { errors: [{ path: '/field_******', message: 'is not an allowed property' }] },
+      });
+      expect(res.body).not.toContain(SECRET);
+    });
+
+    it('values the caller resolved into the payload are scrubbed when it names them', async () => {
+      const core = await api.instance('core');
+      const output = await t.ctx.services.plugins.invoke({
+        instanceId: core,
+        action: 'echo',
+        payload: { auth: `token ${SECRET}` },
+        secrets: [SECRET],
+      });
+      expect(output).toEqual({ auth: 'token ******' });
+    });
+
+    it('a workflow ACTION node stores the scrubbed output, never the resolved value', async () => {
+      const id = await api.instance('probe', { token: '$secret:probe_token' });
+      const wf = await workflowApi(t);
+      const { id: subscriptionId } = await workflow(wf, {
+        nodes: [
+          {
+            id: 'e',
+            key: 'echo',
+            type: 'ACTION',
+            config: { plugin_instance_id: id, plugin_action: 'echo_config', input_mapping: {} },
+          },
+        ],
+      });
+      await publish(t);
+      await settle(t);
+      const { run, nodes } = await onlyRun(wf, subscriptionId);
+      expect(run.status).toBe('completed');
+      expect(nodes.echo.output).toMatchObject({ config: { token: '******' }, header: 'Bearer ******' });
+      const rows = await t.ctx.store.db
+        .selectFrom('workflow_run_node')
+        .select(['output', 'input', 'error'])
+        .where('workflow_run_id', '=', run.id)
+        .execute();
+      expect(rows).toHaveLength(1);
+      expect(JSON.stringify(rows)).not.toContain(SECRET);
+      expect(rows[0].output).toContain('Bearer ******');
     });
   });
 

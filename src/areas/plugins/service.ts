@@ -25,6 +25,11 @@ export interface InvokeRequest {
   timeoutMs?: number;
   /** The caller giving up aborts the invocation. */
   signal?: AbortSignal;
+  /**
+   * Values the caller itself resolved from the vault into `payload` (a workflow ACTION node's input
+   * mapping): scrubbed from the output and from errors like the values resolved into the config.
+   */
+  secrets?: readonly string[];
 }
 
 export interface ActionDescription {
@@ -76,6 +81,8 @@ export interface PluginDeps {
 
 /** Longest handler error message kept (a stack or a whole response body is not a message). */
 const MAX_MESSAGE = 1000;
+/** What a resolved vault value becomes wherever it would leave the plugin service. */
+const MASK = '******';
 
 export function createPluginService(deps: PluginDeps): PluginService {
   const { store, clock, log } = deps;
@@ -302,7 +309,7 @@ export function createPluginService(deps: PluginDeps): PluginService {
       // The definition may have changed since the config was saved (a new plugin version).
       checkConfig(configSchema, stored, "the instance's config_json");
       const config = await deps.vault.resolveReferences(stored);
-      const secrets = substitutedValues(stored, config);
+      const secrets = resolvedValues(stored, config, req.secrets);
 
       const limitMs = Math.max(
         1,
@@ -332,7 +339,8 @@ export function createPluginService(deps: PluginDeps): PluginService {
             },
           );
         }
-        return output;
+        // SPEC Vault references: resolved values are never returned, also when a handler echoes them.
+        return scrub(output, secrets);
       } catch (err) {
         const appError = toPluginError(err, label, secrets);
         outcome = appError.code;
@@ -418,14 +426,17 @@ async function runWithTimeout(
 }
 
 /**
- * Any failure of an invocation as a PLUGIN.* AppError whose message names the action and never
- * contains a value resolved from the vault.
+ * Any failure of an invocation as a PLUGIN.* AppError whose message names the action; neither its
+ * message nor its details contain a value resolved from the vault.
  */
-function toPluginError(err: unknown, label: string, secrets: string[]): AppError {
+function toPluginError(err: unknown, label: string, secrets: readonly string[]): AppError {
   if (err instanceof AppError) {
     if (err.code.startsWith('PLUGIN.') || err.code.startsWith('VAULT.')) {
       const message = scrub(err.message, secrets);
-      return message === err.message ? err : new AppError(err.code, message, err.details);
+      const details = scrub(err.details, secrets);
+      return message === err.message && details === err.details
+        ? err
+        : new AppError(err.code, message, details, err.headers);
     }
   }
   const text = err instanceof Error ? err.message : String(err);
@@ -433,18 +444,56 @@ function toPluginError(err: unknown, label: string, secrets: string[]): AppError
   return new AppError('PLUGIN.INVOCATION_FAILED', `${label} failed: ${message}`);
 }
 
-function scrub(message: string, secrets: string[]): string {
-  let out = message;
-  for (const s of secrets) out = out.split(s).join('******');
-  return out;
+/**
+ * The one scrubber of the invocation path (outputs, error messages, error details): every
+ * occurrence of a value in `secrets` (longest first), also inside a longer string or an object key,
+ * becomes ******. Copy-on-write: what holds no secret is answered as it is, and with no secrets at
+ * all (an invocation that resolved no reference) nothing is walked.
+ */
+function scrub<T>(value: T, secrets: readonly string[]): T {
+  if (secrets.length === 0) return value;
+  const text = (s: string) => {
+    let out = s;
+    for (const secret of secrets) if (out.includes(secret)) out = out.split(secret).join(MASK);
+    return out;
+  };
+  const walk = (v: unknown): unknown => {
+    if (typeof v === 'string') return text(v);
+    if (Array.isArray(v)) {
+      let out: unknown[] | undefined;
+      v.forEach((item, i) => {
+        const next = walk(item);
+        if (next !== item) {
+          out ??= v.slice();
+          out[i] = next;
+        }
+      });
+      return out ?? v;
+    }
+    if (v !== null && typeof v === 'object') {
+      let changed = false;
+      const entries = Object.entries(v).map(([k, item]) => {
+        const key = text(k);
+        const next = walk(item);
+        if (key !== k || next !== item) changed = true;
+        return [key, next] as const;
+      });
+      return changed ? Object.fromEntries(entries) : v;
+    }
+    return v;
+  };
+  return walk(value) as T;
 }
 
-/** The values the vault put in place of references, longest first (so scrubbing is greedy). */
-function substitutedValues(stored: unknown, resolved: unknown): string[] {
-  const out: string[] = [];
+/**
+ * The values the vault put in place of references in the config, and those the caller says it
+ * resolved into the payload: distinct, non-empty, longest first (so scrubbing is greedy).
+ */
+function resolvedValues(stored: unknown, resolved: unknown, fromCaller: readonly string[] = []): string[] {
+  const out = new Set(fromCaller.filter((v) => v.length > 0));
   const walk = (a: unknown, b: unknown) => {
     if (isReference(a)) {
-      if (typeof b === 'string' && b.length > 0 && b !== a) out.push(b);
+      if (typeof b === 'string' && b.length > 0 && b !== a) out.add(b);
     } else if (Array.isArray(a) && Array.isArray(b)) {
       for (let i = 0; i < a.length; i++) walk(a[i], b[i]);
     } else if (a && typeof a === 'object' && b && typeof b === 'object') {
@@ -452,5 +501,5 @@ function substitutedValues(stored: unknown, resolved: unknown): string[] {
     }
   };
   walk(stored, resolved);
-  return out.sort((x, y) => y.length - x.length);
+  return [...out].sort((x, y) => y.length - x.length);
 }

@@ -1,4 +1,6 @@
+import type pg from 'pg';
 import { expect } from 'vitest';
+import type { Tx } from '../../src/db/store.js';
 import type { TestApp } from '../helpers/app.js';
 import { admin, type TestPrincipal } from '../helpers/auth.js';
 
@@ -108,4 +110,39 @@ export async function eventsOf(t: TestApp, type: string): Promise<CloudEventJson
     out.push(e);
   }
   return out;
+}
+
+/**
+ * Runs `between` once, just before the app's next write transaction starts: a change that commits
+ * after a request's checks made outside its transaction (if any) and before its write, which makes
+ * such a race deterministic. Answers whether it has fired. Tests using it make one request at a time.
+ */
+export function beforeNextWrite(t: TestApp, between: () => Promise<void>): () => boolean {
+  const store = t.ctx.store;
+  const original = store.transaction;
+  let fired = false;
+  store.transaction = async <T>(fn: (tx: Tx) => Promise<T>): Promise<T> => {
+    store.transaction = original;
+    fired = true;
+    await between();
+    return (await original.call(store, fn)) as T;
+  };
+  return () => fired;
+}
+
+/**
+ * PostgreSQL: resolves once at least `n` other sessions of this database wait for a lock (requests
+ * blocked behind a test's open transaction, or behind each other). Polls pg_stat_activity.
+ */
+export async function lockWaiters(client: pg.Client, n: number, timeoutMs = 10_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const { rows } = await client.query(
+      `select count(*)::int as waiting from pg_stat_activity
+        where datname = current_database() and pid <> pg_backend_pid() and wait_event_type = 'Lock'`,
+    );
+    if (rows[0].waiting >= n) return;
+    if (Date.now() > deadline) throw new Error(`fewer than ${n} sessions waiting for a lock`);
+    await new Promise((r) => setTimeout(r, 20));
+  }
 }

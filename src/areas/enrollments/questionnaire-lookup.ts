@@ -1,4 +1,5 @@
 import type { Expression, SqlBool } from 'kysely';
+import type { Tx } from '../../db/store.js';
 import type { Principal } from '../../http/access.js';
 import { AppError } from '../../http/errors.js';
 import { atLeast } from '../questionnaires/access.js';
@@ -44,6 +45,12 @@ export interface QuestionnaireLookup {
   get(id: string): Promise<QuestionnaireRecord>;
   /** The active ones among `ids`; missing or deleted ones are left out. */
   getMany(ids: readonly string[]): Promise<QuestionnaireRecord[]>;
+  /**
+   * The active ones among `ids`, read inside this area's write transaction and held until it ends
+   * (PostgreSQL FOR SHARE): a concurrent publish, archive or delete committed before is seen, one not
+   * yet committed waits for the write. Checks that must still hold at commit are made on these.
+   */
+  lockActive(tx: Tx, ids: readonly string[]): Promise<QuestionnaireRecord[]>;
   /** What `principal` may see and change of the catalogue (one role lookup). */
   accessOf(principal: Pick<Principal, 'userId'>): Promise<RecordAccess>;
 }

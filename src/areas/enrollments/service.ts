@@ -22,6 +22,7 @@ import {
   jsonText,
   listEnrolledUsers,
   listEnrollments,
+  lockEnrollment,
   openConflicts,
   replaceQuestionnaires,
   updateEnrollment,
@@ -399,11 +400,19 @@ export function createEnrollmentService(deps: EnrollmentDeps) {
   }
 
   /**
-   * For submissions: the enrollment must be the user's, ENROLLED, within its window, and include the
-   * questionnaire. Returns nothing; throws ENROLLMENT.NOT_FOUND or ENROLLMENT.NOT_ACTIVE.
+   * For submissions, inside the submission's write transaction `tx`: the enrollment must be the
+   * user's, ENROLLED, within its window, and include the questionnaire. The enrollment is read with its
+   * row held until `tx` ends (PostgreSQL FOR SHARE), so a termination, a change of its questionnaires or
+   * a delete either committed before (and refuses the submission) or waits until it has committed.
+   * Returns nothing; throws ENROLLMENT.NOT_FOUND or ENROLLMENT.NOT_ACTIVE.
    */
-  async function assertAcceptsSubmission(enrollmentId: string, userId: string, questionnaireId: string) {
-    const e = await findEnrollment(store.db, enrollmentId);
+  async function assertAcceptsSubmission(
+    tx: Tx,
+    enrollmentId: string,
+    userId: string,
+    questionnaireId: string,
+  ) {
+    const e = await lockEnrollment(tx, enrollmentId);
     if (!e || e.user_id !== userId) throw new AppError('ENROLLMENT.NOT_FOUND', 'Enrollment not found');
     const at = now();
     const reason =

@@ -1,5 +1,6 @@
 import { type Expression, type Kysely, type SqlBool, sql } from 'kysely';
 import type { Database } from '../../db/schema.js';
+import type { Tx } from '../../db/store.js';
 import type { Page } from '../../http/list.js';
 import { isoParam, paginate } from '../../http/list.js';
 import type { EnrollmentTable } from './tables.js';
@@ -102,6 +103,20 @@ export async function findEnrollment(db: Db, id: string): Promise<Enrollment | u
   const row = await activeEnrollments(db).selectAll().where('id', '=', id).executeTakeFirst();
   if (!row) return undefined;
   return (await withQuestionnaires(db, [row]))[0];
+}
+
+/**
+ * The active enrollment, read inside a write transaction and held until it ends. PostgreSQL: the row
+ * FOR SHARE, so a concurrent status change, questionnaire change or delete (each an UPDATE of this row
+ * first) waits for the transaction, and one that committed first is what this read sees; its
+ * questionnaires are read after the lock. SQLite runs one write transaction at a time.
+ */
+export async function lockEnrollment(tx: Tx, id: string): Promise<Enrollment | undefined> {
+  let q = activeEnrollments(tx.db).selectAll().where('id', '=', id);
+  if (tx.dialect === 'postgres') q = q.forShare();
+  const row = await q.executeTakeFirst();
+  if (!row) return undefined;
+  return (await withQuestionnaires(tx.db, [row]))[0];
 }
 
 export async function insertEnrollment(

@@ -299,6 +299,17 @@ export function createQuestionnaireService(deps: QuestionnaireServiceDeps) {
       return out;
     },
 
+    /**
+     * For another area's write (a submission, an enrollment): the active questionnaires among `ids`
+     * read inside its transaction `tx` and held until it commits (PostgreSQL FOR SHARE; SQLite
+     * serialises write transactions), so a check made on their status still holds when the write
+     * commits: a concurrent publish, archive or delete either committed before (and is seen) or waits.
+     * No permission narrowing. Missing or deleted ones are left out.
+     */
+    async lockActive(tx: Tx, ids: readonly string[]): Promise<Questionnaire[]> {
+      return db.lockActiveQuestionnaires(tx, ids);
+    },
+
     /** An active questionnaire as `principal` may see it (permission rules applied). */
     async getFor(principal: Principal, id: string): Promise<Questionnaire> {
       return visible(await access.viewer(principal), id, 'VIEW');

@@ -200,6 +200,25 @@ export function createQuestionnaireStore(store: Store) {
       return q.executeTakeFirst();
     },
 
+    /**
+     * The active questionnaires among `ids`, read inside another area's write transaction and held
+     * until it ends. PostgreSQL: FOR SHARE, so a concurrent publish, archive or delete (which locks the
+     * row FOR UPDATE) waits for that transaction, and one that committed first is what this read sees
+     * (the row is re-checked after the wait, so a questionnaire deleted meanwhile is left out). Rows
+     * are locked in id order. SQLite runs one write transaction at a time, so the read is serialised.
+     */
+    async lockActiveQuestionnaires(tx: Tx, ids: readonly string[]): Promise<Questionnaire[]> {
+      if (ids.length === 0) return [];
+      let q = tx.db
+        .selectFrom('questionnaire')
+        .selectAll()
+        .where('id', 'in', [...new Set(ids)])
+        .where('deleted_at', 'is', null)
+        .orderBy('id');
+      if (tx.dialect === 'postgres') q = q.forShare();
+      return (await q.execute()).map(toQuestionnaire);
+    },
+
     async insertQuestionnaire(tx: Tx, row: QuestionnaireTable): Promise<void> {
       await tx.db.insertInto('questionnaire').values(row).execute();
     },

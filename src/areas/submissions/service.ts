@@ -1,4 +1,4 @@
-import type { Store } from '../../db/store.js';
+import type { Store, Tx } from '../../db/store.js';
 import type { Principal } from '../../http/access.js';
 import { AppError } from '../../http/errors.js';
 import type { Page } from '../../http/list.js';
@@ -50,13 +50,22 @@ const SOURCE = EVENT_SOURCES.submission;
  * Submissions of questionnaire answers. A submission needs a PUBLISHED questionnaire and answers that
  * satisfy its `payload.answers_schema` (answers.ts). Every write publishes its event in the same
  * transaction (SPEC Emission), with `data.answers` enriched by the scoring re-index.
+ *
+ * A new submission's preconditions (questionnaire PUBLISHED, answers valid against its current
+ * revision, enrollment ENROLLED) are checked inside the insert's transaction on rows held until it
+ * commits (the questionnaires' and enrollments' services lock them, questionnaire first): a concurrent
+ * archive, delete or enrollment termination either committed before and refuses the submission, or
+ * waits until the submission has committed. Nothing can slip between the check and the insert.
  */
 export function createSubmissionService(deps: SubmissionDeps) {
   const { store, clock, events } = deps;
   const now = () => iso(clock.now());
 
-  async function publishedQuestionnaire(id: string): Promise<QuestionnaireRecord> {
-    const q = await deps.questionnaires.get(id);
+  /** The questionnaire to answer, read and held inside the submission's transaction; PUBLISHED only. */
+  async function publishedQuestionnaire(tx: Tx, id: string): Promise<QuestionnaireRecord> {
+    const [q] = await deps.questionnaires.lockActive(tx, [id]);
+    if (!q)
+      throw new AppError('QUESTIONNAIRE.NOT_FOUND', 'Questionnaire not found', { questionnaire_id: id });
     if (q.status !== 'PUBLISHED') {
       throw new AppError(
         'QUESTIONNAIRE.INVALID_STATE',
@@ -96,77 +105,86 @@ export function createSubmissionService(deps: SubmissionDeps) {
     return s;
   }
 
-  async function insert(row: QuestionnaireSubmissionTable, type: string, data: Record<string, unknown>) {
-    await store.transaction(async (tx) => {
-      await insertSubmission(tx.db, row);
-      await events.publish(tx, { type, source: SOURCE, subject: row.id, data: enrichSubmissionData(data) });
-    });
+  async function insert(
+    tx: Tx,
+    row: QuestionnaireSubmissionTable,
+    type: string,
+    data: Record<string, unknown>,
+  ) {
+    await insertSubmission(tx.db, row);
+    await events.publish(tx, { type, source: SOURCE, subject: row.id, data: enrichSubmissionData(data) });
   }
 
   /** A signed-in user's submission (an API key counts as its creator, SPEC Authentication 7). */
   async function submit(input: SubmitInput, principal: Principal): Promise<Submission> {
-    const q = await publishedQuestionnaire(input.questionnaire_id);
-    validateAnswers(q, input.answers);
-    if (input.enrollment_id !== undefined) {
-      await deps.enrollments.assertAcceptsSubmission(input.enrollment_id, principal.userId, q.id);
-    }
-    const at = now();
-    const row: QuestionnaireSubmissionTable = {
-      id: newId(),
-      questionnaire_id: q.id,
-      questionnaire_revision: q.revision_sequence ?? null,
-      user_id: principal.userId,
-      enrollment_id: input.enrollment_id ?? null,
-      is_anonymous: 0,
-      answers: JSON.stringify(input.answers),
-      metadata: input.metadata ? JSON.stringify(input.metadata) : null,
-      api_key_id: principal.apiKeyId ?? null,
-      created_by: principal.userId,
-      created_at: at,
-      updated_at: at,
-      updated_by: principal.userId,
-      deleted_at: null,
-    };
-    await insert(row, 'svc.submission.created', {
-      submission_id: row.id,
-      questionnaire_id: q.id,
-      questionnaire_revision: row.questionnaire_revision,
-      user_id: principal.userId,
-      enrollment_id: row.enrollment_id,
-      answers: input.answers,
+    const id = newId();
+    await store.transaction(async (tx) => {
+      const q = await publishedQuestionnaire(tx, input.questionnaire_id);
+      validateAnswers(q, input.answers);
+      if (input.enrollment_id !== undefined) {
+        await deps.enrollments.assertAcceptsSubmission(tx, input.enrollment_id, principal.userId, q.id);
+      }
+      const at = now();
+      const row: QuestionnaireSubmissionTable = {
+        id,
+        questionnaire_id: q.id,
+        questionnaire_revision: q.revision_sequence ?? null,
+        user_id: principal.userId,
+        enrollment_id: input.enrollment_id ?? null,
+        is_anonymous: 0,
+        answers: JSON.stringify(input.answers),
+        metadata: input.metadata ? JSON.stringify(input.metadata) : null,
+        api_key_id: principal.apiKeyId ?? null,
+        created_by: principal.userId,
+        created_at: at,
+        updated_at: at,
+        updated_by: principal.userId,
+        deleted_at: null,
+      };
+      await insert(tx, row, 'svc.submission.created', {
+        submission_id: id,
+        questionnaire_id: q.id,
+        questionnaire_revision: row.questionnaire_revision,
+        user_id: principal.userId,
+        enrollment_id: row.enrollment_id,
+        answers: input.answers,
+      });
     });
-    return require(row.id);
+    return require(id);
   }
 
   /** An anonymous submission through an API key: no respondent recorded, the key and its creator are. */
   async function submitAnonymous(input: Omit<SubmitInput, 'enrollment_id'>, principal: Principal) {
-    const q = await publishedQuestionnaire(input.questionnaire_id);
-    validateAnswers(q, input.answers);
-    const at = now();
-    const row: QuestionnaireSubmissionTable = {
-      id: newId(),
-      questionnaire_id: q.id,
-      questionnaire_revision: q.revision_sequence ?? null,
-      user_id: null,
-      enrollment_id: null,
-      is_anonymous: 1,
-      answers: JSON.stringify(input.answers),
-      metadata: input.metadata ? JSON.stringify(input.metadata) : null,
-      api_key_id: principal.apiKeyId ?? null,
-      created_by: principal.userId,
-      created_at: at,
-      updated_at: at,
-      updated_by: principal.userId,
-      deleted_at: null,
-    };
-    await insert(row, 'svc.submission.anonymous_created', {
-      submission_id: row.id,
-      questionnaire_id: q.id,
-      questionnaire_revision: row.questionnaire_revision,
-      api_key_id: row.api_key_id,
-      answers: input.answers,
+    const id = newId();
+    await store.transaction(async (tx) => {
+      const q = await publishedQuestionnaire(tx, input.questionnaire_id);
+      validateAnswers(q, input.answers);
+      const at = now();
+      const row: QuestionnaireSubmissionTable = {
+        id,
+        questionnaire_id: q.id,
+        questionnaire_revision: q.revision_sequence ?? null,
+        user_id: null,
+        enrollment_id: null,
+        is_anonymous: 1,
+        answers: JSON.stringify(input.answers),
+        metadata: input.metadata ? JSON.stringify(input.metadata) : null,
+        api_key_id: principal.apiKeyId ?? null,
+        created_by: principal.userId,
+        created_at: at,
+        updated_at: at,
+        updated_by: principal.userId,
+        deleted_at: null,
+      };
+      await insert(tx, row, 'svc.submission.anonymous_created', {
+        submission_id: id,
+        questionnaire_id: q.id,
+        questionnaire_revision: row.questionnaire_revision,
+        api_key_id: row.api_key_id,
+        answers: input.answers,
+      });
     });
-    return require(row.id);
+    return require(id);
   }
 
   /**

@@ -1,0 +1,62 @@
+import pg from 'pg';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { call, lockWaiters, questionnaire } from '../enrollments/fixtures.js';
+import { startTestApp, type TestApp } from '../helpers/app.js';
+import { admin, responder, type TestPrincipal } from '../helpers/auth.js';
+
+/**
+ * PostgreSQL: a submission holds the rows its checks read (the questionnaire, the enrollment) until it
+ * commits, so an archive cannot commit between its check and its insert. A test transaction holding the
+ * enrollment row pauses the submission inside its write, and shows the archive waiting for it.
+ */
+describe('submission write transactions hold what they checked (postgres)', () => {
+  let t: TestApp;
+  let boss: TestPrincipal;
+  let raw: pg.Client;
+
+  beforeAll(async () => {
+    t = await startTestApp();
+    boss = await admin(t);
+    raw = new pg.Client({ connectionString: t.ctx.store.url });
+    await raw.connect();
+  });
+  afterAll(async () => {
+    await raw?.end();
+    await t?.close();
+  });
+
+  it('an archive of the questionnaire waits until an in-flight submission has committed', async () => {
+    const q = await questionnaire(t, boss);
+    const r = await responder(t);
+    const e = await call(t, boss, 'POST', '/enrollment', {
+      user_id: r.userId,
+      questionnaire_ids: [q.id],
+      consent_required: false,
+    });
+    expect(e.status).toBe(200);
+    await raw.query('begin');
+    try {
+      await raw.query('select id from enrollment where id = $1 for update', [e.body.id]);
+      const submit = call(t, r, 'POST', '/questionnaire_submission', {
+        questionnaire_id: q.id,
+        answers: {},
+        enrollment_id: e.body.id,
+      });
+      await lockWaiters(raw, 1); // the submission, paused inside its write
+      const archive = call(t, boss, 'POST', `/questionnaire/${q.id}/archive`);
+      const first = await Promise.race([
+        archive.then(() => 'archive committed while the submission was in flight'),
+        lockWaiters(raw, 2).then(() => 'archive waits for the submission'),
+      ]);
+      expect(first).toBe('archive waits for the submission');
+      await raw.query('commit');
+      const [submitted, archived] = await Promise.all([submit, archive]);
+      expect(submitted.status).toBe(200);
+      expect(archived.status).toBe(200);
+      // The submission was accepted while the questionnaire was PUBLISHED: it precedes the archive.
+      expect(submitted.body.created_at <= archived.body.archived_at).toBe(true);
+    } finally {
+      await raw.query('rollback').catch(() => {});
+    }
+  });
+});

@@ -123,10 +123,26 @@ export function createEnrollmentService(deps: EnrollmentDeps) {
     }
   }
 
+  const questionnairesMissing = (ids: string[]) =>
+    new AppError('QUESTIONNAIRE.NOT_FOUND', `Questionnaire not found: ${ids.join(', ')}`, {
+      questionnaire_ids: ids,
+    });
+
+  /** Refuses the ids among `ids` naming an archived questionnaire of `found`. */
+  function refuseArchived(ids: string[], found: Map<string, QuestionnaireRecord>): void {
+    const archived = ids.filter((id) => found.get(id)?.status === 'ARCHIVED');
+    if (archived.length > 0) {
+      throw new AppError('QUESTIONNAIRE.INVALID_STATE', 'Cannot enroll into an archived questionnaire', {
+        questionnaire_ids: archived,
+      });
+    }
+  }
+
   /**
    * Every id must name an active questionnaire the provider may see (one they cannot see is reported
    * like a missing one), on which it holds EDIT, and that is not archived. Two queries for any number
-   * of ids (the questionnaires, then the caller's levels on them).
+   * of ids (the questionnaires, then the caller's levels on them). Runs before the write, so a bad
+   * request takes no write lock; the state part is checked again inside the write (`recheckQuestionnaires`).
    */
   async function checkQuestionnaires(ids: string[], access: RecordAccess): Promise<void> {
     const [found, levels] = await Promise.all([
@@ -134,11 +150,7 @@ export function createEnrollmentService(deps: EnrollmentDeps) {
       access.levels(ids),
     ]);
     const missing = ids.filter((id) => !found.has(id) || levels.get(id) === null);
-    if (missing.length > 0) {
-      throw new AppError('QUESTIONNAIRE.NOT_FOUND', `Questionnaire not found: ${missing.join(', ')}`, {
-        questionnaire_ids: missing,
-      });
-    }
+    if (missing.length > 0) throw questionnairesMissing(missing);
     const short = ids.filter((id) => !atLeast(levels.get(id) ?? null, 'EDIT'));
     if (short.length > 0) {
       throw new AppError('PERMISSION.DENIED', 'Enrolling into a questionnaire needs EDIT permission on it', {
@@ -147,12 +159,21 @@ export function createEnrollmentService(deps: EnrollmentDeps) {
         level: 'VIEW',
       });
     }
-    const archived = ids.filter((id) => found.get(id)?.status === 'ARCHIVED');
-    if (archived.length > 0) {
-      throw new AppError('QUESTIONNAIRE.INVALID_STATE', 'Cannot enroll into an archived questionnaire', {
-        questionnaire_ids: archived,
-      });
-    }
+    refuseArchived(ids, found);
+  }
+
+  /**
+   * The questionnaires' state checked again inside the write transaction, on rows held until it
+   * commits (`lockActive`): an archive or delete that committed after `checkQuestionnaires` is refused
+   * here instead of being enrolled into, and one still in flight waits for this write. Called before
+   * the enrollment row is written, so locks are always taken questionnaires first, then the enrollment
+   * (as submissions do).
+   */
+  async function recheckQuestionnaires(tx: Tx, ids: string[]): Promise<void> {
+    const found = new Map((await deps.questionnaires.lockActive(tx, ids)).map((q) => [q.id, q]));
+    const missing = ids.filter((id) => !found.has(id));
+    if (missing.length > 0) throw questionnairesMissing(missing);
+    refuseArchived(ids, found);
   }
 
   function alreadyEnrolled(conflicts: Array<{ questionnaire_id: string; enrollment_id: string }>): AppError {
@@ -216,7 +237,10 @@ export function createEnrollmentService(deps: EnrollmentDeps) {
       deleted_at: null,
     };
     await writeGuarded(input.user_id, input.questionnaire_ids, () =>
-      store.transaction((tx) => insertEnrollment(tx.db, row, input.questionnaire_ids, true)),
+      store.transaction(async (tx) => {
+        await recheckQuestionnaires(tx, input.questionnaire_ids);
+        await insertEnrollment(tx.db, row, input.questionnaire_ids, true);
+      }),
     );
     return require(row.id);
   }
@@ -272,6 +296,7 @@ export function createEnrollmentService(deps: EnrollmentDeps) {
     }
     await writeGuarded(current.user_id, ids ?? [], () =>
       store.transaction(async (tx) => {
+        if (ids) await recheckQuestionnaires(tx, ids);
         // Compare-and-set on the status read above: a concurrent change makes this one fail cleanly.
         const applied = await updateEnrollment(tx.db, id, changes, from);
         if (!applied) throw await staleError(tx.db, id, from, to);

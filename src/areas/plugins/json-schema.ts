@@ -1,5 +1,6 @@
 import { Ajv2020, type ErrorObject, type ValidateFunction } from 'ajv/dist/2020.js';
 import formats from 'ajv-formats';
+import { REFERENCE_PATTERN } from '../vault/references.js';
 
 /**
  * JSON Schema (2020-12) validation of plugin configs, inputs and outputs, with ajv.
@@ -17,12 +18,6 @@ const ajv = new Ajv2020({
 });
 // ajv-formats is CommonJS: its default export is the function under ESM interop.
 (formats as unknown as { default: (a: Ajv2020) => void }).default(ajv);
-
-/** A whole-string vault reference (SPEC Vault references). */
-export const REFERENCE_PATTERN = '^\\$(secret|var):[A-Za-z0-9_]+$';
-const REFERENCE = new RegExp(REFERENCE_PATTERN);
-export const isReference = (value: unknown): value is string =>
-  typeof value === 'string' && REFERENCE.test(value);
 
 export interface SchemaError {
   /** JSON Pointer into the validated value ('' is the value itself). */

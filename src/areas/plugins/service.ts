@@ -4,12 +4,13 @@ import { AppError } from '../../http/errors.js';
 import { envelope } from '../../http/list.js';
 import { type Clock, iso } from '../../lib/clock.js';
 import { newId } from '../../lib/ids.js';
+import { maskSecrets, secretValues } from '../vault/references.js';
 import { corePlugin } from './builtins/core.js';
 import { emailPlugin } from './builtins/email.js';
 import { httpPlugin } from './builtins/http.js';
 import { configHash } from './config-hash.js';
 import { discoverPlugins, type LoadedPlugin } from './discovery.js';
-import { describeErrors, isReference, validate } from './json-schema.js';
+import { describeErrors, validate } from './json-schema.js';
 import type { PluginAction } from './manifest.js';
 import type { CreateInstance, DefinitionListQuery, InstanceListQuery, UpdateInstance } from './schemas.js';
 import type { PluginDefinition, PluginInstance } from './store.js';
@@ -81,8 +82,6 @@ export interface PluginDeps {
 
 /** Longest handler error message kept (a stack or a whole response body is not a message). */
 const MAX_MESSAGE = 1000;
-/** What a resolved vault value becomes wherever it would leave the plugin service. */
-const MASK = '******';
 
 export function createPluginService(deps: PluginDeps): PluginService {
   const { store, clock, log } = deps;
@@ -309,7 +308,7 @@ export function createPluginService(deps: PluginDeps): PluginService {
       // The definition may have changed since the config was saved (a new plugin version).
       checkConfig(configSchema, stored, "the instance's config_json");
       const config = await deps.vault.resolveReferences(stored);
-      const secrets = resolvedValues(stored, config, req.secrets);
+      const secrets = secretValues(stored, config, req.secrets);
 
       const limitMs = Math.max(
         1,
@@ -340,7 +339,7 @@ export function createPluginService(deps: PluginDeps): PluginService {
           );
         }
         // SPEC Vault references: resolved values are never returned, also when a handler echoes them.
-        return scrub(output, secrets);
+        return maskSecrets(output, secrets);
       } catch (err) {
         const appError = toPluginError(err, label, secrets);
         outcome = appError.code;
@@ -432,74 +431,14 @@ async function runWithTimeout(
 function toPluginError(err: unknown, label: string, secrets: readonly string[]): AppError {
   if (err instanceof AppError) {
     if (err.code.startsWith('PLUGIN.') || err.code.startsWith('VAULT.')) {
-      const message = scrub(err.message, secrets);
-      const details = scrub(err.details, secrets);
+      const message = maskSecrets(err.message, secrets);
+      const details = maskSecrets(err.details, secrets);
       return message === err.message && details === err.details
         ? err
         : new AppError(err.code, message, details, err.headers);
     }
   }
   const text = err instanceof Error ? err.message : String(err);
-  const message = scrub(text || 'unknown error', secrets).slice(0, MAX_MESSAGE);
+  const message = maskSecrets(text || 'unknown error', secrets).slice(0, MAX_MESSAGE);
   return new AppError('PLUGIN.INVOCATION_FAILED', `${label} failed: ${message}`);
-}
-
-/**
- * The one scrubber of the invocation path (outputs, error messages, error details): every
- * occurrence of a value in `secrets` (longest first), also inside a longer string or an object key,
- * becomes ******. Copy-on-write: what holds no secret is answered as it is, and with no secrets at
- * all (an invocation that resolved no reference) nothing is walked.
- */
-function scrub<T>(value: T, secrets: readonly string[]): T {
-  if (secrets.length === 0) return value;
-  const text = (s: string) => {
-    let out = s;
-    for (const secret of secrets) if (out.includes(secret)) out = out.split(secret).join(MASK);
-    return out;
-  };
-  const walk = (v: unknown): unknown => {
-    if (typeof v === 'string') return text(v);
-    if (Array.isArray(v)) {
-      let out: unknown[] | undefined;
-      v.forEach((item, i) => {
-        const next = walk(item);
-        if (next !== item) {
-          out ??= v.slice();
-          out[i] = next;
-        }
-      });
-      return out ?? v;
-    }
-    if (v !== null && typeof v === 'object') {
-      let changed = false;
-      const entries = Object.entries(v).map(([k, item]) => {
-        const key = text(k);
-        const next = walk(item);
-        if (key !== k || next !== item) changed = true;
-        return [key, next] as const;
-      });
-      return changed ? Object.fromEntries(entries) : v;
-    }
-    return v;
-  };
-  return walk(value) as T;
-}
-
-/**
- * The values the vault put in place of references in the config, and those the caller says it
- * resolved into the payload: distinct, non-empty, longest first (so scrubbing is greedy).
- */
-function resolvedValues(stored: unknown, resolved: unknown, fromCaller: readonly string[] = []): string[] {
-  const out = new Set(fromCaller.filter((v) => v.length > 0));
-  const walk = (a: unknown, b: unknown) => {
-    if (isReference(a)) {
-      if (typeof b === 'string' && b.length > 0 && b !== a) out.add(b);
-    } else if (Array.isArray(a) && Array.isArray(b)) {
-      for (let i = 0; i < a.length; i++) walk(a[i], b[i]);
-    } else if (a && typeof a === 'object' && b && typeof b === 'object') {
-      for (const [k, v] of Object.entries(a)) walk(v, (b as Record<string, unknown>)[k]);
-    }
-  };
-  walk(stored, resolved);
-  return [...out].sort((x, y) => y.length - x.length);
 }

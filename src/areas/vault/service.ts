@@ -7,6 +7,7 @@ import { type Clock, iso } from '../../lib/clock.js';
 import { newId } from '../../lib/ids.js';
 import { deriveFernetKey, Fernet, type MultiFernet } from './fernet.js';
 import { vaultKeyring } from './keyring.js';
+import { REFERENCE } from './references.js';
 import {
   type CreateVaultEntry,
   MASK,
@@ -68,8 +69,6 @@ export interface VaultDeps {
   previousKeys?: readonly string[];
 }
 
-/** A whole-string reference (SPEC Vault references); key characters `[a-zA-Z0-9_]`. */
-const REFERENCE = /^\$(secret|var):([a-zA-Z0-9_]+)$/;
 /** Deeper values are refused rather than risking the stack (and cycles end here too). */
 const MAX_DEPTH = 200;
 

@@ -341,6 +341,37 @@ describe(`plugin invocation (${dialectName})`, () => {
       expect(JSON.stringify(rows)).not.toContain(SECRET);
       expect(rows[0].output).toContain('Bearer ******');
     });
+
+    it('a secret resolved into an ACTION input mapping is masked in the output the node stores', async () => {
+      const id = await api.instance('probe', {});
+      const wf = await workflowApi(t);
+      const { id: subscriptionId } = await workflow(wf, {
+        nodes: [
+          {
+            id: 'e',
+            key: 'echo',
+            type: 'ACTION',
+            config: {
+              plugin_instance_id: id,
+              plugin_action: 'echo_config',
+              input_mapping: { auth: '$secret:probe_token', region: '$var:probe_region' },
+            },
+          },
+        ],
+      });
+      await publish(t);
+      await settle(t);
+      const { run, nodes } = await onlyRun(wf, subscriptionId);
+      expect(run.status).toBe('completed');
+      // The handler got the resolved values; what the run keeps masks the secret, not the VAR.
+      expect(nodes.echo.output).toMatchObject({ input: { auth: '******', region: 'eu-west' } });
+      const rows = await t.ctx.store.db
+        .selectFrom('workflow_run_node')
+        .select(['output', 'input', 'error'])
+        .where('workflow_run_id', '=', run.id)
+        .execute();
+      expect(JSON.stringify(rows)).not.toContain(SECRET);
+    });
   });
 
   describe('services.plugins (the path workflow ACTION nodes use)', () => {

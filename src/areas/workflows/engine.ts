@@ -23,6 +23,7 @@ import type { Job } from '../../worker/worker.js';
 import type { CloudEvent } from '../events/cloudevent.js';
 import type { EventHandler } from '../events/handlers.js';
 import type { RoutableSubscription, SubscriptionService } from '../subscriptions/service.js';
+import { maskSecrets, secretValues } from '../vault/references.js';
 import { WriteBatcher } from './batcher.js';
 import { CompiledCache, describeThrown, truthy } from './jsonlogic.js';
 import { type Barrier, eventContext, MAX_INTERRUPTIONS, type NodeState, RunMachine } from './machine.js';
@@ -39,6 +40,8 @@ export interface ActionInvoker {
     idempotencyKey?: string;
     timeoutMs?: number;
     signal?: AbortSignal;
+    /** Values this caller resolved into `payload` from `$secret:` references, masked in the answer. */
+    secrets?: readonly string[];
   }): Promise<unknown>;
   describeAction(
     instanceId: string,
@@ -236,30 +239,6 @@ export function createWorkflowEngine(deps: EngineDeps) {
     return () => clearInterval(t);
   }
 
-  /** The values `$secret:` references of an input resolved to (to keep them out of node errors). */
-  function secretsOf(input: unknown, resolved: unknown, out: string[] = []): string[] {
-    if (typeof input === 'string') {
-      if (
-        /^\$secret:[a-zA-Z0-9_]+$/.test(input) &&
-        typeof resolved === 'string' &&
-        resolved &&
-        resolved !== input
-      ) {
-        out.push(resolved);
-      }
-    } else if (Array.isArray(input) && Array.isArray(resolved)) {
-      input.forEach((v, i) => {
-        secretsOf(v, resolved[i], out);
-      });
-    } else if (input && typeof input === 'object' && resolved && typeof resolved === 'object') {
-      for (const [k, v] of Object.entries(input)) secretsOf(v, (resolved as Record<string, unknown>)[k], out);
-    }
-    return out.sort((x, y) => y.length - x.length);
-  }
-
-  const scrub = (text: string, secrets: string[]) =>
-    secrets.reduce((t, s) => t.split(s).join('******'), text);
-
   function errorText(err: unknown): string {
     if (err instanceof AppError) return `${err.code}: ${err.message}`;
     return describeThrown(err);
@@ -328,7 +307,7 @@ export function createWorkflowEngine(deps: EngineDeps) {
     let secrets: string[] = [];
     try {
       const payload = await deps.vault.resolveReferences(state.input ?? {});
-      secrets = secretsOf(state.input, payload);
+      secrets = secretValues(state.input, payload);
       const timeout = new Promise<never>((_, reject) => {
         timeoutHandle = setTimeout(() => {
           timedOut = true;
@@ -343,6 +322,8 @@ export function createWorkflowEngine(deps: EngineDeps) {
         idempotencyKey: `${machine.run.id}:${node.key}`,
         timeoutMs: limit,
         signal: controller.signal,
+        // Masked out of the output the run node stores (SPEC Vault references).
+        secrets,
       });
       // After a timeout the call may still settle; its outcome no longer matters.
       call.catch(() => {});
@@ -355,7 +336,7 @@ export function createWorkflowEngine(deps: EngineDeps) {
           ? `attempt ${state.attempts} timed out after ${limit} ms (effective timeout: the smaller of timeout_ms ${
               node.timeoutMs ?? 'unset'
             } and the action's timeout_seconds ${description.timeout_seconds})`
-          : scrub(errorText(err), secrets);
+          : maskSecrets(errorText(err), secrets);
       machine.attemptFailed(node, state, message, clock.now());
     } finally {
       if (timeoutHandle) clearTimeout(timeoutHandle);

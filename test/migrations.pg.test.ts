@@ -1,10 +1,10 @@
 import pg from 'pg';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, expect, it } from 'vitest';
 import { migrations } from '../src/db/migrations/index.js';
 import { runCli } from './helpers/cli.js';
-import { freshDatabase, type TestDatabase } from './helpers/store.js';
+import { describePg, freshDatabase, type TestDatabase } from './helpers/store.js';
 
-describe('migrations on PostgreSQL', () => {
+describePg('migrations on PostgreSQL', () => {
   let db: TestDatabase;
   beforeAll(async () => {
     db = await freshDatabase();

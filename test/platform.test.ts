@@ -1,3 +1,7 @@
+import { spawnSync } from 'node:child_process';
+import { readdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import SwaggerParser from '@apidevtools/swagger-parser';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestApp, type TestApp } from './helpers/app.js';
@@ -122,5 +126,50 @@ describe(`readiness (${dialectName})`, () => {
     expect(ready.json()).toEqual({ status: 'unavailable' });
     expect((await t.app.inject({ method: 'GET', url: '/healthz' })).statusCode).toBe(200);
     await t.close().catch(() => {}); // the store is already closed; the database is still dropped
+  });
+});
+
+describe('PostgreSQL-only tests', () => {
+  const root = fileURLToPath(new URL('..', import.meta.url));
+  /** Runs vitest on one *.pg.test.ts file in a child process, on SQLite. */
+  const vitest = (env: Record<string, string>, ...args: string[]) => {
+    const { SVC_TEST_DATABASE_URL: _url, CI: _ci, ...inherited } = process.env;
+    return spawnSync(
+      process.execPath,
+      ['node_modules/vitest/vitest.mjs', 'run', 'test/migrations.pg.test.ts', '--reporter=verbose', ...args],
+      {
+        cwd: root,
+        env: { ...inherited, SVC_TEST_DATABASE_URL: 'sqlite::memory:', ...env },
+        encoding: 'utf8',
+      },
+    );
+  };
+
+  it('every *.pg.test.ts wraps its tests in describePg', () => {
+    const files = readdirSync(join(root, 'test'), { recursive: true, encoding: 'utf8' }).filter((f) =>
+      f.endsWith('.pg.test.ts'),
+    );
+    expect(files.length).toBeGreaterThan(0);
+    for (const f of files) {
+      const text = readFileSync(join(root, 'test', f), 'utf8');
+      expect(text, f).toMatch(/^describePg\(/m);
+      expect(text, f).not.toMatch(/^describe\(/m);
+    }
+  });
+
+  it('report themselves skipped without PostgreSQL', { timeout: 120_000 }, () => {
+    const run = vitest({});
+    expect(run.status, run.stdout + run.stderr).toBe(0);
+    expect(run.stdout).toMatch(/1 skipped/);
+  });
+
+  it('fail the run with a clear message when CI=true and PostgreSQL is missing, unless excluded', {
+    timeout: 120_000,
+  }, () => {
+    const run = vitest({ CI: 'true' });
+    expect(run.status).toBe(1);
+    expect(run.stdout + run.stderr).toContain('CI=true but SVC_TEST_DATABASE_URL is not a postgres:// URL');
+    const excluded = vitest({ CI: 'true' }, '--exclude', 'test/**/*.pg.test.ts', '--passWithNoTests');
+    expect(excluded.status, excluded.stdout + excluded.stderr).toBe(0);
   });
 });

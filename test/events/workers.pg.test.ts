@@ -3,10 +3,10 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { hostname, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterEach, expect, it } from 'vitest';
 import { createWorker } from '../../src/app/runtime.js';
 import { startTestApp, TEST_SECRETS, type TestApp } from '../helpers/app.js';
-import { freshDatabase, type TestDatabase } from '../helpers/store.js';
+import { describePg, freshDatabase, type TestDatabase } from '../helpers/store.js';
 import { allTasks, anotherDrain, eventually, publishMany, recorder } from './helpers.js';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
@@ -76,7 +76,7 @@ class WorkerProcess {
   }
 }
 
-describe('outbox scale-out on PostgreSQL', () => {
+describePg('outbox scale-out on PostgreSQL', () => {
   const cleanups: Array<() => Promise<void>> = [];
   afterEach(async () => {
     for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
@@ -202,7 +202,7 @@ describe('outbox scale-out on PostgreSQL', () => {
   }, 240_000);
 });
 
-describe('outbox wake-ups across processes (LISTEN/NOTIFY)', () => {
+describePg('outbox wake-ups across processes (LISTEN/NOTIFY)', () => {
   let publisher: TestApp | undefined;
   let drainer: TestApp | undefined;
   afterEach(async () => {

@@ -1,10 +1,18 @@
 import { randomBytes } from 'node:crypto';
 import pg from 'pg';
+import { describe } from 'vitest';
 
 /** The store every integration test runs on: SVC_TEST_DATABASE_URL, or in-memory SQLite. */
 export const TEST_DATABASE_URL = process.env.SVC_TEST_DATABASE_URL ?? 'sqlite::memory:';
 export const onPostgres = /^postgres(ql)?:\/\//.test(TEST_DATABASE_URL);
 export const dialectName = onPostgres ? 'postgres' : 'sqlite';
+
+/**
+ * `describe` for tests that need PostgreSQL (several processes, LISTEN/NOTIFY, SKIP LOCKED): every
+ * `*.pg.test.ts` uses it, so without PostgreSQL they report themselves skipped instead of vanishing.
+ * With CI=true a skipped one fails the run (test/helpers/global-setup.ts).
+ */
+export const describePg = describe.skipIf(!onPostgres);
 
 export interface TestDatabase {
   url: string;

@@ -1,10 +1,10 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, expect, it } from 'vitest';
 import { startTestApp, type TestApp } from '../helpers/app.js';
 import { admin, apiKey } from '../helpers/auth.js';
-import { freshDatabase, type TestDatabase } from '../helpers/store.js';
+import { describePg, freshDatabase, type TestDatabase } from '../helpers/store.js';
 
 /** Two app instances (two processes' worth of caches) on one PostgreSQL database. */
-describe('scope cache invalidation across processes (postgres)', () => {
+describePg('scope cache invalidation across processes (postgres)', () => {
   let db: TestDatabase;
   let a: TestApp;
   let b: TestApp;

@@ -1,17 +1,17 @@
 import pg from 'pg';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, expect, it } from 'vitest';
 import { call, lockWaiters, questionnaire } from '../enrollments/fixtures.js';
 import { startTestApp, type TestApp } from '../helpers/app.js';
 import { admin, responder, type TestPrincipal } from '../helpers/auth.js';
-import { onPostgres } from '../helpers/store.js';
+import { describePg } from '../helpers/store.js';
 
 /**
  * PostgreSQL: a submission holds the rows its checks read (the questionnaire, the enrollment) until it
  * commits, so an archive cannot commit between its check and its insert. A test transaction holding the
  * enrollment row pauses the submission inside its write, and shows the archive waiting for it.
  */
-// Needs PostgreSQL (row locks across sessions): skipped on SQLite even when a run includes *.pg.test.ts.
-describe.skipIf(!onPostgres)('submission write transactions hold what they checked (postgres)', () => {
+// Needs PostgreSQL (row locks across sessions).
+describePg('submission write transactions hold what they checked (postgres)', () => {
   let t: TestApp;
   let boss: TestPrincipal;
   let raw: pg.Client;

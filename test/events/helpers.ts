@@ -70,14 +70,19 @@ export async function allTasks(t: TestApp): Promise<TaskRow[]> {
     .execute();
 }
 
-/** A handler that records what it was given, and fails while `fail(event, call)` says so. */
+/** A handler that records what it was given, and fails an event while `fail(event, call)` says so. */
 export function recorder(name: string, fail: (event: CloudEvent, call: number) => boolean = () => false) {
   const calls: CloudEvent[] = [];
   const handler: EventHandler = {
     name,
-    async handle(event) {
-      calls.push(event);
-      if (fail(event, calls.filter((c) => c.id === event.id).length)) throw new Error(`boom ${calls.length}`);
+    async handle(events) {
+      const failures = new Map<string, Error>();
+      for (const event of events) {
+        calls.push(event);
+        const call = calls.filter((c) => c.id === event.id).length;
+        if (fail(event, call)) failures.set(event.id, new Error(`boom ${calls.length}`));
+      }
+      return failures;
     },
   };
   return { handler, calls };

@@ -239,6 +239,45 @@ describe(`outbox (${dialectName})`, () => {
       expect((await allTasks(t))[0]).toMatchObject({ status: 'DONE', attempts: 2 });
     });
 
+    it('hands the claimed batch over at once; a handler failing one event fails only that task', async () => {
+      const { t } = await start();
+      const batches: number[] = [];
+      const events = await publishMany(t, 3);
+      const middle = events[1].id;
+      t.ctx.services.eventHandlers.push({
+        name: 'picky',
+        handle: async (batch) => {
+          batches.push(batch.length);
+          return new Map(batch.filter((e) => e.id === middle).map((e) => [e.id, new Error('not this one')]));
+        },
+      });
+      await outboxJob(t).run();
+      expect(batches).toEqual([3]);
+      const byEvent = new Map((await allTasks(t)).map((task) => [task.event_id, task]));
+      expect(byEvent.get(middle)).toMatchObject({ status: 'PENDING', error: 'picky: not this one' });
+      for (const e of [events[0], events[2]]) expect(byEvent.get(e.id)).toMatchObject({ status: 'DONE' });
+    });
+
+    it('a handler that throws fails every task of the batch; the other handlers still get it', async () => {
+      const { t } = await start();
+      const steady = recorder('steady');
+      t.ctx.services.eventHandlers.push(
+        {
+          name: 'down',
+          handle: async () => {
+            throw new Error('store unreachable');
+          },
+        },
+        steady.handler,
+      );
+      await publishMany(t, 2);
+      await outboxJob(t).run();
+      expect(steady.calls).toHaveLength(2);
+      for (const task of await allTasks(t)) {
+        expect(task).toMatchObject({ status: 'PENDING', attempts: 1, error: 'down: store unreachable' });
+      }
+    });
+
     it('claims in batches: a step takes at most 100 tasks and says when more are waiting', async () => {
       const { t } = await start();
       const seen = recorder('seen');
@@ -354,7 +393,10 @@ describe(`outbox (${dialectName})`, () => {
       const got = new Promise<string>((resolve) => {
         delivered = resolve;
       });
-      app.ctx.services.eventHandlers.push({ name: 'probe', handle: async (e) => delivered(e.id) });
+      app.ctx.services.eventHandlers.push({
+        name: 'probe',
+        handle: async (events) => delivered(events[0].id),
+      });
       const worker = createWorker(app.ctx);
       worker.start();
       try {

@@ -145,7 +145,9 @@ export function cloudEvent(type = 'svc.user.created', data: Record<string, unkno
 export async function dispatch(t: TestApp, event: CloudEvent): Promise<void> {
   const handler = t.ctx.services.eventHandlers.find((h) => h.name === 'webhooks');
   if (!handler) throw new Error('the webhook dispatcher is not registered in services.eventHandlers');
-  await handler.handle(event);
+  const failures = await handler.handle([event]);
+  const failure = failures?.get(event.id);
+  if (failure) throw failure;
 }
 
 export async function createHook(

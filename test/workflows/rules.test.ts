@@ -716,8 +716,8 @@ describe(`workflow execution rules (${dialectName})`, () => {
       await settle(t);
       const router = t.ctx.services.eventHandlers.find((h) => h.name === 'workflow-router');
       // At-least-once delivery: the same event again, concurrently and later.
-      await Promise.all([router?.handle(event), router?.handle(event)]);
-      await router?.handle(event);
+      await Promise.all([router?.handle([event]), router?.handle([event, event])]);
+      await router?.handle([event]);
       await settle(t);
       const runs = await runsOf(a, wf.id);
       expect(runs.length).toBe(1);

@@ -6,7 +6,7 @@ import { type Clock, iso } from '../../lib/clock.js';
 import type { Wakeups } from '../../worker/wakeups.js';
 import type { Job } from '../../worker/worker.js';
 import type { CloudEvent } from './cloudevent.js';
-import type { EventHandler } from './handlers.js';
+import type { EventHandler, HandlerFailures } from './handlers.js';
 import { afterFailure } from './retry.js';
 import { OUTBOX_JOB, type OutboxSignal } from './signal.js';
 import {
@@ -21,10 +21,8 @@ import {
 } from './store.js';
 
 export interface OutboxOptions {
-  /** Tasks claimed per step. */
+  /** Tasks claimed per step, handed to every handler together. */
   batchSize?: number;
-  /** Events of one batch handled at the same time. */
-  concurrency?: number;
   /** How long a claim is exclusive; renewed every third of it while handlers run. */
   leaseMs: number;
   intervalMs: number;
@@ -63,7 +61,6 @@ const MIN_TIMER_MS = 50;
 export function createOutboxJob(deps: OutboxDeps, options: OutboxOptions): OutboxJob {
   const { store, clock, log } = deps;
   const batchSize = options.batchSize ?? 100;
-  const concurrency = options.concurrency ?? 8;
   const handlerTimeoutMs = options.handlerTimeoutMs ?? 5 * 60_000;
   const workerId = options.workerId ?? `${hostname()}/${process.pid}/${randomBytes(4).toString('hex')}`;
   let dueTimer: NodeJS.Timeout | undefined;
@@ -92,28 +89,49 @@ export function createOutboxJob(deps: OutboxDeps, options: OutboxOptions): Outbo
     }
   }
 
-  /** Calls every handler; a failing handler does not stop the others. Resolves to the error text, if any. */
-  async function deliver(task: TaskRow): Promise<string | null> {
-    let event: CloudEvent;
-    try {
-      event = JSON.parse(task.cloudevent) as CloudEvent;
-    } catch {
-      return 'stored CloudEvent is not valid JSON';
-    }
-    const errors: string[] = [];
-    for (const handler of deps.handlers) {
+  /**
+   * Hands the batch to every handler in turn (a failing handler does not stop the others); resolves
+   * to each task's error text, or null when every handler took its event.
+   */
+  async function deliver(tasks: TaskRow[]): Promise<Array<string | null>> {
+    const errors = tasks.map((): string[] => []);
+    const events: CloudEvent[] = [];
+    const indexOf = new Map<string, number>();
+    for (const [i, task] of tasks.entries()) {
       try {
-        await withTimeout(handler.handle(event), handlerTimeoutMs, handler.name);
-      } catch (err) {
-        const message = err instanceof Error ? err.message : String(err);
-        errors.push(`${handler.name}: ${message}`);
-        log.warn(
-          { handler: handler.name, event_id: event.id, event_type: event.type, attempt: task.attempts, err },
-          'outbox: event handler failed',
-        );
+        const event = JSON.parse(task.cloudevent) as CloudEvent;
+        events.push(event);
+        indexOf.set(event.id, i);
+      } catch {
+        errors[i].push('stored CloudEvent is not valid JSON');
       }
     }
-    return errors.length ? errors.join('; ').slice(0, MAX_ERROR_LENGTH) : null;
+    if (events.length > 0) {
+      for (const handler of deps.handlers) {
+        let failures: HandlerFailures | undefined | void;
+        try {
+          failures = await withTimeout(handler.handle(events), handlerTimeoutMs, handler.name);
+        } catch (err) {
+          failures = new Map(events.map((e) => [e.id, err instanceof Error ? err : new Error(String(err))]));
+        }
+        for (const [eventId, err] of failures ?? []) {
+          const i = indexOf.get(eventId);
+          if (i === undefined) continue;
+          errors[i].push(`${handler.name}: ${err.message}`);
+          log.warn(
+            {
+              handler: handler.name,
+              event_id: eventId,
+              event_type: tasks[i].event_type,
+              attempt: tasks[i].attempts,
+              err,
+            },
+            'outbox: event handler failed',
+          );
+        }
+      }
+    }
+    return errors.map((e) => (e.length ? e.join('; ').slice(0, MAX_ERROR_LENGTH) : null));
   }
 
   /** Settles a claimed batch; records when the retries it schedules come due. */
@@ -175,7 +193,7 @@ export function createOutboxJob(deps: OutboxDeps, options: OutboxOptions): Outbo
           Math.max(options.leaseMs / 3, 10),
         );
         try {
-          const results = await mapConcurrently(tasks, concurrency, deliver);
+          const results = await deliver(tasks);
           await settle(tasks, results);
         } finally {
           clearInterval(heartbeat);
@@ -217,19 +235,6 @@ function failedAttempt(task: TaskRow, error: string, now: Date): FailureUpdate {
 
 function earliest(a: number | null, b: number): number {
   return a === null ? b : Math.min(a, b);
-}
-
-async function mapConcurrently<T, R>(items: T[], limit: number, fn: (item: T) => Promise<R>): Promise<R[]> {
-  const results = new Array<R>(items.length);
-  let next = 0;
-  const lane = async () => {
-    while (next < items.length) {
-      const i = next++;
-      results[i] = await fn(items[i]);
-    }
-  };
-  await Promise.all(Array.from({ length: Math.min(limit, items.length) }, lane));
-  return results;
 }
 
 function withTimeout<T>(promise: Promise<T>, ms: number, name: string): Promise<T> {

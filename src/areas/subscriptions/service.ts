@@ -293,8 +293,8 @@ export function createSubscriptionService(deps: SubscriptionDeps) {
       return { ...(await view(sub, graph)), id_map: idMap };
     },
 
-    /** Enabled, non-deleted subscriptions of an event type (the router's indexed lookup). */
-    routable: (eventType: string) => st.routable(eventType),
+    /** Enabled, non-deleted subscriptions of these event types (the router's indexed lookup). */
+    routable: (eventTypes: readonly string[]) => st.routable(eventTypes),
 
     /** A subscription even when soft-deleted (runs and simulation of its graph versions). */
     async getForRuns(id: string): Promise<RoutableSubscription | undefined> {

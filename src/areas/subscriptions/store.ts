@@ -132,12 +132,13 @@ export function createSubscriptionStore(store: Store) {
       return paginate(q, page, (r: EventSubscriptionTable) => publicSubscription(toSubscription(r)));
     },
 
-    /** Enabled, non-deleted subscriptions of one event type: the router's indexed lookup. */
-    async routable(eventType: string): Promise<RoutableSubscription[]> {
+    /** Enabled, non-deleted subscriptions of these event types: the router's indexed lookup. */
+    async routable(eventTypes: readonly string[]): Promise<RoutableSubscription[]> {
+      if (eventTypes.length === 0) return [];
       const rows = await store.db
         .selectFrom('event_subscription')
         .selectAll()
-        .where('event_type', '=', eventType)
+        .where('event_type', 'in', eventTypes)
         .where('enabled', '=', 1)
         .where('deleted_at', 'is', null)
         .execute();

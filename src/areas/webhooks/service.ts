@@ -161,38 +161,48 @@ export function createWebhookService(deps: WebhookDeps): WebhookService {
 
   const dispatcher: EventHandler = {
     name: 'webhooks',
-    async handle(event: CloudEvent): Promise<void> {
-      const hooks = (await db.subscribedWebhooks(store.db)).filter((h) => {
-        const types = typesOf(h.event_types);
-        return types.has('*') || types.has(event.type);
-      });
+    // One lookup and one transaction for the whole batch the drain hands over.
+    async handle(events: readonly CloudEvent[]): Promise<void> {
+      const hooks = await db.subscribedWebhooks(store.db);
       if (hooks.length === 0) return;
       const now = iso(clock.now());
-      const payload = JSON.stringify(event);
-      const rows: db.DeliveryRow[] = hooks.map((h) => ({
-        id: newDeliveryId(),
-        webhook_id: h.id,
-        event_id: event.id,
-        event_type: event.type,
-        status: 'PENDING',
-        http_status: null,
-        response_body: null,
-        error: null,
-        attempts: 0,
-        max_attempts: MAX_ATTEMPTS,
-        next_attempt_at: now,
-        delivered_at: null,
-        created_at: now,
-        updated_at: now,
-        locked_until: null,
-        locked_by: null,
-        locked_at: null,
-        generation: 0,
-        total_attempts: 0,
-      }));
+      const payloads: { eventId: string; payload: string }[] = [];
+      const rows: db.DeliveryRow[] = [];
+      for (const event of events) {
+        const targets = hooks.filter((h) => {
+          const types = typesOf(h.event_types);
+          return types.has('*') || types.has(event.type);
+        });
+        if (targets.length === 0) continue;
+        payloads.push({ eventId: event.id, payload: JSON.stringify(event) });
+        for (const h of targets) {
+          rows.push({
+            id: newDeliveryId(),
+            webhook_id: h.id,
+            event_id: event.id,
+            event_type: event.type,
+            status: 'PENDING',
+            http_status: null,
+            response_body: null,
+            error: null,
+            attempts: 0,
+            max_attempts: MAX_ATTEMPTS,
+            next_attempt_at: now,
+            delivered_at: null,
+            created_at: now,
+            updated_at: now,
+            locked_until: null,
+            locked_by: null,
+            locked_at: null,
+            generation: 0,
+            total_attempts: 0,
+          });
+        }
+      }
+      if (rows.length === 0) return;
       // (webhook_id, event_id) is unique: an event handed over again inserts nothing.
       const inserted = await store.transaction(async (tx) => {
-        await db.insertEvent(tx.db, event.id, payload);
+        await db.insertEvents(tx.db, payloads);
         return db.insertDeliveries(tx.db, rows);
       });
       if (inserted > 0) deps.wake();

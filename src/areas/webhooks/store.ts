@@ -127,13 +127,19 @@ export async function sendingInfo(db: Db, deliveryIds: readonly string[]): Promi
   return out;
 }
 
-/** Stores an event's body once (an event handed over again changes nothing). */
-export async function insertEvent(db: Db, eventId: string, payload: string): Promise<void> {
-  await db
-    .insertInto('webhook_event')
-    .values({ event_id: eventId, payload })
-    .onConflict((oc) => oc.column('event_id').doNothing())
-    .execute();
+/** Stores events' bodies once each (an event handed over again changes nothing). */
+export async function insertEvents(
+  db: Db,
+  events: readonly { eventId: string; payload: string }[],
+): Promise<void> {
+  // Bounded chunks keep each statement under SQLite's host-parameter limit.
+  for (let i = 0; i < events.length; i += 500) {
+    await db
+      .insertInto('webhook_event')
+      .values(events.slice(i, i + 500).map((e) => ({ event_id: e.eventId, payload: e.payload })))
+      .onConflict((oc) => oc.column('event_id').doNothing())
+      .execute();
+  }
 }
 
 /** The bodies of these events, by event id. */

@@ -21,7 +21,7 @@ import { type Clock, iso } from '../../lib/clock.js';
 import { newId } from '../../lib/ids.js';
 import type { Job } from '../../worker/worker.js';
 import type { CloudEvent } from '../events/cloudevent.js';
-import type { EventHandler } from '../events/handlers.js';
+import type { EventHandler, HandlerFailures } from '../events/handlers.js';
 import type { RoutableSubscription, SubscriptionService } from '../subscriptions/service.js';
 import { maskSecrets, secretValues } from '../vault/references.js';
 import { WriteBatcher } from './batcher.js';
@@ -160,32 +160,41 @@ export function createWorkflowEngine(deps: EngineDeps) {
     );
   }
 
+  /** Whether `sub` takes `event`; a condition that cannot be evaluated skips it (logged). */
+  function takes(sub: RoutableSubscription, event: CloudEvent): boolean {
+    try {
+      return routes(sub, event);
+    } catch (err) {
+      // It will not evaluate better on retry: skip this subscription for this event.
+      log.warn(
+        { subscription_id: sub.id, event_id: event.id, reason: describeThrown(err) },
+        'workflow router: condition_jsonlogic failed; subscription skipped for this event',
+      );
+      return false;
+    }
+  }
+
   const router: EventHandler = {
     name: 'workflow-router',
-    async handle(event: CloudEvent): Promise<void> {
-      const subs = await deps.subscriptions.routable(event.type);
-      if (subs.length === 0) return;
-      const failures: string[] = [];
+    // One indexed lookup for the batch's event types, then one run per matching (subscription, event).
+    async handle(events: readonly CloudEvent[]): Promise<HandlerFailures | undefined> {
+      const subs = await deps.subscriptions.routable([...new Set(events.map((e) => e.type))]);
+      if (subs.length === 0) return undefined;
+      const pairs: { sub: RoutableSubscription; event: CloudEvent }[] = [];
+      for (const event of events) {
+        for (const sub of subs)
+          if (sub.event_type === event.type && takes(sub, event)) pairs.push({ sub, event });
+      }
+      const failed = new Map<string, string[]>();
       const started: RunMachine[] = [];
+      // All at once: the write batcher commits the runs submitted together in one transaction.
       await Promise.all(
-        subs.map(async (sub) => {
-          let matched: boolean;
-          try {
-            matched = routes(sub, event);
-          } catch (err) {
-            // A condition that cannot be evaluated will not get better on retry: skip this subscription.
-            log.warn(
-              { subscription_id: sub.id, event_id: event.id, reason: describeThrown(err) },
-              'workflow router: condition_jsonlogic failed; subscription skipped for this event',
-            );
-            return;
-          }
-          if (!matched) return;
+        pairs.map(async ({ sub, event }) => {
           try {
             const machine = await startRun(sub, event);
             if (machine) started.push(machine);
           } catch (err) {
-            failures.push(`${sub.id}: ${describeThrown(err)}`);
+            failed.set(event.id, [...(failed.get(event.id) ?? []), `${sub.id}: ${describeThrown(err)}`]);
             log.error(
               { subscription_id: sub.id, event_id: event.id, err },
               'workflow router: run not created',
@@ -197,13 +206,14 @@ export function createWorkflowEngine(deps: EngineDeps) {
         if (hints.length + started.length <= MAX_LOCAL_HINTS) hints.push(...started);
         notify();
       }
-      // Failures are isolated per subscription; the task is retried for the failed ones only (runs
-      // created already are not created twice: one run per subscription and event id).
-      if (failures.length > 0) {
-        throw new Error(
-          `workflow runs not created for ${failures.length} subscription(s): ${failures.join('; ')}`,
-        );
-      }
+      // Failures are isolated per subscription; an event's task is retried for its failed ones only
+      // (runs created already are not created twice: one run per subscription and event id).
+      return new Map(
+        [...failed].map(([eventId, reasons]) => [
+          eventId,
+          new Error(`workflow runs not created for ${reasons.length} subscription(s): ${reasons.join('; ')}`),
+        ]),
+      );
     },
   };
 

@@ -36,8 +36,12 @@ export interface Store {
   close(): Promise<void>;
 }
 
-/** Marks the async context of a running transaction callback. */
-const insideTransaction = new AsyncLocalStorage<true>();
+/**
+ * Marks the async context of a transaction callback while it runs. Work the callback starts without
+ * awaiting (timers, fire-and-forget promises) inherits the mark, so the mark is turned off when the
+ * callback settles: only a query made while the transaction is still open is refused.
+ */
+const insideTransaction = new AsyncLocalStorage<{ open: boolean }>();
 
 /**
  * Refuses a connection to code running inside a transaction callback: such code must use `tx.db`.
@@ -54,7 +58,7 @@ function guarded(dialect: KyselyDialect, beginSql?: string): KyselyDialect {
       return {
         init: () => driver.init(),
         acquireConnection() {
-          if (insideTransaction.getStore()) {
+          if (insideTransaction.getStore()?.open) {
             return Promise.reject(new Error('store.db used inside a transaction callback: use tx.db'));
           }
           return driver.acquireConnection();
@@ -141,9 +145,16 @@ function makeStore(db: Kysely<Database>, dialect: Dialect, url: string): Store {
     url,
     async transaction<T>(fn: (tx: Tx) => Promise<T>): Promise<T> {
       const hooks: Array<() => void> = [];
-      const result = await db
-        .transaction()
-        .execute((trx) => fn({ db: trx, dialect, afterCommit: (hook) => hooks.push(hook) }));
+      // The callback runs marked, so the guard above refuses `store.db` there; the connection itself
+      // is acquired (and the after-commit hooks run) outside the mark.
+      const result = await db.transaction().execute((trx) => {
+        const mark = { open: true };
+        return insideTransaction
+          .run(mark, () => fn({ db: trx, dialect, afterCommit: (hook) => hooks.push(hook) }))
+          .finally(() => {
+            mark.open = false;
+          });
+      });
       for (const hook of hooks) hook();
       return result;
     },

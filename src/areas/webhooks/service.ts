@@ -3,13 +3,12 @@ import type { Store } from '../../db/store.js';
 import { AppError, notFound } from '../../http/errors.js';
 import { envelope } from '../../http/list.js';
 import { type Clock, iso } from '../../lib/clock.js';
-import { newId } from '../../lib/ids.js';
+import { newId, timeOrderedIds } from '../../lib/ids.js';
 import { assertAllowedUrl, ForbiddenTargetError } from '../../lib/net-guard.js';
 import type { CloudEvent } from '../events/cloudevent.js';
 import type { EventHandler } from '../events/handlers.js';
 import { MAX_ATTEMPTS } from './backoff.js';
 import { createDeliveryEngine, type DeliveryEngine, type EngineOptions } from './engine.js';
-import { timeOrderedIds } from './ids.js';
 import type {
   AttemptListQuery,
   CreateWebhook,

@@ -13,6 +13,7 @@
  * - A worker that stops mid-run leaves its lease to expire; the next claim resumes the run from its
  *   last persisted node. An ACTION attempt found in flight is re-run only if the action is idempotent.
  */
+import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
 import type { Logger } from 'pino';
 import type { Store } from '../../db/store.js';
@@ -94,7 +95,7 @@ export function createWorkflowEngine(deps: EngineDeps) {
   const plans = new PlanCache();
   const conditions = new CompiledCache(500);
   const batchSize = deps.batchSize ?? 64;
-  const workerId = deps.workerId ?? `${hostname()}/${process.pid}/${newId().slice(0, 8)}`;
+  const workerId = deps.workerId ?? `${hostname()}/${process.pid}/${randomBytes(4).toString('hex')}`;
   /** Runs this process just created: claimed without a query for them when the job runs here. */
   const hints: RunMachine[] = [];
   let timer: NodeJS.Timeout | undefined;

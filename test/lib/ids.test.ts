@@ -1,10 +1,10 @@
 import { describe, expect, it } from 'vitest';
-import { timeOrderedIds } from '../../src/areas/webhooks/ids.js';
 import { manualClock } from '../../src/lib/clock.js';
+import { newId, timeOrderedIds } from '../../src/lib/ids.js';
 
 const UUID_V7 = /^[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/;
 
-describe('time-ordered delivery ids', () => {
+describe('time-ordered ids', () => {
   it('are UUIDv7 carrying the clock time, strictly increasing within a millisecond', () => {
     const clock = manualClock(new Date('2026-01-01T00:00:00.000Z'));
     const next = timeOrderedIds(clock);
@@ -26,5 +26,16 @@ describe('time-ordered delivery ids', () => {
     }
     expect([...ids].sort()).toEqual(ids);
     expect(new Set(ids).size).toBe(ids.length);
+  });
+
+  it('newId: every record id is a time-ordered UUIDv7 on the system clock', () => {
+    const before = Date.now();
+    const ids = Array.from({ length: 100 }, () => newId());
+    const after = Date.now();
+    for (const id of ids) expect(id).toMatch(UUID_V7);
+    expect([...ids].sort()).toEqual(ids);
+    const ms = Number.parseInt((ids[0] as string).replace(/-/g, '').slice(0, 12), 16);
+    expect(ms).toBeGreaterThanOrEqual(before);
+    expect(ms).toBeLessThanOrEqual(after);
   });
 });

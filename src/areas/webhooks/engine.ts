@@ -100,8 +100,8 @@ export function createDeliveryEngine(opts: EngineOptions): DeliveryEngine {
 
   let closed = false;
   let inflight = 0;
-  /** Claimed, not started yet, oldest first. */
-  const ready: Array<{ row: db.DeliveryRow; claimedAt: number }> = [];
+  /** Claimed, not started yet, oldest first, with the event body (read once, at claim: it never changes). */
+  const ready: Array<{ row: db.DeliveryRow; payload: string | undefined; claimedAt: number }> = [];
   /** A batch taken from `ready` is reading its webhooks' url and secret (its slots are reserved). */
   let starting = false;
   /** Buffered plus in flight, per webhook: the per-webhook cap counts both. */
@@ -191,9 +191,11 @@ export function createDeliveryEngine(opts: EngineOptions): DeliveryEngine {
     }
   }
 
-  async function attempt(row: db.DeliveryRow, target: db.SendingInfo | undefined): Promise<void> {
-    const hook = target;
-    const payload = target?.payload;
+  async function attempt(
+    row: db.DeliveryRow,
+    payload: string | undefined,
+    hook: db.SendingTarget | undefined,
+  ): Promise<void> {
     const startedAt = clock.now();
     let result: Awaited<ReturnType<typeof sendAttempt>>;
     let signedAt: number | null = null;
@@ -364,7 +366,7 @@ export function createDeliveryEngine(opts: EngineOptions): DeliveryEngine {
     // The batch in progress pumps again when it has started (slots freed meanwhile join the next one).
     if (starting) return;
     const stale: db.DeliveryRow[] = [];
-    const batch: db.DeliveryRow[] = [];
+    const batch: (typeof ready)[number][] = [];
     while (!closed && inflight + batch.length < globalCap && ready.length > 0) {
       const next = ready.shift() as (typeof ready)[number];
       // Never start an attempt its lease might not cover (only after an unusually long wait).
@@ -373,7 +375,7 @@ export function createDeliveryEngine(opts: EngineOptions): DeliveryEngine {
         release(next.row.webhook_id);
         continue;
       }
-      batch.push(next.row);
+      batch.push(next);
     }
     if (stale.length > 0) void giveBack(stale);
     if (batch.length === 0) return;
@@ -383,32 +385,31 @@ export function createDeliveryEngine(opts: EngineOptions): DeliveryEngine {
   }
 
   /**
-   * Reads url, secret and body for a batch about to start, then starts it. The read is made here,
+   * Reads the url and secret of the batch's webhooks, then starts the batch. The read is made here,
    * not at claim time: a claimed delivery can wait in `ready`, and a rotate_secret or url change
-   * made meanwhile (in any process) must apply to it (docs/webhooks.md). One query per batch, not
-   * per delivery; under load a batch gathers every slot freed while the previous read ran.
+   * made meanwhile (in any process) must apply to it (docs/webhooks.md). One small query per batch
+   * (its distinct webhooks, not its deliveries); under load a batch gathers every slot freed while
+   * the previous read ran.
    */
-  async function startBatch(batch: db.DeliveryRow[]): Promise<void> {
-    let targets: Map<string, db.SendingInfo> | undefined;
+  async function startBatch(batch: (typeof ready)[number][]): Promise<void> {
+    let targets: Map<string, db.SendingTarget> | undefined;
     try {
-      targets = await db.sendingInfo(
-        store.db,
-        batch.map((r) => r.id),
-      );
+      const ids = [...new Set(batch.map((b) => b.row.webhook_id))];
+      targets = new Map((await db.webhooksForSending(store.db, ids)).map((h) => [h.id, h]));
     } catch (err) {
       log.error({ err, count: batch.length }, 'reading webhooks for sending failed; deliveries handed back');
     }
     starting = false;
     if (closed || !targets) {
-      for (const row of batch) release(row.webhook_id);
-      await giveBack(batch);
+      for (const { row } of batch) release(row.webhook_id);
+      await giveBack(batch.map((b) => b.row));
       inflight -= batch.length;
       notifySettled();
       if (!closed) opts.wake();
       return;
     }
-    for (const row of batch) {
-      attempt(row, targets.get(row.id))
+    for (const { row, payload } of batch) {
+      attempt(row, payload, targets.get(row.webhook_id))
         .catch((err) => log.error({ err, delivery_id: row.id }, 'webhook attempt crashed'))
         .finally(() => {
           inflight--;
@@ -473,10 +474,24 @@ export function createDeliveryEngine(opts: EngineOptions): DeliveryEngine {
         dialect: store.dialect,
       });
       lastClaimShort = claimed.length < asked;
+      let bodies: Map<string, string>;
+      try {
+        bodies = await db.payloadsOf(
+          store.db,
+          claimed.map((r) => r.event_id),
+        );
+      } catch (err) {
+        log.error(
+          { err, count: claimed.length },
+          'reading webhook event bodies failed; deliveries handed back',
+        );
+        await giveBack(claimed);
+        return { claimed: 0, asked, deferred: false };
+      }
       const claimedAt = performance.now();
       for (const row of claimed) {
         perWebhook.set(row.webhook_id, (perWebhook.get(row.webhook_id) ?? 0) + 1);
-        ready.push({ row, claimedAt });
+        ready.push({ row, payload: bodies.get(row.event_id), claimedAt });
       }
       if (closed) {
         const unsent = ready.splice(0);

@@ -93,39 +93,18 @@ export async function subscribedWebhooks(db: Db): Promise<Pick<WebhookRow, 'id' 
     .execute();
 }
 
-/** The sender's read: url and secret of webhooks, soft-deleted ones included (their queue drains). */
-export async function webhooksForSending(
-  db: Db,
-  ids: readonly string[],
-): Promise<Pick<WebhookRow, 'id' | 'url' | 'secret'>[]> {
+/**
+ * The sender's read: url and secret of webhooks, soft-deleted ones included (their queue drains).
+ * Made when attempts start, not when deliveries are claimed, so a rotated secret or changed url
+ * applies at once.
+ */
+export async function webhooksForSending(db: Db, ids: readonly string[]): Promise<SendingTarget[]> {
   if (ids.length === 0) return [];
   return db.selectFrom('webhook').select(['id', 'url', 'secret']).where('id', 'in', ids).execute();
 }
 
-export interface SendingInfo {
-  url: string;
-  secret: string;
-  payload: string;
-}
-
-/**
- * What an attempt needs besides the delivery row: its webhook's url and secret and the body. Read
- * when attempts start, not when they are claimed, so a rotated secret or changed url applies at once.
- */
-export async function sendingInfo(db: Db, deliveryIds: readonly string[]): Promise<Map<string, SendingInfo>> {
-  const out = new Map<string, SendingInfo>();
-  for (let i = 0; i < deliveryIds.length; i += 500) {
-    const rows = await db
-      .selectFrom('webhook_delivery as d')
-      .innerJoin('webhook as w', 'w.id', 'd.webhook_id')
-      .innerJoin('webhook_event as e', 'e.event_id', 'd.event_id')
-      .select(['d.id as id', 'w.url as url', 'w.secret as secret', 'e.payload as payload'])
-      .where('d.id', 'in', deliveryIds.slice(i, i + 500))
-      .execute();
-    for (const r of rows) out.set(r.id, { url: r.url, secret: r.secret, payload: r.payload });
-  }
-  return out;
-}
+/** What an attempt needs of its webhook, read when attempts start (see webhooksForSending). */
+export type SendingTarget = Pick<WebhookRow, 'id' | 'url' | 'secret'>;
 
 /** Stores events' bodies once each (an event handed over again changes nothing). */
 export async function insertEvents(

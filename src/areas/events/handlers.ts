@@ -18,5 +18,6 @@ export interface EventHandler {
   /** Appears in the task's `error` and in logs when the handler fails an event. */
   name: string;
   /** `events` holds one or more events, in claim order. */
+  // biome-ignore lint/suspicious/noConfusingVoidType: a handler that fails no event simply returns.
   handle(events: readonly CloudEvent[]): Promise<HandlerFailures | undefined | void>;
 }

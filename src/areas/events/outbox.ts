@@ -6,7 +6,7 @@ import { type Clock, iso } from '../../lib/clock.js';
 import type { Wakeups } from '../../worker/wakeups.js';
 import type { Job } from '../../worker/worker.js';
 import type { CloudEvent } from './cloudevent.js';
-import type { EventHandler, HandlerFailures } from './handlers.js';
+import type { EventHandler } from './handlers.js';
 import { afterFailure } from './retry.js';
 import { OUTBOX_JOB, type OutboxSignal } from './signal.js';
 import {
@@ -108,7 +108,7 @@ export function createOutboxJob(deps: OutboxDeps, options: OutboxOptions): Outbo
     }
     if (events.length > 0) {
       for (const handler of deps.handlers) {
-        let failures: HandlerFailures | undefined | void;
+        let failures: Awaited<ReturnType<EventHandler['handle']>>;
         try {
           failures = await withTimeout(handler.handle(events), handlerTimeoutMs, handler.name);
         } catch (err) {

@@ -138,11 +138,22 @@ describe('graph validation', () => {
       { key: 'a', type: 'JOIN', config: { timeout_ms: -1 } },
       'timeout_ms must be an integer',
     ],
+    [
+      'JOIN with a timeout past a year',
+      { key: 'a', type: 'JOIN', config: { timeout_ms: 1e15 } },
+      'between 0 and 31536000000 (365 days)',
+    ],
     ['DELAY without config', { key: 'a', type: 'DELAY' }, 'delay_ms or config.until_template'],
     [
       'DELAY with a negative delay',
       { key: 'a', type: 'DELAY', config: { delay_ms: -5 } },
-      'delay_ms must be an integer >= 0',
+      'delay_ms must be an integer between 0 and',
+    ],
+    [
+      // 2^53 ms lies past the last date a timestamp can hold.
+      'DELAY with a delay past a year',
+      { key: 'a', type: 'DELAY', config: { delay_ms: Number.MAX_SAFE_INTEGER } },
+      'use until_template for a later moment',
     ],
     [
       'DELAY with a broken template',
@@ -150,7 +161,18 @@ describe('graph validation', () => {
       'until_template',
     ],
     ['END with config', { key: 'a', type: 'END', config: { x: 1 } }, 'END takes no config'],
-    ['a negative timeout_ms', { key: 'a', type: 'END', timeout_ms: 0 }, 'timeout_ms must be an integer >= 1'],
+    [
+      'a negative timeout_ms',
+      { key: 'a', type: 'END', timeout_ms: 0 },
+      'timeout_ms must be an integer between 1',
+    ],
+    ['a timeout_ms past a year', { key: 'a', type: 'END', timeout_ms: 1e12 }, '(365 days)'],
+    [
+      // The wait before the 100th attempt would be 2^98 s.
+      'an exponential retry policy whose last wait is past a year',
+      { key: 'a', type: 'END', retry_policy: { max_attempts: 100, backoff: 'exponential', base_seconds: 1 } },
+      'the longest wait allowed is 31536000 s (365 days)',
+    ],
     [
       'a retry policy without attempts',
       { key: 'a', type: 'END', retry_policy: { max_attempts: 0 } },

@@ -317,6 +317,16 @@ describe(`event subscriptions and graphs (${dialectName})`, () => {
         'DELAY requires config.delay_ms or config.until_template',
       ],
       [
+        'a wait no timestamp can hold',
+        { nodes: [{ key: 'a', type: 'DELAY', config: { delay_ms: Number.MAX_SAFE_INTEGER } }] },
+        'use until_template for a later moment',
+      ],
+      [
+        'a retry policy whose waits outgrow a year',
+        { nodes: [{ key: 'a', type: 'END', retry_policy: { max_attempts: 100, base_seconds: 60 } }] },
+        'the longest wait allowed is 31536000 s',
+      ],
+      [
         'a duplicate key',
         {
           nodes: [

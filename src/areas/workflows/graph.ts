@@ -77,6 +77,15 @@ const isObject = (v: unknown): v is Record<string, unknown> =>
 
 const isInt = (v: unknown, min: number): v is number => Number.isSafeInteger(v) && (v as number) >= min;
 
+/**
+ * The longest single wait a graph may ask for: a delay_ms, a timeout or one retry backoff. Waits are
+ * persisted as timestamps, and an unbounded one (delay_ms up to 2^53) lies past the last date a
+ * timestamp can hold; a year is far beyond any sane wait. A DELAY to a later moment says so with
+ * until_template.
+ */
+export const MAX_WAIT_MS = 365 * 24 * 3600 * 1000;
+const isWait = (v: unknown, min: number): v is number => isInt(v, min) && v <= MAX_WAIT_MS;
+
 export function normaliseType(type: string): NodeType | undefined {
   const upper = type.trim().toUpperCase();
   return (NODE_TYPES as readonly string[]).includes(upper) ? (upper as NodeType) : undefined;
@@ -160,8 +169,11 @@ export function validateConfig(
         out.n_required = c.n_required;
       }
       if (c.timeout_ms !== undefined && c.timeout_ms !== null) {
-        if (!isInt(c.timeout_ms, 0))
-          throw fail('config.timeout_ms', 'JOIN config.timeout_ms must be an integer >= 0');
+        if (!isWait(c.timeout_ms, 0))
+          throw fail(
+            'config.timeout_ms',
+            `JOIN config.timeout_ms must be an integer between 0 and ${MAX_WAIT_MS} (365 days)`,
+          );
         out.timeout_ms = c.timeout_ms;
       }
       return out;
@@ -175,8 +187,11 @@ export function validateConfig(
       allowOnly(c, ['delay_ms', 'until_template']);
       const out: Record<string, unknown> = {};
       if (hasDelay) {
-        if (!isInt(c.delay_ms, 0))
-          throw fail('config.delay_ms', 'DELAY config.delay_ms must be an integer >= 0');
+        if (!isWait(c.delay_ms, 0))
+          throw fail(
+            'config.delay_ms',
+            `DELAY config.delay_ms must be an integer between 0 and ${MAX_WAIT_MS} (365 days); use until_template for a later moment`,
+          );
         out.delay_ms = c.delay_ms;
       }
       if (hasTemplate) {
@@ -237,6 +252,14 @@ export function normaliseRetryPolicy(
   if (typeof base !== 'number' || !Number.isFinite(base) || base < 0 || base > 86_400) {
     throw fail('base_seconds', 'retry_policy.base_seconds must be a number between 0 and 86400');
   }
+  // The longest wait is the one before the last attempt: base x 2^(max_attempts - 2) when exponential.
+  const longest = backoff === 'exponential' ? base * 2 ** Math.max(0, policy.max_attempts - 2) : base;
+  if (longest * 1000 > MAX_WAIT_MS) {
+    throw fail(
+      'max_attempts',
+      `retry_policy waits up to ${longest} s before its last attempt; the longest wait allowed is ${MAX_WAIT_MS / 1000} s (365 days): fewer attempts or a smaller base_seconds`,
+    );
+  }
   return { max_attempts: policy.max_attempts, backoff, base_seconds: base };
 }
 
@@ -283,8 +306,10 @@ export function validateGraph(nodesIn: NodeInput[], edgesIn: EdgeInput[]): Valid
         },
       );
     }
-    if (n.timeout_ms !== undefined && n.timeout_ms !== null && !isInt(n.timeout_ms, 1)) {
-      throw invalid(`${label}: timeout_ms must be an integer >= 1`, { field: `${where}.timeout_ms` });
+    if (n.timeout_ms !== undefined && n.timeout_ms !== null && !isWait(n.timeout_ms, 1)) {
+      throw invalid(`${label}: timeout_ms must be an integer between 1 and ${MAX_WAIT_MS} (365 days)`, {
+        field: `${where}.timeout_ms`,
+      });
     }
     return {
       clientId: n.id,

@@ -311,7 +311,10 @@ describe(`MFA with TOTP (${dialectName})`, () => {
     // ...the key of the same user is not, and cannot change the user's MFA.
     const me = await call(t, 'GET', '/current_user', undefined, kh);
     expect(me.body).toMatchObject({ id: a.id, auth_path: 'api_key', mfa_enabled: true });
-    expectError(await call(t, 'POST', '/auth/mfa/setup', undefined, kh), 403, 'AUTH.FORBIDDEN');
+    const setup = await call(t, 'POST', '/auth/mfa/setup', undefined, kh);
+    expectError(setup, 403, 'AUTH.FORBIDDEN');
+    // The AUTH.FORBIDDEN detail shape: no scope would help, only a signed-in user.
+    expect(setup.body.details).toEqual({ required_scopes: [], mode: 'any', required_auth: 'user' });
     expectError(
       await call(t, 'PATCH', '/auth/mfa/enable', { enabled: false, code: '123456' }, kh),
       403,

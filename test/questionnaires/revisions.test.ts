@@ -145,6 +145,9 @@ describe(`questionnaire revisions and snapshots (${dialectName})`, () => {
     expect(byTime.revisions.map((r: { sequence: number }) => r.sequence)).toEqual([2, 3]);
     expect(byTime).toMatchObject({ total: 4, has_next: true, has_previous: true });
     expect((await a.get(`${base}?operation=CREATE`)).status).toBe(400);
+    // Past the 32-bit column: a 400, not a store error.
+    expect((await a.get(`${base}?sequence_gte=2147483648`)).status).toBe(400);
+    expect(ops(await a.get(`${base}?sequence_lte=2147483647&sort_dir=asc`))).toHaveLength(4);
     expect(await a.get(`${base}?sort_by=diffs`)).toMatchObject({
       status: 400,
       body: { details: { field: 'sort_by', allowed_values: ['sequence', 'created_at'] } },

@@ -370,7 +370,10 @@ export function createAuthService(deps: AuthDeps) {
   // ---- MFA management (a signed-in user's own)
   function requireUserPrincipal(principal: Principal) {
     if (principal.authPath === 'api_key') {
+      // The AUTH.FORBIDDEN detail shape (docs/errors.md): no scope would help, only the kind of credential.
       throw new AppError('AUTH.FORBIDDEN', 'MFA is managed by a signed-in user, not with an API key', {
+        required_scopes: [],
+        mode: 'any',
         required_auth: 'user',
       });
     }

@@ -182,8 +182,9 @@ export const revisionFilters = {
   created_by: Type.Optional(Ref),
   created_at_gte: Type.Optional(IsoFilter),
   created_at_lte: Type.Optional(IsoFilter),
-  sequence_gte: Type.Optional(Type.Integer({ minimum: 1 })),
-  sequence_lte: Type.Optional(Type.Integer({ minimum: 1 })),
+  // The column is a 32-bit integer: a larger filter would be an error on PostgreSQL, not a 400.
+  sequence_gte: Type.Optional(Type.Integer({ minimum: 1, maximum: 2_147_483_647 })),
+  sequence_lte: Type.Optional(Type.Integer({ minimum: 1, maximum: 2_147_483_647 })),
 };
 
 // ---- folders

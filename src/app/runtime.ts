@@ -14,6 +14,8 @@ export interface RuntimeOptions {
   clock?: Clock;
   log?: Logger;
   store?: Store;
+  /** Open the store with the transaction guard (the test suite; see src/db/store.ts for its cost). */
+  guardTransactions?: boolean;
   /**
    * Run the areas' start-up tasks (bootstrap admin, plugin discovery). One-shot CLI commands skip
    * them: a command run without the server's plugin settings must not mark its plugins disabled.
@@ -25,7 +27,8 @@ export interface RuntimeOptions {
 export async function createContext(config: Config, options: RuntimeOptions = {}): Promise<AppContext> {
   const log = options.log ?? pino(loggerOptions(config.logLevel));
   const fullConfig = withDevSecrets(config, log);
-  const store = options.store ?? openStore(fullConfig.databaseUrl);
+  const store =
+    options.store ?? openStore(fullConfig.databaseUrl, { guardTransactions: options.guardTransactions });
   await migrateToLatest(store);
   const clock = options.clock ?? systemClock;
   const services = createServices({ config: fullConfig, store, clock, log });

@@ -15,7 +15,7 @@ describe(`store.transaction guard (${dialectName})`, () => {
   let store: Store;
   beforeAll(async () => {
     db = await freshDatabase();
-    store = openStore(db.url);
+    store = openStore(db.url, { guardTransactions: true });
   });
   afterAll(async () => {
     await store.close();

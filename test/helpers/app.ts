@@ -54,7 +54,7 @@ export async function startTestApp(options: TestAppOptions = {}): Promise<TestAp
     },
   });
   const log = pino(loggerOptions(config.logLevel), sink);
-  const ctx = await createContext(config, { log, clock: options.clock });
+  const ctx = await createContext(config, { log, clock: options.clock, guardTransactions: true });
   const { app, routes } = await buildApp(ctx);
   return {
     app,

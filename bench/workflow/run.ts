@@ -7,12 +7,17 @@
  * The real worker (src/worker) runs the real jobs (outbox drain + workflows); events are published
  * first (a backlog), then the worker is started and timed until every run has completed.
  *
+ * With BENCH_N8N_BIN set to an n8n binary (installed outside the project, see docs/workflows.md), the
+ * same graph also runs on n8n (./n8n.ts), and next to it svc with the events published one per
+ * transaction while the worker runs ("live", the closest svc analogue of n8n's webhook-triggered runs).
+ *
  * `npm run bench -- workflow [events-per-round] [rounds]`
  * Env: SVC_BENCH_PG_URL (default postgres://postgres@127.0.0.1:5432/postgres; "off" skips PostgreSQL),
- * SVC_BENCH_STORES (default "sqlite,postgres").
+ * SVC_BENCH_STORES (default "sqlite,postgres"), BENCH_N8N_BIN (unset: no n8n comparison),
+ * BENCH_N8N_CONCURRENCY (requests in flight, default 16), BENCH_N8N_WARMUP (default 200 executions).
  */
 import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
 import pino from 'pino';
@@ -20,10 +25,12 @@ import { createContext, createWorker } from '../../src/app/runtime.js';
 import type { AppContext } from '../../src/app/types.js';
 import { loadConfig } from '../../src/config/config.js';
 import { newId } from '../../src/lib/ids.js';
+import { measureN8n, type N8nResult } from './n8n.js';
 
 const EVENTS = Number(process.argv[2] ?? 2000);
 const ROUNDS = Number(process.argv[3] ?? 3);
 const PG_URL = process.env.SVC_BENCH_PG_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
+const N8N_BIN = process.env.BENCH_N8N_BIN;
 
 const GRAPH = {
   nodes: [
@@ -100,10 +107,10 @@ async function context(url: string): Promise<AppContext> {
   return createContext(config, { log: pino({ level: 'warn' }) });
 }
 
-async function publish(ctx: AppContext, count: number): Promise<void> {
-  for (let i = 0; i < count; i += 100) {
+async function publish(ctx: AppContext, count: number, perTransaction = 100): Promise<void> {
+  for (let i = 0; i < count; i += perTransaction) {
     await ctx.store.transaction(async (tx) => {
-      for (let j = i; j < Math.min(count, i + 100); j++) {
+      for (let j = i; j < Math.min(count, i + perTransaction); j++) {
         const id = newId();
         await ctx.services.events.publish(tx, {
           type: 'svc.user.created',
@@ -146,6 +153,48 @@ async function timeWorker(ctx: AppContext, what: 'tasks' | 'runs', target: numbe
   await worker.stop();
   return seconds;
 }
+
+/**
+ * Live: the worker runs while `count` events are published one per transaction (as one webhook request
+ * would); answers seconds from the first publish until every run completed.
+ */
+async function timeLive(ctx: AppContext, count: number): Promise<number> {
+  const worker = createWorker(ctx);
+  worker.start();
+  const started = performance.now();
+  await publish(ctx, count, 1);
+  for (;;) {
+    if ((await countWhere(ctx, 'runs')) >= count) break;
+    if (performance.now() - started > 300_000) throw new Error('runs did not finish');
+    await new Promise((r) => setTimeout(r, 20));
+  }
+  const seconds = (performance.now() - started) / 1000;
+  await worker.stop();
+  return seconds;
+}
+
+async function measureLive(make: () => Promise<Store>): Promise<number> {
+  const runs: number[] = [];
+  for (let round = 0; round < ROUNDS; round++) {
+    const store = await make();
+    const ctx = await context(store.url);
+    const sub = await ctx.services.subscriptions.create('bench', {
+      name: 'bench',
+      event_type: 'svc.user.created',
+    });
+    await ctx.services.subscriptions.putGraph('bench', sub.id, GRAPH);
+    runs.push(EVENTS / (await timeLive(ctx, EVENTS)));
+    await ctx.store.close();
+    await store.drop();
+    console.log(`  sqlite live round ${round + 1}: ${runs[round].toFixed(0)} runs/s`);
+  }
+  return median(runs);
+}
+
+const load = () =>
+  loadavg()
+    .map((l) => l.toFixed(2))
+    .join(', ');
 
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 
@@ -197,8 +246,9 @@ async function measure(name: string, make: () => Promise<Store>) {
 }
 
 console.log(
-  `workflow engine: ${EVENTS} events per round, ${ROUNDS} rounds, 5-node graph, every run and node persisted\n`,
+  `workflow engine: ${EVENTS} events per round, ${ROUNDS} rounds, 5-node graph, every run and node persisted`,
 );
+console.log(`load average at start: ${load()}\n`);
 const stores = (process.env.SVC_BENCH_STORES ?? 'sqlite,postgres').split(',');
 const results = [];
 if (stores.includes('sqlite')) results.push(await measure('sqlite', sqliteStore));
@@ -212,3 +262,35 @@ for (const r of results) {
   );
 }
 console.log('\n(medians of the rounds; goal >= 500 runs/s on SQLite)');
+
+// n8n, the same graph on the same machine (optional).
+if (!N8N_BIN) {
+  console.log(
+    '\nn8n comparison skipped: set BENCH_N8N_BIN to an n8n binary (see docs/workflows.md, Throughput)',
+  );
+} else {
+  console.log(`\nsvc live and n8n: ${EVENTS} events per round, ${ROUNDS} rounds\n`);
+  const live = await measureLive(sqliteStore);
+  const n8n: N8nResult = await measureN8n(N8N_BIN, {
+    events: EVENTS,
+    rounds: ROUNDS,
+    warmup: Number(process.env.BENCH_N8N_WARMUP ?? 200),
+    concurrency: Number(process.env.BENCH_N8N_CONCURRENCY ?? 16),
+  });
+  const sqlite = results.find((r) => r.name === 'sqlite');
+  console.log(`\nn8n ${n8n.version}, settings:`);
+  for (const [k, v] of Object.entries(n8n.settings)) console.log(`  ${k}=${v}`);
+  console.log('\nengine                                        completed/s    svc / n8n');
+  const row = (name: string, rate: number, ratio = true) =>
+    console.log(
+      `${name.padEnd(44)}${rate.toFixed(0).padStart(12)}${ratio ? `${(rate / n8n.executionsPerSecond).toFixed(1)}x`.padStart(13) : ''}`,
+    );
+  if (sqlite) row('svc SQLite, backlog (runs/s)', sqlite.runs);
+  row('svc SQLite, live: 1 event per transaction', live);
+  for (const r of results.filter((r) => r.name !== 'sqlite')) row(`svc ${r.name}, backlog (runs/s)`, r.runs);
+  row('n8n SQLite, webhook (executions/s)', n8n.executionsPerSecond, false);
+  console.log(
+    `\n(n8n: first request to last execution saved, ${process.env.BENCH_N8N_CONCURRENCY ?? 16} requests in flight; requests answered at ${n8n.acceptedPerSecond.toFixed(0)}/s; goal svc >= 10x n8n)`,
+  );
+}
+console.log(`load average at end: ${load()}`);

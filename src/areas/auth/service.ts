@@ -1,5 +1,6 @@
 import type { Logger } from 'pino';
 import type { Config } from '../../config/config.js';
+import { auditInsert, auditUpdate, softDeleted } from '../../db/audit.js';
 import type { Store, Tx } from '../../db/store.js';
 import type { AuthPath, Principal } from '../../http/access.js';
 import { AppError, validationError } from '../../http/errors.js';
@@ -486,8 +487,7 @@ export function createAuthService(deps: AuthDeps) {
           mfa_pending_secret: null,
           mfa_pending_verified: 0,
           mfa_pending_last_step: null,
-          updated_at: now(),
-          updated_by: principal.userId,
+          ...auditUpdate(now(), principal.userId),
         });
         await changedEvent(tx);
       });
@@ -516,8 +516,7 @@ export function createAuthService(deps: AuthDeps) {
         mfa_pending_secret: null,
         mfa_pending_verified: 0,
         mfa_pending_last_step: null,
-        updated_at: now(),
-        updated_by: principal.userId,
+        ...auditUpdate(now(), principal.userId),
       });
       await changedEvent(tx);
     });
@@ -793,10 +792,7 @@ export function createAuthService(deps: AuthDeps) {
         last_login_at: null,
         access_token_ttl_seconds: input.access_token_ttl_seconds ?? null,
         refresh_token_ttl_seconds: input.refresh_token_ttl_seconds ?? null,
-        created_at: t,
-        updated_at: t,
-        updated_by: actor,
-        deleted_at: null,
+        ...auditInsert(t, actor),
       }),
     );
     return { device_id: id, registration_token: token, expires_at: expiresAt };
@@ -861,8 +857,7 @@ export function createAuthService(deps: AuthDeps) {
       await st.updateDevice(tx, id, {
         consent_given: input.consent_given ? 1 : 0,
         consent_at: t,
-        updated_at: t,
-        updated_by: principal.userId,
+        ...auditUpdate(t, principal.userId),
       });
       return (await st.device(tx.db, id))!;
     });
@@ -871,7 +866,7 @@ export function createAuthService(deps: AuthDeps) {
   async function removeDevice(actor: string, id: string): Promise<DeviceRecord> {
     return store.transaction(async (tx) => {
       const t = now();
-      await st.updateDevice(tx, id, { deleted_at: t, updated_at: t, updated_by: actor });
+      await st.updateDevice(tx, id, softDeleted(t, actor));
       // Its sign-ins end with it: sessions, refresh tokens and so its access tokens.
       await st.revokeSessions(tx, t, 'device_deleted', { deviceId: id });
       return (await st.device(tx.db, id, true))!;
@@ -895,7 +890,7 @@ export function createAuthService(deps: AuthDeps) {
   ): Promise<DeviceRecord> {
     await getDevice(id);
     return store.transaction(async (tx) => {
-      await st.updateDevice(tx, id, { ...patch, updated_at: now(), updated_by: actor });
+      await st.updateDevice(tx, id, { ...patch, ...auditUpdate(now(), actor) });
       return (await st.device(tx.db, id))!;
     });
   }
@@ -937,8 +932,7 @@ export function createAuthService(deps: AuthDeps) {
         ...(patch.password_reset_required !== undefined && {
           password_reset_required: patch.password_reset_required ? 1 : 0,
         }),
-        updated_at: t,
-        updated_by: actor,
+        ...auditUpdate(t, actor),
       });
       if (patch.password_reset_required && !before.password_reset_required) {
         // Sign-ins that rested on the password end now; IdP, device and API-key access is not affected.

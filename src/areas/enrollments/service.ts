@@ -1,3 +1,4 @@
+import { auditInsert, auditUpdate, softDeleted } from '../../db/audit.js';
 import { isUniqueViolation } from '../../db/errors.js';
 import type { Store, Tx } from '../../db/store.js';
 import type { Principal } from '../../http/access.js';
@@ -231,10 +232,7 @@ export function createEnrollmentService(deps: EnrollmentDeps) {
       status_reason: null,
       status_changed_at: at,
       created_by: actorId,
-      created_at: at,
-      updated_at: at,
-      updated_by: actorId,
-      deleted_at: null,
+      ...auditInsert(at, actorId),
     };
     await writeGuarded(input.user_id, input.questionnaire_ids, () =>
       store.transaction(async (tx) => {
@@ -278,7 +276,7 @@ export function createEnrollmentService(deps: EnrollmentDeps) {
       if (conflicts.length > 0) throw alreadyEnrolled(conflicts);
     }
     const at = now();
-    const changes: Partial<EnrollmentTable> = { updated_at: at, updated_by: actorId };
+    const changes: Partial<EnrollmentTable> = auditUpdate(at, actorId);
     if (input.starts_at !== undefined) changes.starts_at = startsAt;
     if (input.ends_at !== undefined) changes.ends_at = endsAt;
     if (input.schedule !== undefined) changes.schedule = jsonText(input.schedule);
@@ -323,11 +321,7 @@ export function createEnrollmentService(deps: EnrollmentDeps) {
     await requireFor(principal, id, 'EDIT');
     const at = now();
     await store.transaction(async (tx) => {
-      const applied = await updateEnrollment(tx.db, id, {
-        deleted_at: at,
-        updated_at: at,
-        updated_by: actorId,
-      });
+      const applied = await updateEnrollment(tx.db, id, softDeleted(at, actorId));
       if (!applied) throw notFound();
       await closeQuestionnaires(tx.db, id);
     });
@@ -353,8 +347,7 @@ export function createEnrollmentService(deps: EnrollmentDeps) {
       status: to,
       status_changed_at: at,
       status_reason: input.reason ?? null,
-      updated_at: at,
-      updated_by: userId,
+      ...auditUpdate(at, userId),
     };
     if (input.consent) {
       if (current.consent_version !== null && input.consent_version !== current.consent_version) {

@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
 import type { Logger } from 'pino';
+import { auditInsert, auditUpdate, softDeleted } from '../../db/audit.js';
 import { isUniqueViolation } from '../../db/errors.js';
 import type { Store, Tx } from '../../db/store.js';
 import type { Authenticator, AuthPath, Principal } from '../../http/access.js';
@@ -212,10 +213,7 @@ export function createIdentityService(deps: IdentityDeps) {
       name: input.name ?? null,
       password_hash: hash,
       mfa_enabled: 0,
-      created_at: t,
-      updated_at: t,
-      updated_by: actor,
-      deleted_at: null,
+      ...auditInsert(t, actor),
     };
     try {
       return await store.transaction(async (tx) => {
@@ -229,10 +227,7 @@ export function createIdentityService(deps: IdentityDeps) {
               id: newId(),
               user_id: row.id,
               role_id: role.id,
-              created_at: t,
-              updated_at: t,
-              updated_by: actor,
-              deleted_at: null,
+              ...auditInsert(t, actor),
             });
           }
           await st.bumpAuthzVersion(tx);
@@ -265,8 +260,7 @@ export function createIdentityService(deps: IdentityDeps) {
           }),
           ...(patch.name !== undefined && { name: patch.name }),
           ...(hash !== undefined && { password_hash: hash }),
-          updated_at: t,
-          updated_by: actor,
+          ...auditUpdate(t, actor),
         });
         const user = (await st.findUser(tx.db, id))!;
         const changed = [
@@ -291,7 +285,7 @@ export function createIdentityService(deps: IdentityDeps) {
     return store.transaction(async (tx) => {
       await requireUser(id, tx.db);
       const t = now();
-      await st.updateUser(tx, id, { deleted_at: t, updated_at: t, updated_by: actor });
+      await st.updateUser(tx, id, softDeleted(t, actor));
       await st.softDeleteUserRolesOfUser(tx, id, t, actor);
       await st.revokeSessionsOfUser(tx, id, t, 'user_deleted');
       await st.bumpAuthzVersion(tx);
@@ -347,7 +341,7 @@ export function createIdentityService(deps: IdentityDeps) {
     const run = async (tx: Tx) => {
       const user = await requireUser(userId, tx.db);
       const t = now();
-      await st.updateUser(tx, userId, { password_hash: hash, updated_at: t, updated_by: actor });
+      await st.updateUser(tx, userId, { password_hash: hash, ...auditUpdate(t, actor) });
       await st.revokeSessionsOfUser(tx, userId, t, 'password_changed', keepSessionId);
       await userEvent(tx, 'password.changed', user, { changed_by: actor });
     };
@@ -367,10 +361,7 @@ export function createIdentityService(deps: IdentityDeps) {
       name: input.name,
       description: input.description ?? null,
       is_builtin: 0,
-      created_at: t,
-      updated_at: t,
-      updated_by: actor,
-      deleted_at: null,
+      ...auditInsert(t, actor),
     };
     try {
       await store.transaction(async (tx) => {
@@ -392,7 +383,7 @@ export function createIdentityService(deps: IdentityDeps) {
   ): Promise<Role> {
     return store.transaction(async (tx) => {
       await requireRole(id, tx.db);
-      await st.updateRole(tx, id, { ...patch, updated_at: now(), updated_by: actor });
+      await st.updateRole(tx, id, { ...patch, ...auditUpdate(now(), actor) });
       return requireRole(id, tx.db);
     });
   }
@@ -403,7 +394,7 @@ export function createIdentityService(deps: IdentityDeps) {
       if (role.is_builtin)
         throw new AppError('ROLE.BUILTIN', `Built-in role "${role.key}" cannot be deleted`);
       const t = now();
-      await st.updateRole(tx, id, { deleted_at: t, updated_at: t, updated_by: actor });
+      await st.updateRole(tx, id, softDeleted(t, actor));
       await st.softDeleteRoleChildren(tx, id, t, actor);
       await st.bumpAuthzVersion(tx);
     });
@@ -412,7 +403,7 @@ export function createIdentityService(deps: IdentityDeps) {
   // ---- user roles
   async function assignRole(actor: string, input: { user_id: string; role_id: string }) {
     const t = now();
-    const row = { id: newId(), ...input, created_at: t, updated_at: t, updated_by: actor, deleted_at: null };
+    const row = { id: newId(), ...input, ...auditInsert(t, actor) };
     try {
       await store.transaction(async (tx) => {
         await requireUser(input.user_id, tx.db);
@@ -468,10 +459,7 @@ export function createIdentityService(deps: IdentityDeps) {
       id: newId(),
       role_id: input.role_id,
       scope_key: scopeKey,
-      created_at: t,
-      updated_at: t,
-      updated_by: actor,
-      deleted_at: null,
+      ...auditInsert(t, actor),
     };
     try {
       await store.transaction(async (tx) => {
@@ -519,10 +507,7 @@ export function createIdentityService(deps: IdentityDeps) {
           id: newId(),
           role_id: roleId,
           scope_key,
-          created_at: t,
-          updated_at: t,
-          updated_by: actor,
-          deleted_at: null,
+          ...auditInsert(t, actor),
         })),
       );
       await st.softDeleteRoleScopeEntries(

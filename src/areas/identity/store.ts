@@ -1,4 +1,5 @@
 import { CompiledQuery, type Kysely } from 'kysely';
+import { softDeleted } from '../../db/audit.js';
 import type { Database } from '../../db/schema.js';
 import type { Store, Tx } from '../../db/store.js';
 import { containsInsensitive, type ListResult, type Page, paginate } from '../../http/list.js';
@@ -298,13 +299,13 @@ export function createIdentityStore(store: Store) {
     async softDeleteRoleChildren(tx: Tx, roleId: string, now: string, actor: string) {
       await tx.db
         .updateTable('user_role')
-        .set({ deleted_at: now, updated_at: now, updated_by: actor })
+        .set(softDeleted(now, actor))
         .where('role_id', '=', roleId)
         .where('deleted_at', 'is', null)
         .execute();
       await tx.db
         .updateTable('role_scope_entry')
-        .set({ deleted_at: now, updated_at: now, updated_by: actor })
+        .set(softDeleted(now, actor))
         .where('role_id', '=', roleId)
         .where('deleted_at', 'is', null)
         .execute();
@@ -332,16 +333,12 @@ export function createIdentityStore(store: Store) {
       return paginate(q, page, (r) => r as UserRole);
     },
     async softDeleteUserRole(tx: Tx, id: string, now: string, actor: string) {
-      await tx.db
-        .updateTable('user_role')
-        .set({ deleted_at: now, updated_at: now, updated_by: actor })
-        .where('id', '=', id)
-        .execute();
+      await tx.db.updateTable('user_role').set(softDeleted(now, actor)).where('id', '=', id).execute();
     },
     async softDeleteUserRolesOfUser(tx: Tx, userId: string, now: string, actor: string) {
       await tx.db
         .updateTable('user_role')
-        .set({ deleted_at: now, updated_at: now, updated_by: actor })
+        .set(softDeleted(now, actor))
         .where('user_id', '=', userId)
         .where('deleted_at', 'is', null)
         .execute();
@@ -388,7 +385,7 @@ export function createIdentityStore(store: Store) {
       if (ids.length === 0) return;
       await tx.db
         .updateTable('role_scope_entry')
-        .set({ deleted_at: now, updated_at: now, updated_by: actor })
+        .set(softDeleted(now, actor))
         .where('id', 'in', ids)
         .execute();
     },

@@ -1,4 +1,5 @@
 import type { Logger } from 'pino';
+import { auditInsert, auditUpdate, softDeleted } from '../../db/audit.js';
 import type { Store } from '../../db/store.js';
 import { AppError } from '../../http/errors.js';
 import { envelope } from '../../http/list.js';
@@ -220,10 +221,7 @@ export function createPluginService(deps: PluginDeps): PluginService {
         config_json: config === null ? null : JSON.stringify(config),
         config_hash: configHash(config),
         enabled: input.enabled ? 1 : 0,
-        created_at: now,
-        updated_at: now,
-        updated_by: by,
-        deleted_at: null,
+        ...auditInsert(now, by),
       };
       await store.transaction((tx) => db.insertInstance(tx.db, row));
       return db.toInstance(row);
@@ -241,7 +239,7 @@ export function createPluginService(deps: PluginDeps): PluginService {
 
     async updateInstance(id, input, by) {
       const current = await activeInstance(id);
-      const changes: Partial<db.InstanceRow> = { updated_at: iso(clock.now()), updated_by: by };
+      const changes: Partial<db.InstanceRow> = auditUpdate(iso(clock.now()), by);
       if (input.display_name !== undefined) changes.display_name = input.display_name;
       if (input.enabled !== undefined) changes.enabled = input.enabled ? 1 : 0;
       if (input.config_json !== undefined) {
@@ -257,9 +255,7 @@ export function createPluginService(deps: PluginDeps): PluginService {
     async deleteInstance(id, by) {
       await activeInstance(id);
       const now = iso(clock.now());
-      await store.transaction((tx) =>
-        db.updateInstance(tx.db, id, { deleted_at: now, updated_at: now, updated_by: by }),
-      );
+      await store.transaction((tx) => db.updateInstance(tx.db, id, softDeleted(now, by)));
     },
 
     async describeAction(instanceId, actionName) {

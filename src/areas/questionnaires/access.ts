@@ -1,3 +1,4 @@
+import { auditInsert } from '../../db/audit.js';
 import type { Tx } from '../../db/store.js';
 import type { Principal } from '../../http/access.js';
 import { AppError, type ErrorCode } from '../../http/errors.js';
@@ -156,11 +157,8 @@ export function createAccess(deps: { db: QuestionnaireStore; identity: RoleLooku
         grantee_type: 'USER' as const,
         grantee_id: v.userId,
         level: 'MANAGE' as const,
-        created_at: at,
         created_by: v.userId,
-        updated_at: at,
-        updated_by: v.userId,
-        deleted_at: null,
+        ...auditInsert(at, v.userId),
       };
       if (object.kind === 'folder') await db.insertFolderPermission(tx, { ...grant, folder_id: object.id });
       else await db.insertQuestionnairePermission(tx, { ...grant, questionnaire_id: object.id });

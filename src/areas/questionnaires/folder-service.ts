@@ -1,3 +1,4 @@
+import { auditInsert, auditUpdate, softDeleted } from '../../db/audit.js';
 import type { Store, Tx } from '../../db/store.js';
 import type { Principal } from '../../http/access.js';
 import { AppError } from '../../http/errors.js';
@@ -107,11 +108,8 @@ export function createFolderService(deps: FolderServiceDeps) {
           description: input.description ?? null,
           parent_id: parentId,
           config: JSON.stringify(input.config ?? {}),
-          created_at: at,
           created_by: v.userId,
-          updated_at: at,
-          updated_by: v.userId,
-          deleted_at: null,
+          ...auditInsert(at, v.userId),
         };
         await db.insertFolder(tx, row);
         await access.grantCreator(tx, v, { kind: 'folder', id: row.id }, at);
@@ -165,11 +163,10 @@ export function createFolderService(deps: FolderServiceDeps) {
         const at = now();
         const changes = {
           ...Object.fromEntries(changed.map((k) => [k, next[k]])),
-          updated_at: at,
-          updated_by: v.userId,
+          ...auditUpdate(at, v.userId),
         };
         await db.updateFolder(tx, id, changes);
-        const folder = toFolder({ ...next, updated_at: at, updated_by: v.userId });
+        const folder = toFolder({ ...next, ...auditUpdate(at, v.userId) });
         await publish(tx, 'updated', folder, {
           changed_fields: changed,
           ...(changed.includes('parent_id') ? { previous_parent_id: row.parent_id } : {}),
@@ -194,8 +191,8 @@ export function createFolderService(deps: FolderServiceDeps) {
           );
         }
         const at = now();
-        await db.updateFolder(tx, id, { deleted_at: at, updated_at: at, updated_by: v.userId });
-        const folder = toFolder({ ...row, deleted_at: at, updated_at: at, updated_by: v.userId });
+        await db.updateFolder(tx, id, softDeleted(at, v.userId));
+        const folder = toFolder({ ...row, ...softDeleted(at, v.userId) });
         await publish(tx, 'deleted', folder, { deleted_at: at });
         return folder;
       });

@@ -1,3 +1,4 @@
+import { auditInsert, auditUpdate, softDeleted } from '../../db/audit.js';
 import { isUniqueViolation } from '../../db/errors.js';
 import type { Store } from '../../db/store.js';
 import type { Principal } from '../../http/access.js';
@@ -141,11 +142,8 @@ export function createPermissionService(deps: PermissionServiceDeps) {
           grantee_type: grantee.type,
           grantee_id: grantee.id,
           level: input.level,
-          created_at: at,
           created_by: principal.userId,
-          updated_at: at,
-          updated_by: principal.userId,
-          deleted_at: null,
+          ...auditInsert(at, principal.userId),
         };
         try {
           await store.transaction(async (tx) => {
@@ -180,8 +178,7 @@ export function createPermissionService(deps: PermissionServiceDeps) {
           await store.transaction((tx) =>
             db.updatePermission(tx, kind, id, {
               level: input.level,
-              updated_at: now(),
-              updated_by: principal.userId,
+              ...auditUpdate(now(), principal.userId),
             }),
           );
         }
@@ -193,10 +190,8 @@ export function createPermissionService(deps: PermissionServiceDeps) {
         const p = await visibleGrant(kind, v, id);
         await requireManage(kind, v, objectIdOf(kind, p));
         const at = now();
-        await store.transaction((tx) =>
-          db.updatePermission(tx, kind, id, { deleted_at: at, updated_at: at, updated_by: principal.userId }),
-        );
-        return { ...p, deleted_at: at, updated_at: at, updated_by: principal.userId };
+        await store.transaction((tx) => db.updatePermission(tx, kind, id, softDeleted(at, principal.userId)));
+        return { ...p, ...softDeleted(at, principal.userId) };
       },
     };
   }

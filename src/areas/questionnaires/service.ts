@@ -1,3 +1,4 @@
+import { auditInsert, auditUpdate } from '../../db/audit.js';
 import type { Store, Tx } from '../../db/store.js';
 import type { Principal } from '../../http/access.js';
 import { AppError } from '../../http/errors.js';
@@ -177,11 +178,8 @@ export function createQuestionnaireService(deps: QuestionnaireServiceDeps) {
         published_at: null,
         published_by: null,
         archived_at: null,
-        created_at: at,
         created_by: v.userId,
-        updated_at: at,
-        updated_by: v.userId,
-        deleted_at: null,
+        ...auditInsert(at, v.userId),
       };
       await db.insertQuestionnaire(tx, row);
       const q = toQuestionnaire(row);
@@ -231,8 +229,7 @@ export function createQuestionnaireService(deps: QuestionnaireServiceDeps) {
         schedule_payload: JSON.stringify(state.schedule_payload),
         metadata: JSON.stringify(state.metadata),
         revision_sequence: sequence,
-        updated_at: at,
-        updated_by: v.userId,
+        ...auditUpdate(at, v.userId),
         ...columns,
       };
       await db.updateQuestionnaire(tx, id, changes);

@@ -1,3 +1,4 @@
+import { auditInsert, auditUpdate, softDeleted } from '../../db/audit.js';
 import type { Store, Tx } from '../../db/store.js';
 import type { Principal } from '../../http/access.js';
 import { AppError } from '../../http/errors.js';
@@ -136,10 +137,7 @@ export function createSubmissionService(deps: SubmissionDeps) {
         metadata: input.metadata ? JSON.stringify(input.metadata) : null,
         api_key_id: principal.apiKeyId ?? null,
         created_by: principal.userId,
-        created_at: at,
-        updated_at: at,
-        updated_by: principal.userId,
-        deleted_at: null,
+        ...auditInsert(at, principal.userId),
       };
       await insert(tx, row, 'svc.submission.created', {
         submission_id: id,
@@ -171,10 +169,7 @@ export function createSubmissionService(deps: SubmissionDeps) {
         metadata: input.metadata ? JSON.stringify(input.metadata) : null,
         api_key_id: principal.apiKeyId ?? null,
         created_by: principal.userId,
-        created_at: at,
-        updated_at: at,
-        updated_by: principal.userId,
-        deleted_at: null,
+        ...auditInsert(at, principal.userId),
       };
       await insert(tx, row, 'svc.submission.anonymous_created', {
         submission_id: id,
@@ -196,7 +191,7 @@ export function createSubmissionService(deps: SubmissionDeps) {
     const actorId = principal.userId;
     const current = await requireFor(principal, id, 'EDIT');
     const at = now();
-    const changes: Partial<QuestionnaireSubmissionTable> = { updated_at: at, updated_by: actorId };
+    const changes: Partial<QuestionnaireSubmissionTable> = auditUpdate(at, actorId);
     const changed: string[] = [];
     if (input.answers !== undefined) {
       const q = await deps.questionnaires.get(current.questionnaire_id).catch((err) => {
@@ -241,7 +236,7 @@ export function createSubmissionService(deps: SubmissionDeps) {
     const current = await requireFor(principal, id, 'EDIT');
     const at = now();
     await store.transaction(async (tx) => {
-      if (!(await updateSubmission(tx.db, id, { deleted_at: at, updated_at: at, updated_by: actorId }))) {
+      if (!(await updateSubmission(tx.db, id, softDeleted(at, actorId)))) {
         throw new AppError('SUBMISSION.NOT_FOUND', 'Submission not found');
       }
       await events.publish(tx, {

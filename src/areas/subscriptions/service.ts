@@ -1,3 +1,4 @@
+import { auditInsert, auditUpdate, softDeleted } from '../../db/audit.js';
 import type { Store } from '../../db/store.js';
 import { AppError } from '../../http/errors.js';
 import { envelope } from '../../http/list.js';
@@ -148,10 +149,7 @@ export function createSubscriptionService(deps: SubscriptionDeps) {
         subject_filter: body.subject_filter ?? null,
         condition_jsonlogic: toJsonText(body.condition_jsonlogic),
         graph_version: 0,
-        created_at: at,
-        updated_at: at,
-        updated_by: userId,
-        deleted_at: null,
+        ...auditInsert(at, userId),
       };
       await store.transaction((tx) => st.insert(tx.db, row));
       return publicSubscription({
@@ -176,7 +174,7 @@ export function createSubscriptionService(deps: SubscriptionDeps) {
       return store.transaction(async (tx) => {
         const current = await st.get(tx.db, id, { forUpdate: true });
         if (!current) throw notFound();
-        await st.update(tx.db, id, { ...patch, updated_at: now(), updated_by: userId });
+        await st.update(tx.db, id, { ...patch, ...auditUpdate(now(), userId) });
         const updated = await st.get(tx.db, id);
         return publicSubscription(updated as RoutableSubscription);
       });
@@ -190,7 +188,7 @@ export function createSubscriptionService(deps: SubscriptionDeps) {
         const at = now();
         await tx.db
           .updateTable('event_subscription')
-          .set({ deleted_at: at, updated_at: at, updated_by: userId })
+          .set(softDeleted(at, userId))
           .where('id', '=', id)
           .execute();
       });
@@ -239,8 +237,7 @@ export function createSubscriptionService(deps: SubscriptionDeps) {
         await st.update(tx.db, id, {
           ...patch,
           ...(replaceGraph ? { graph_version: version } : {}),
-          updated_at: at,
-          updated_by: userId,
+          ...auditUpdate(at, userId),
         } as SubscriptionPatch & { updated_at: string; updated_by: string });
         if (valid) {
           await st.softDeleteGraph(tx.db, id, at);
@@ -260,10 +257,7 @@ export function createSubscriptionService(deps: SubscriptionDeps) {
               retry_policy: toJsonText(n.retry_policy),
               timeout_ms: n.timeout_ms,
               continue_on_error: n.continue_on_error ? 1 : 0,
-              created_at: at,
-              updated_at: at,
-              updated_by: userId,
-              deleted_at: null,
+              ...auditInsert(at, userId),
             };
           });
           const edgeRows: WorkflowEdgeTable[] = valid.edges.map((e, position) => {

@@ -1,4 +1,5 @@
 import type { Logger } from 'pino';
+import { auditInsert, auditUpdate, softDeleted } from '../../db/audit.js';
 import { isUniqueViolation } from '../../db/errors.js';
 import type { Store, Tx } from '../../db/store.js';
 import { AppError, notFound, validationError } from '../../http/errors.js';
@@ -165,10 +166,7 @@ export function createVaultService(deps: VaultDeps): VaultService {
         value: input.kind === 'SECRET' ? encrypt(input.value) : input.value,
         description: input.description ?? null,
         enabled: input.enabled === false ? 0 : 1,
-        created_at: now,
-        updated_at: now,
-        updated_by: by,
-        deleted_at: null,
+        ...auditInsert(now, by),
       };
       try {
         await store.transaction(async (tx) => {
@@ -225,8 +223,7 @@ export function createVaultService(deps: VaultDeps): VaultService {
             value,
             description: input.description === undefined ? row.description : input.description,
             enabled: input.enabled === undefined ? row.enabled : input.enabled ? 1 : 0,
-            updated_at: iso(clock.now()),
-            updated_by: by,
+            ...auditUpdate(iso(clock.now()), by),
           };
           await db.updateEntry(tx.db, id, changes);
           return toEntry({ ...row, ...changes });
@@ -242,7 +239,7 @@ export function createVaultService(deps: VaultDeps): VaultService {
         const row = await db.findActive(tx.db, id);
         if (!row) throw entryNotFound();
         const now = iso(clock.now());
-        await db.updateEntry(tx.db, id, { deleted_at: now, updated_at: now, updated_by: by });
+        await db.updateEntry(tx.db, id, softDeleted(now, by));
         return { message: `Vault entry "${row.key}" deleted` };
       });
     },

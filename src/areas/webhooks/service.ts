@@ -1,4 +1,5 @@
 import type { Logger } from 'pino';
+import { auditInsert, auditUpdate, softDeleted } from '../../db/audit.js';
 import type { Store } from '../../db/store.js';
 import { AppError, notFound } from '../../http/errors.js';
 import { envelope } from '../../http/list.js';
@@ -225,10 +226,7 @@ export function createWebhookService(deps: WebhookDeps): WebhookService {
         enabled: input.enabled === false ? 0 : 1,
         secret,
         secret_hint: secretHint(secret),
-        created_at: now,
-        updated_at: now,
-        updated_by: by,
-        deleted_at: null,
+        ...auditInsert(now, by),
       };
       await store.transaction((tx) => db.insertWebhook(tx.db, row));
       return { ...toWebhook(row), secret };
@@ -246,7 +244,7 @@ export function createWebhookService(deps: WebhookDeps): WebhookService {
     async update(id, input, by) {
       await activeWebhook(id);
       if (input.url !== undefined) await checkUrl(input.url);
-      const changes: Partial<db.WebhookRow> = { updated_at: iso(clock.now()), updated_by: by };
+      const changes: Partial<db.WebhookRow> = auditUpdate(iso(clock.now()), by);
       if (input.name !== undefined) changes.name = input.name;
       if (input.url !== undefined) changes.url = input.url;
       if (input.event_types !== undefined)
@@ -261,9 +259,7 @@ export function createWebhookService(deps: WebhookDeps): WebhookService {
     async remove(id, by) {
       await activeWebhook(id);
       const now = iso(clock.now());
-      const removed = await store.transaction((tx) =>
-        db.updateWebhook(tx.db, id, { deleted_at: now, updated_at: now, updated_by: by }),
-      );
+      const removed = await store.transaction((tx) => db.updateWebhook(tx.db, id, softDeleted(now, by)));
       if (!removed) throw notFound('WEBHOOK.NOT_FOUND', 'Webhook');
       return { message: 'Webhook deleted; its queued deliveries keep retrying' };
     },
@@ -277,8 +273,7 @@ export function createWebhookService(deps: WebhookDeps): WebhookService {
         db.updateWebhook(tx.db, id, {
           secret,
           secret_hint: secretHint(secret),
-          updated_at: now,
-          updated_by: by,
+          ...auditUpdate(now, by),
         }),
       );
       if (!updated) throw notFound('WEBHOOK.NOT_FOUND', 'Webhook');

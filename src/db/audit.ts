@@ -1,0 +1,28 @@
+/**
+ * How rows carry the audit columns (created_at, updated_at, updated_by, deleted_at) and soft deletes.
+ * It lives in db/ next to schema.ts because these columns are a convention of the tables, shared by
+ * every area's tables.ts; lib/ knows no tables and http/ no rows. Services that build rows use it too.
+ *
+ * Each helper writes exactly the columns its name says, so use it only on a table that has all of
+ * them: TypeScript checks no excess property that comes from a spread or a function's result, so a
+ * column the table lacks would type-check and fail only when the SQL runs. Tables without
+ * `updated_by` (runs, deliveries, tasks, plugin definitions) or without `updated_at` (refresh tokens,
+ * workflow edges) spell their few columns out instead.
+ *
+ * Active rows are filtered with the plain `.where('deleted_at', 'is', null)` (docs/architecture.md).
+ */
+
+/** The columns of a new row: created and last changed now, by `by`, not deleted. */
+export function auditInsert<By extends string | null>(at: string, by: By) {
+  return { created_at: at, updated_at: at, updated_by: by, deleted_at: null };
+}
+
+/** The columns every change of a row sets. */
+export function auditUpdate<By extends string | null>(at: string, by: By) {
+  return { updated_at: at, updated_by: by };
+}
+
+/** The change that soft-deletes a row: the row stays, marked deleted, and counts as a change. */
+export function softDeleted<By extends string | null>(at: string, by: By) {
+  return { deleted_at: at, updated_at: at, updated_by: by };
+}

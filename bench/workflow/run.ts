@@ -25,6 +25,7 @@ import { createContext, createWorker } from '../../src/app/runtime.js';
 import type { AppContext } from '../../src/app/types.js';
 import { loadConfig } from '../../src/config/config.js';
 import { newId } from '../../src/lib/ids.js';
+import { median } from '../lib/load.js';
 import { measureN8n, type N8nResult } from './n8n.js';
 
 const EVENTS = Number(process.argv[2] ?? 2000);
@@ -195,8 +196,6 @@ const load = () =>
   loadavg()
     .map((l) => l.toFixed(2))
     .join(', ');
-
-const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 
 async function measure(name: string, make: () => Promise<Store>) {
   const drain: number[] = [];

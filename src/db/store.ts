@@ -35,6 +35,12 @@ export interface Store {
   readonly url: string;
   /** Every write of an area goes through here. */
   transaction<T>(fn: (tx: Tx) => Promise<T>): Promise<T>;
+  /**
+   * The first row of a read of committed data, outside any transaction: the per-request credential
+   * check. On a SQLite file it runs on a connection of its own, so it neither waits behind another
+   * request's open transaction nor pays Kysely's connection hand-off (see openSqlite).
+   */
+  readFirst<R>(query: CompiledQuery<R>): Promise<R | undefined>;
   close(): Promise<void>;
 }
 
@@ -116,7 +122,25 @@ function openSqlite(url: string, guard: boolean): Store {
   const db = new Kysely<Database>({
     dialect: guarded(new SqliteDialect({ database: withStatementCache(conn) }), 'begin immediate'),
   });
-  return makeStore(db, 'sqlite', url, guard);
+  const store = makeStore(db, 'sqlite', url, guard);
+  // An in-memory database is one connection's own; only a file can be read from a second one.
+  if (memory) return store;
+  // The reader: Kysely's single connection is held for the whole of every transaction, awaits
+  // included, so a read through it queues behind any write in progress. WAL lets this second
+  // connection read the last committed state meanwhile, synchronously, without the hand-off.
+  const reader = new SQLite(path);
+  reader.pragma('busy_timeout = 5000');
+  const statements = withStatementCache(reader, 16);
+  return {
+    ...store,
+    async readFirst<R>(query: CompiledQuery<R>) {
+      return statements.prepare(query.sql).get(query.parameters as unknown[]) as R | undefined;
+    },
+    async close() {
+      await store.close();
+      reader.close();
+    },
+  };
 }
 
 /**
@@ -211,6 +235,9 @@ function makeStore(db: Kysely<Database>, dialect: Dialect, url: string, guard: b
       });
       for (const hook of hooks) hook();
       return result;
+    },
+    async readFirst<R>(query: CompiledQuery<R>) {
+      return (await db.executeQuery(query)).rows[0];
     },
     close: () => db.destroy(),
   };

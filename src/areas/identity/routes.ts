@@ -2,6 +2,7 @@ import { Type } from '@sinclair/typebox';
 import type { App } from '../../app/types.js';
 import { anyScope, authenticated } from '../../http/access.js';
 import { envelope } from '../../http/list.js';
+import { sendJsonBytes } from '../../http/reply.js';
 import { IdParams, ListQuery, ListResponse, MessageBody, QueryBoolean } from '../../http/schemas.js';
 import {
   ApiKey,
@@ -29,6 +30,9 @@ const AUDIT_SORT = ['created_at', 'updated_at'] as const;
 
 /** Users, roles, user roles, the scope catalogue, role-scope management, API keys, current user. */
 export function identityRoutes(app: App, identity: IdentityService): void {
+  // The role-scope table is the same for every caller until the authz version moves, and
+  // roleScopeTable hands out one array per version: its answer is serialised once per version.
+  const roleScopeBodies = new WeakMap<object, Buffer>();
   // ---- users (SPEC "Endpoints with scope only": user:*)
   app.get(
     '/user',
@@ -258,7 +262,15 @@ export function identityRoutes(app: App, identity: IdentityService): void {
       },
       config: anyScope('user:read'),
     },
-    async (req) => ({ role_scopes: await identity.roleScopeTable(req.principal.authzVersion) }),
+    async (req, reply) => {
+      const rows = await identity.roleScopeTable(req.principal.authzVersion);
+      let body = roleScopeBodies.get(rows);
+      if (!body) {
+        body = Buffer.from(JSON.stringify({ role_scopes: rows }));
+        roleScopeBodies.set(rows, body);
+      }
+      return sendJsonBytes(reply, body);
+    },
   );
   app.get(
     '/role_scope_entry',

@@ -161,12 +161,12 @@ export function createIdentityStore(store: Store) {
 
     /** The per-request check of a JWT's user and session, with the authz version: one round trip. */
     async userCredentialState(userId: string, sessionId: string | undefined) {
-      return (await db.executeQuery(userStateQuery.bind(userId, sessionId ?? ''))).rows[0];
+      return store.readFirst(userStateQuery.bind(userId, sessionId ?? ''));
     },
 
     /** The per-request check of an API key, with its creator's state and the authz version: one round trip. */
     async apiKeyCredentialState(tokenHash: string) {
-      return (await db.executeQuery(apiKeyStateQuery.bind(tokenHash))).rows[0];
+      return store.readFirst(apiKeyStateQuery.bind(tokenHash));
     },
 
     /** Role ids and keys a user holds (active assignments of active roles). */

@@ -1,0 +1,70 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { CompiledQuery, sql } from 'kysely';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { openStore, type Store } from '../../src/db/store.js';
+import {
+  dialectName,
+  freshDatabase,
+  onPostgres,
+  sqliteFileUrl,
+  type TestDatabase,
+} from '../helpers/store.js';
+
+const within = <T>(p: Promise<T>, ms = 3000): Promise<T> =>
+  Promise.race([
+    p,
+    new Promise<T>((_, reject) => setTimeout(() => reject(new Error(`no answer within ${ms} ms`)), ms)),
+  ]);
+
+/**
+ * store.readFirst, the per-request credential check: on a SQLite file (how svc runs) it has a
+ * connection of its own; on PostgreSQL it takes one from the pool. Either way it reads committed
+ * state and does not wait for a transaction in progress.
+ */
+describe(`store.readFirst (${onPostgres ? dialectName : 'sqlite file'})`, () => {
+  const dir = mkdtempSync(join(tmpdir(), 'svc-read-first-'));
+  let db: TestDatabase;
+  let store: Store;
+  const byId = (id: number) =>
+    CompiledQuery.raw<{ n: number }>(`select n from read_probe where id = ${onPostgres ? '$1' : '?'}`, [id]);
+  const readN = () => store.readFirst(byId(1));
+
+  beforeAll(async () => {
+    db = onPostgres ? await freshDatabase() : { url: sqliteFileUrl(dir), drop: async () => {} };
+    store = openStore(db.url, { guardTransactions: true });
+    await sql`create table read_probe (id integer primary key, n integer not null)`.execute(store.db);
+    await sql`insert into read_probe (id, n) values (1, 0)`.execute(store.db);
+  });
+  afterAll(async () => {
+    await store.close();
+    await db.drop();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('answers during an open transaction with the committed row, then sees the commit', async () => {
+    let release!: () => void;
+    const gate = new Promise<void>((resolve) => {
+      release = resolve;
+    });
+    let updated!: () => void;
+    const inside = new Promise<void>((resolve) => {
+      updated = resolve;
+    });
+    const write = store.transaction(async (tx) => {
+      await sql`update read_probe set n = 1 where id = 1`.execute(tx.db);
+      updated();
+      await gate;
+    });
+    await inside;
+    expect(await within(readN())).toEqual({ n: 0 });
+    release();
+    await write;
+    expect(await readN()).toEqual({ n: 1 });
+  });
+
+  it('answers undefined when nothing matches', async () => {
+    expect(await store.readFirst(byId(2))).toBeUndefined();
+  });
+});

@@ -16,7 +16,7 @@ const dir = mkdtempSync(join(tmpdir(), 'svc-bench-auth-'));
 const target = process.argv[2] ?? 'sqlite';
 const databaseUrl = target === 'sqlite' ? `sqlite:${dir}/svc.db` : target;
 const seconds = Number(process.env.SVC_BENCH_SECONDS ?? 3);
-const rounds = Number(process.env.SVC_BENCH_ROUNDS ?? 3);
+const rounds = Number(process.env.SVC_BENCH_ROUNDS ?? 5);
 
 const config = loadConfig({
   NODE_ENV: 'production',

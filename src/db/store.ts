@@ -36,11 +36,11 @@ export interface Store {
   /** Every write of an area goes through here. */
   transaction<T>(fn: (tx: Tx) => Promise<T>): Promise<T>;
   /**
-   * The first row of a read of committed data, outside any transaction: the per-request credential
-   * check. On a SQLite file it runs on a connection of its own, so it neither waits behind another
-   * request's open transaction nor pays Kysely's connection hand-off (see openSqlite).
+   * A read of committed data outside any transaction: the per-request credential check. On a SQLite
+   * file it runs on a connection of its own, so it neither waits behind another request's open
+   * transaction nor pays Kysely's connection hand-off (see openSqlite).
    */
-  readFirst<R>(query: CompiledQuery<R>): Promise<R | undefined>;
+  readCommitted<R>(query: CompiledQuery<R>): Promise<R[]>;
   close(): Promise<void>;
 }
 
@@ -133,8 +133,8 @@ function openSqlite(url: string, guard: boolean): Store {
   const statements = withStatementCache(reader, 16);
   return {
     ...store,
-    async readFirst<R>(query: CompiledQuery<R>) {
-      return statements.prepare(query.sql).get(query.parameters as unknown[]) as R | undefined;
+    async readCommitted<R>(query: CompiledQuery<R>) {
+      return statements.prepare(query.sql).all(query.parameters as unknown[]) as R[];
     },
     async close() {
       await store.close();
@@ -236,8 +236,8 @@ function makeStore(db: Kysely<Database>, dialect: Dialect, url: string, guard: b
       for (const hook of hooks) hook();
       return result;
     },
-    async readFirst<R>(query: CompiledQuery<R>) {
-      return (await db.executeQuery(query)).rows[0];
+    async readCommitted<R>(query: CompiledQuery<R>) {
+      return (await db.executeQuery(query)).rows;
     },
     close: () => db.destroy(),
   };

@@ -293,4 +293,62 @@ describe(`API keys (${dialectName})`, () => {
       expect.any(String),
     );
   });
+
+  it('concurrent credential checks are batched, and each request still gets its own, current answer', async () => {
+    const c = await creator(['user:read']);
+    const newKey = async () =>
+      (
+        await call(
+          'POST',
+          '/api_key',
+          { name: 'batch', scope_keys: ['user:read'], expires_in: 3600 },
+          c.headers,
+        )
+      ).json();
+    const [k1, k2, gone] = [await newKey(), await newKey(), await newKey()];
+    await call('DELETE', `/api_key/${gone.id}`, undefined, c.headers);
+    const unknown = `svc_key_${'A'.repeat(43)}`;
+    const [p1, p2] = [await principal(t, []), await principal(t, [])];
+    const whoAmI = (headers: Record<string, string>) => call('GET', '/current_user', undefined, headers);
+    const bearer = (token: string) => ({ authorization: `Bearer ${token}` });
+    const round = () =>
+      Promise.all(
+        Array.from({ length: 8 }, () => [
+          whoAmI(bearer(k1.token)),
+          whoAmI({ 'x-api-key': k2.token }),
+          whoAmI(bearer(gone.token)),
+          whoAmI(bearer(unknown)),
+          whoAmI(p1.headers),
+          whoAmI(p2.headers),
+        ]).flat(),
+      );
+    const outcome = (r: { statusCode: number; json(): { id?: string; code?: string } }) =>
+      r.statusCode === 200 ? r.json().id : r.json().code;
+
+    const first = (await round()).map(outcome);
+    expect(first).toEqual(
+      Array.from({ length: 8 }, () => [
+        c.userId,
+        c.userId,
+        'API_KEY.REVOKED',
+        'API_KEY.INVALID',
+        p1.userId,
+        p2.userId,
+      ]).flat(),
+    );
+    // A revocation and a deletion committed before the next requests arrive are seen by every one of them.
+    await call('DELETE', `/api_key/${k1.id}`, undefined, c.headers);
+    expect((await call('DELETE', `/user/${p2.userId}`)).statusCode).toBe(200);
+    const second = (await round()).map(outcome);
+    expect(second).toEqual(
+      Array.from({ length: 8 }, () => [
+        'API_KEY.REVOKED',
+        c.userId,
+        'API_KEY.REVOKED',
+        'API_KEY.INVALID',
+        p1.userId,
+        'AUTH.UNAUTHENTICATED',
+      ]).flat(),
+    );
+  });
 });

@@ -7,12 +7,13 @@ import type { Authenticator, AuthPath, Principal } from '../../http/access.js';
 import { AppError } from '../../http/errors.js';
 import type { Page } from '../../http/list.js';
 import { type Clock, iso } from '../../lib/clock.js';
+import { coalescing } from '../../lib/coalesce.js';
 import { newId, randomBase62 } from '../../lib/ids.js';
 import type { EventPublisher } from '../events/publish.js';
 import { createPasswordHasher } from './passwords.js';
 import { API_KEY_LIFETIME_SECONDS } from './schemas.js';
 import { BUILTIN_ROLE_SCOPES, normaliseScopeKey, SCOPE_KEYS, SCOPES } from './scopes.js';
-import { type ApiKey, createIdentityStore, type Role, type User } from './store.js';
+import { type ApiKey, createIdentityStore, type Role, sessionKey, type User } from './store.js';
 import { type AccessClaims, createAccessTokens } from './tokens.js';
 
 export const USER_EVENT_SOURCE = '/api/v1/user';
@@ -118,6 +119,13 @@ export function createIdentityService(deps: IdentityDeps) {
   }
 
   // ---- authentication
+  // Concurrent requests' credential lookups share round trips (src/lib/coalesce.ts); each still
+  // sees the state committed before it arrived.
+  const apiKeyState = coalescing(async (hashes: string[]) => {
+    const rows = await st.apiKeyCredentialStates(hashes);
+    return new Map(rows.map((r) => [r.token_hash, r]));
+  });
+  const userState = coalescing((keys: string[]) => st.userCredentialStates(keys));
   const authenticate: Authenticator = async (headers) => {
     const authorization = headers.authorization;
     const headerKey = headers['x-api-key'];
@@ -134,7 +142,7 @@ export function createIdentityService(deps: IdentityDeps) {
 
   async function authenticateApiKey(token: string): Promise<Principal> {
     if (!API_KEY_PATTERN.test(token)) throw new AppError('API_KEY.INVALID', 'API key is not valid');
-    const row = await st.apiKeyCredentialState(sha256Hex(token));
+    const row = await apiKeyState(sha256Hex(token));
     if (!row || row.user_deleted_at !== null) throw new AppError('API_KEY.INVALID', 'API key is not valid');
     if (row.is_revoked) throw new AppError('API_KEY.REVOKED', 'API key has been revoked');
     const at = clock.now();
@@ -156,7 +164,7 @@ export function createIdentityService(deps: IdentityDeps) {
   async function authenticateJwt(token: string): Promise<Principal> {
     const claims = await tokens.verify(token);
     if (!claims) throw new AppError('AUTH.UNAUTHENTICATED', 'Access token is invalid or expired');
-    const row = await st.userCredentialState(claims.sub, claims.sid);
+    const row = await userState(sessionKey(claims.sub, claims.sid));
     if (!row || row.deleted_at !== null)
       throw new AppError('AUTH.UNAUTHENTICATED', 'Access token is invalid or expired');
     if (claims.sid && (!row.session_id || row.revoked_at !== null)) {

@@ -19,17 +19,21 @@ const within = <T>(p: Promise<T>, ms = 3000): Promise<T> =>
   ]);
 
 /**
- * store.readFirst, the per-request credential check: on a SQLite file (how svc runs) it has a
+ * store.readCommitted, the per-request credential check: on a SQLite file (how svc runs) it has a
  * connection of its own; on PostgreSQL it takes one from the pool. Either way it reads committed
  * state and does not wait for a transaction in progress.
  */
-describe(`store.readFirst (${onPostgres ? dialectName : 'sqlite file'})`, () => {
-  const dir = mkdtempSync(join(tmpdir(), 'svc-read-first-'));
+describe(`store.readCommitted (${onPostgres ? dialectName : 'sqlite file'})`, () => {
+  const dir = mkdtempSync(join(tmpdir(), 'svc-read-committed-'));
   let db: TestDatabase;
   let store: Store;
   const byId = (id: number) =>
-    CompiledQuery.raw<{ n: number }>(`select n from read_probe where id = ${onPostgres ? '$1' : '?'}`, [id]);
-  const readN = () => store.readFirst(byId(1));
+    CompiledQuery.raw(`select n from read_probe where id = ${onPostgres ? '$1' : '?'}`, [
+      id,
+    ]) as CompiledQuery<{
+      n: number;
+    }>;
+  const readN = async () => (await store.readCommitted(byId(1)))[0];
 
   beforeAll(async () => {
     db = onPostgres ? await freshDatabase() : { url: sqliteFileUrl(dir), drop: async () => {} };
@@ -64,7 +68,7 @@ describe(`store.readFirst (${onPostgres ? dialectName : 'sqlite file'})`, () => 
     expect(await readN()).toEqual({ n: 1 });
   });
 
-  it('answers undefined when nothing matches', async () => {
-    expect(await store.readFirst(byId(2))).toBeUndefined();
+  it('answers no rows when nothing matches', async () => {
+    expect(await store.readCommitted(byId(2))).toEqual([]);
   });
 });

@@ -130,7 +130,8 @@ function openSqlite(url: string, guard: boolean): Store {
   // connection read the last committed state meanwhile, synchronously, without the hand-off.
   const reader = new SQLite(path);
   reader.pragma('busy_timeout = 5000');
-  const statements = withStatementCache(reader, 16);
+  // Batched credential checks come in many shapes (one per batch size): room for all of them.
+  const statements = withStatementCache(reader, 256);
   return {
     ...store,
     async readCommitted<R>(query: CompiledQuery<R>) {

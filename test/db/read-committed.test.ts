@@ -10,13 +10,8 @@ import {
   onPostgres,
   sqliteFileUrl,
   type TestDatabase,
+  within,
 } from '../helpers/store.js';
-
-const within = <T>(p: Promise<T>, ms = 3000): Promise<T> =>
-  Promise.race([
-    p,
-    new Promise<T>((_, reject) => setTimeout(() => reject(new Error(`no answer within ${ms} ms`)), ms)),
-  ]);
 
 /**
  * store.readCommitted, the per-request credential check: on a SQLite file (how svc runs) it has a

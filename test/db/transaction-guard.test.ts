@@ -1,14 +1,7 @@
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openStore, type Store } from '../../src/db/store.js';
-import { dialectName, freshDatabase, type TestDatabase } from '../helpers/store.js';
-
-/** Fails fast instead of hanging: on SQLite an unguarded misuse waits forever for the one connection. */
-const within = <T>(p: Promise<T>, ms = 3000): Promise<T> =>
-  Promise.race([
-    p,
-    new Promise<T>((_, reject) => setTimeout(() => reject(new Error(`no answer within ${ms} ms`)), ms)),
-  ]);
+import { dialectName, freshDatabase, type TestDatabase, within } from '../helpers/store.js';
 
 describe(`store.transaction guard (${dialectName})`, () => {
   let db: TestDatabase;

@@ -49,3 +49,10 @@ export async function freshDatabase(): Promise<TestDatabase> {
 export function sqliteFileUrl(dir: string): string {
   return `sqlite:${dir}/svc.db`;
 }
+
+/** Fails fast instead of hanging: on SQLite a query waiting for the one busy connection waits forever. */
+export const within = <T>(p: Promise<T>, ms = 3000): Promise<T> =>
+  Promise.race([
+    p,
+    new Promise<T>((_, reject) => setTimeout(() => reject(new Error(`no answer within ${ms} ms`)), ms)),
+  ]);

@@ -173,7 +173,14 @@ export function createRunStore(store: Store) {
       return items.map((x) => created.has(x.run.id));
     },
 
-    /** Claims these runs (just created here) if nobody else did; answers the ids claimed. */
+    /**
+     * Claims these runs (just created here) if no worker ever claimed them; answers the ids claimed.
+     * The caller drives them from the all-pending state it created, so a run another worker already
+     * took (and perhaps progressed, then released at a DELAY) must not be claimed here: it is left to
+     * `claimDue`, which reads its persisted state. A claim sets `locked_by`, `wake_at` and
+     * `updated_at`, and every later write sets them again, so a run still showing all three as
+     * created has never been claimed.
+     */
     async claimIds(ids: string[], workerId: string, now: string, leaseUntil: string): Promise<Set<string>> {
       if (ids.length === 0) return new Set();
       const rows = await store.db
@@ -181,7 +188,9 @@ export function createRunStore(store: Store) {
         .set({ locked_by: workerId, wake_at: leaseUntil, updated_at: now })
         .where('id', 'in', ids)
         .where('status', '=', 'running')
-        .where('wake_at', '<=', now)
+        .where('locked_by', 'is', null)
+        .whereRef('wake_at', '=', 'created_at')
+        .whereRef('updated_at', '=', 'created_at')
         .returning('id')
         .execute();
       return new Set(rows.map((r) => r.id));

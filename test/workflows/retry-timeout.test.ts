@@ -48,6 +48,34 @@ describe(`retry_policy and timeout_ms (${dialectName})`, () => {
     expect(nodes.call).toMatchObject({ status: 'failed', attempts: 1 });
   });
 
+  it('an input_mapping that cannot be evaluated fails the ACTION at once: no retry, the plugin never called', async () => {
+    const recorded = () => pluginCalls().filter((c) => c.action === 'record').length;
+    const callsBefore = recorded();
+    const wf = await workflow(a, {
+      nodes: [
+        {
+          key: 'call',
+          type: 'ACTION',
+          config: {
+            plugin_instance_id: wftest,
+            plugin_action: 'record',
+            input_mapping: { broken: { '/': [1, { var: 'event.data.missing' }] } },
+          },
+          retry_policy: { max_attempts: 3, backoff: 'fixed', base_seconds: 0 },
+        },
+      ],
+    });
+    await publish(t, {});
+    await settle(t);
+    clock.advance(10_000);
+    await settle(t);
+    const { run, nodes } = await onlyRun(a, wf.id);
+    expect(run.status).toBe('failed');
+    expect(nodes.call).toMatchObject({ status: 'failed', attempts: 1 });
+    expect(nodes.call.error).toMatch(/^input_mapping: /);
+    expect(recorded()).toBe(callsBefore);
+  });
+
   it('fixed backoff: waits base_seconds before each retry, as a persisted timer, until an attempt succeeds', async () => {
     const wf = await workflow(a, {
       nodes: [flaky(2, { max_attempts: 3, backoff: 'fixed', base_seconds: 5 })],

@@ -204,8 +204,10 @@ export class RunMachine {
         try {
           st.input = (node.mapping as (c: unknown) => unknown)(this.context);
         } catch (err) {
+          // Final despite a retry_policy: the mapping reads a context that no retry changes, and a
+          // retry must never call the plugin without the input it was meant to have.
           this.beginAttempt(st, now);
-          this.attemptFailed(node, st, describeThrown(err), now);
+          this.attemptFailed(node, st, `input_mapping: ${describeThrown(err)}`, now, true);
           continue;
         }
         if (this.simulate) {

@@ -113,6 +113,11 @@ describe('graph validation', () => {
     ],
     ['COMPUTE without logic', { key: 'a', type: 'COMPUTE', config: {} }, 'COMPUTE requires config.logic'],
     [
+      'COMPUTE with null logic',
+      { key: 'a', type: 'COMPUTE', config: { logic: null } },
+      'COMPUTE requires config.logic',
+    ],
+    [
       'COMPUTE with null config',
       { key: 'a', type: 'COMPUTE', config: null },
       'COMPUTE requires config.logic',
@@ -186,7 +191,32 @@ describe('graph validation', () => {
   ])('rejects %s', (_what, node, message) => {
     const err = rejects([node]);
     expect(err.message).toContain(message);
-    expect(String(err.details?.field)).toMatch(/^nodes\.0/);
+    // details.field is a plain path a client can follow (no key label, no quotes).
+    expect(String(err.details?.field)).toMatch(/^nodes\.0(\.[A-Za-z0-9_]+)*$/);
+  });
+
+  it('details.field is the path into the request; the message names the node by key too', () => {
+    const err = rejects([
+      compute('a'),
+      compute('b'),
+      {
+        key: 'c',
+        type: 'ACTION',
+        config: {
+          plugin_instance_id: 'p',
+          plugin_action: 'x',
+          input_mapping: { deep: { v: { and: [{ frob: 1 }] } } },
+        },
+      },
+    ]);
+    expect(err.details).toEqual({ field: 'nodes.2.config.input_mapping.deep.v' });
+    expect(err.message).toContain('nodes.2 (key "c").config.input_mapping.deep.v');
+    expect(rejects([compute('a'), compute('b'), compute('c', { config: { logic: null } })]).details).toEqual({
+      field: 'nodes.2.config.logic',
+    });
+    expect(rejects([compute('a', { retry_policy: { max_attempts: 0 } })]).details).toEqual({
+      field: 'nodes.0.retry_policy.max_attempts',
+    });
   });
 
   it('normalises a retry policy (backoff exponential, base 1 s by default)', () => {
@@ -307,6 +337,6 @@ describe('graph validation limits', () => {
     let expr: unknown = 1;
     for (let i = 0; i < 5000; i++) expr = { '!': [expr] };
     const e2 = rejects([{ key: 'a', type: 'COMPUTE', config: { logic: { if: [expr, 1, 2] } } }]);
-    expect(e2.details).toMatchObject({ field: expect.stringContaining('config.logic') });
+    expect(String(e2.details?.field)).toMatch(/^nodes\.0\.config\.logic(\.[A-Za-z0-9_!]+)*$/);
   });
 });

@@ -92,13 +92,27 @@ export function normaliseType(type: string): NodeType | undefined {
 }
 
 /** Validates one node's config for its type; returns the normalised config. */
+/**
+ * Where a value sits in the request: `path` is the machine-readable `details.field`
+ * (`nodes.2.config.logic`), `label` the readable prefix of the message (`nodes.2 (key "a").config.logic`).
+ */
+interface Where {
+  path: string;
+  label: string;
+}
+
+const within = (at: Where, suffix: string): Where => ({
+  path: `${at.path}.${suffix}`,
+  label: `${at.label}.${suffix}`,
+});
+
 export function validateConfig(
   type: NodeType,
   config: Record<string, unknown> | null | undefined,
-  where: string,
+  at: Where,
 ): Record<string, unknown> | null {
   const fail = (field: string, message: string) =>
-    invalid(`${where}: ${message}`, { field: `${where}.${field}` });
+    invalid(`${at.label}: ${message}`, { field: `${at.path}.${field}` });
   const allowOnly = (c: Record<string, unknown>, allowed: string[]) => {
     for (const k of Object.keys(c)) {
       if (!allowed.includes(k)) {
@@ -124,17 +138,17 @@ export function validateConfig(
       if (c.input_mapping !== undefined && c.input_mapping !== null) {
         if (!isObject(c.input_mapping))
           throw fail('config.input_mapping', 'config.input_mapping must be an object');
-        checkMapping(c.input_mapping, `${where}.config.input_mapping`);
+        checkMapping(c.input_mapping, within(at, 'config.input_mapping'));
       }
       return { ...c, input_mapping: c.input_mapping ?? null };
     }
     case 'COMPUTE': {
-      if (!c || !('logic' in c) || c.logic === undefined) {
+      if (!c || !('logic' in c) || c.logic === undefined || c.logic === null) {
         throw fail('config.logic', 'COMPUTE requires config.logic (a JSONLogic expression)');
       }
       allowOnly(c, ['logic']);
       // Same rule as input mappings: operator objects are evaluated, other objects are templates.
-      checkMapping(c.logic, `${where}.config.logic`);
+      checkMapping(c.logic, within(at, 'config.logic'));
       return c;
     }
     case 'SWITCH': {
@@ -218,29 +232,29 @@ export function validateConfig(
 const MAX_TEMPLATE_DEPTH = 64;
 
 /** Every JSONLogic object inside an input mapping must compile (literals pass through). */
-function checkMapping(value: unknown, where: string, depth = 0): void {
+function checkMapping(value: unknown, at: Where, depth = 0): void {
   if (depth > MAX_TEMPLATE_DEPTH) {
-    throw invalid(`${where}: nested more than ${MAX_TEMPLATE_DEPTH} levels deep`, { field: where });
+    throw invalid(`${at.label}: nested more than ${MAX_TEMPLATE_DEPTH} levels deep`, { field: at.path });
   }
   if (isExpression(value)) {
-    const err = compileError(value, where);
-    if (err) throw invalid(`${where}: not a valid JSONLogic expression: ${err}`, { field: where });
+    const err = compileError(value, at.label);
+    if (err) throw invalid(`${at.label}: not a valid JSONLogic expression: ${err}`, { field: at.path });
     return;
   }
   if (Array.isArray(value)) {
-    for (const [i, v] of value.entries()) checkMapping(v, `${where}.${i}`, depth + 1);
+    for (const [i, v] of value.entries()) checkMapping(v, within(at, String(i)), depth + 1);
   } else if (isObject(value)) {
-    for (const [k, v] of Object.entries(value)) checkMapping(v, `${where}.${k}`, depth + 1);
+    for (const [k, v] of Object.entries(value)) checkMapping(v, within(at, k), depth + 1);
   }
 }
 
 export function normaliseRetryPolicy(
   policy: Partial<RetryPolicy> | null | undefined,
-  where: string,
+  at: Where,
 ): RetryPolicy | null {
   if (policy === null || policy === undefined) return null;
   const fail = (field: string, message: string) =>
-    invalid(`${where}: ${message}`, { field: `${where}.retry_policy.${field}` });
+    invalid(`${at.label}: ${message}`, { field: `${at.path}.retry_policy.${field}` });
   if (!isInt(policy.max_attempts, 1))
     throw fail('max_attempts', 'retry_policy.max_attempts must be an integer >= 1');
   if (policy.max_attempts > 100) throw fail('max_attempts', 'retry_policy.max_attempts must be at most 100');
@@ -317,8 +331,8 @@ export function validateGraph(nodesIn: NodeInput[], edgesIn: EdgeInput[]): Valid
       name: n.name ?? n.key,
       description: n.description ?? null,
       type,
-      config: validateConfig(type, n.config, label),
-      retry_policy: normaliseRetryPolicy(n.retry_policy, label),
+      config: validateConfig(type, n.config, { path: where, label }),
+      retry_policy: normaliseRetryPolicy(n.retry_policy, { path: where, label }),
       timeout_ms: n.timeout_ms ?? null,
       continue_on_error: n.continue_on_error ?? false,
     };

@@ -74,6 +74,23 @@ describe(`platform foundation (${dialectName})`, () => {
     expect(literal.statusCode).toBe(401);
   });
 
+  it('URLs the router refuses (over-long path parameter, bad percent-encoding) get 400 with the error body', async () => {
+    const h = (await admin(t)).headers;
+    const cases = [
+      [`/api/v1/user/${'a'.repeat(101)}`, 'A path parameter is longer than 100 characters'],
+      ['/api/v1/user/%E0%A4%A', 'The URL path is not valid (malformed percent-encoding)'],
+    ];
+    for (const [url, message] of cases) {
+      const res = await t.app.inject({ method: 'GET', url, headers: h });
+      expect(res.statusCode, url).toBe(400);
+      expect(res.json()).toEqual({ code: 'VALIDATION_ERROR', message });
+      expect(res.headers['x-request-id']).toBeTruthy();
+    }
+    // 100 characters is still a parameter, answered by the route.
+    const res = await t.app.inject({ method: 'GET', url: `/api/v1/user/${'a'.repeat(100)}`, headers: h });
+    expect(res.statusCode).toBe(404);
+  });
+
   it('bounds list offsets at 10^9: a larger one is 400 on every list, never a 500 from the store', async () => {
     const root = await admin(t);
     const get = (url: string) => t.app.inject({ method: 'GET', url, headers: root.headers });

@@ -8,7 +8,7 @@ import { satisfies } from '../http/access.js';
 import { AppError } from '../http/errors.js';
 import { ErrorBody } from '../http/schemas.js';
 import { VERSION } from '../version.js';
-import { handleError } from './errors.js';
+import { handleError, handleFrameworkError } from './errors.js';
 import { registerMetrics } from './metrics.js';
 import { registerAreaRoutes } from './routes.js';
 import type { App, AppContext, RouteEntry } from './types.js';
@@ -33,6 +33,7 @@ export async function buildApp(ctx: AppContext): Promise<BuiltApp> {
       return typeof given === 'string' && REQUEST_ID.test(given) ? given : randomUUID();
     },
     return503OnClosing: true,
+    frameworkErrors: handleFrameworkError,
   }).withTypeProvider() as unknown as App;
 
   app.setValidatorCompiler(compileValidator);

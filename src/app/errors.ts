@@ -60,6 +60,23 @@ export function handleError(
   return reply.status(500).send({ code: 'INTERNAL_ERROR', message: 'Internal server error' });
 }
 
+/**
+ * Fastify's router rejects some URLs before any route or hook runs (Fastify's `frameworkErrors`);
+ * they get the contract's body too, and the request id header the hooks would have set.
+ */
+export function handleFrameworkError(error: FastifyError, request: FastifyRequest, reply: FastifyReply) {
+  const message =
+    error.code === 'FST_ERR_MAX_PARAM_LENGTH'
+      ? 'A path parameter is longer than 100 characters'
+      : error.code === 'FST_ERR_BAD_URL'
+        ? 'The URL path is not valid (malformed percent-encoding)'
+        : undefined;
+  reply.header('x-request-id', request.id);
+  if (message) return reply.status(400).send({ code: 'VALIDATION_ERROR', message });
+  request.log.error({ err: error }, 'request failed in the router');
+  return reply.status(500).send({ code: 'INTERNAL_ERROR', message: 'Internal server error' });
+}
+
 function withDetails(details: Record<string, unknown> | undefined) {
   return details === undefined ? {} : { details };
 }

@@ -91,6 +91,29 @@ describe(`platform foundation (${dialectName})`, () => {
     expect(res.statusCode).toBe(404);
   });
 
+  it('a leap-second timestamp (valid RFC 3339, but no JavaScript Date) is 400 in every date filter, never a 500', async () => {
+    const h = (await admin(t)).headers;
+    const leap = '2016-12-31T23:59:60Z';
+    const filters = [
+      ['/api/v1/event_delivery_task', 'created_at_gte'],
+      ['/api/v1/workflow_run', 'started_at_gte'],
+      ['/api/v1/enrollment', 'created_at_lte'],
+      ['/api/v1/questionnaire_submission', 'updated_at_gte'],
+      [`/api/v1/webhook/${'0'.repeat(26)}/delivery`, 'delivered_at_gte'],
+    ];
+    for (const [path, field] of filters) {
+      const res = await t.app.inject({ method: 'GET', url: `${path}?${field}=${leap}`, headers: h });
+      expect(res.statusCode, path).toBe(400);
+      expect(res.json()).toMatchObject({ code: 'VALIDATION_ERROR', details: { field } });
+      const ok = await t.app.inject({
+        method: 'GET',
+        url: `${path}?${field}=2016-12-31T23:59:59Z`,
+        headers: h,
+      });
+      expect(ok.statusCode, path).not.toBe(500);
+    }
+  });
+
   it('bounds list offsets at 10^9: a larger one is 400 on every list, never a 500 from the store', async () => {
     const root = await admin(t);
     const get = (url: string) => t.app.inject({ method: 'GET', url, headers: root.headers });

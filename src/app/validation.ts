@@ -16,6 +16,14 @@ function makeAjv(coerce: boolean): Ajv {
   });
   // ajv-formats is CommonJS: its default export is the function under ESM interop.
   (formats as unknown as { default: (a: Ajv) => void }).default(ajv);
+  // RFC 3339 allows a leap second (23:59:60), which no JavaScript Date can hold: the value would pass
+  // here and fail later as a 500. A date-time must also be a time the service can compute with.
+  const rfc3339 = ajv.formats['date-time'] as { validate: (s: string) => boolean; compare: unknown };
+  ajv.addFormat('date-time', {
+    type: 'string',
+    validate: (s: string) => rfc3339.validate(s) && !Number.isNaN(Date.parse(s)),
+    compare: rfc3339.compare as (a: string, b: string) => number,
+  });
   return ajv;
 }
 

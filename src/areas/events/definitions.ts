@@ -113,6 +113,17 @@ const answers = {
   description:
     'The raw answers. When answers.scoring exists it also carries variables_by_name and functions_by_name (SPEC Emission).',
 };
+const ENROLLMENT_ID = '3e4f5a6b-7c8d-4e9f-8a0b-1c2d3e4f5a6b';
+const submissionProperties = {
+  submission_id: id,
+  questionnaire_id: id,
+  questionnaire_revision: {
+    type: ['integer', 'null'],
+    description: 'The sequence of the questionnaire revision the answers were given to.',
+  },
+  user_id: { ...nullableString, description: 'The respondent; null for an anonymous submission.' },
+  enrollment_id: nullableString,
+};
 const scoredAnswers = {
   q1: 'yes',
   scoring: {
@@ -133,14 +144,21 @@ const userEvent = (name: string, description: string, extra: Record<string, unkn
     [{ user_id: USER_ID, email: 'ada@example.com', name: 'Ada Lovelace' }],
   );
 
-const folderEvent = (name: string, description: string, extra: Record<string, unknown> = {}) =>
+const folderExample = { folder_id: FOLDER_ID, name: 'Cardiology', parent_id: PARENT_FOLDER_ID };
+
+const folderEvent = (
+  name: string,
+  description: string,
+  extra: Record<string, unknown> = {},
+  examples: Record<string, unknown>[] = [folderExample],
+) =>
   define(
     'folder',
     `folder.${name}`,
     description,
     dataSchema(`svc.folder.${name} data`, ['folder_id'], { ...folderProperties, ...extra }),
     'folder_id',
-    [{ folder_id: FOLDER_ID, name: 'Cardiology', parent_id: PARENT_FOLDER_ID }],
+    examples,
   );
 
 const questionnaireExample = (status: string, operation: string, sequence: number) => ({
@@ -187,9 +205,21 @@ export const EVENT_DEFINITIONS: readonly EventDefinition[] = [
     },
   }),
   folderEvent('created', 'A folder was created.'),
-  folderEvent('updated', 'A folder was changed (renamed or moved).', {
-    changed_fields: { type: 'array', items: { type: 'string' } },
-  }),
+  folderEvent(
+    'updated',
+    'A folder was changed (renamed or moved). A move also carries previous_parent_id.',
+    {
+      changed_fields: { type: 'array', items: { type: 'string' } },
+      previous_parent_id: {
+        ...nullableString,
+        description: 'Where the folder was before a move; present only when parent_id changed.',
+      },
+    },
+    [
+      { ...folderExample, name: 'Cardiology (adult)', changed_fields: ['name'] },
+      { ...folderExample, changed_fields: ['parent_id'], previous_parent_id: null },
+    ],
+  ),
   folderEvent('deleted', 'A folder was soft-deleted.', { deleted_at: timestamp }),
   questionnaireEvent(
     'created',
@@ -249,24 +279,26 @@ export const EVENT_DEFINITIONS: readonly EventDefinition[] = [
     'submission.created',
     'A signed-in user submitted a questionnaire. data.answers is enriched when it has a scoring block.',
     dataSchema('svc.submission.created data', ['submission_id', 'questionnaire_id', 'answers'], {
-      submission_id: id,
-      questionnaire_id: id,
+      ...submissionProperties,
       answers,
-      user_id: nullableString,
     }),
     'submission_id',
     [
       {
         submission_id: SUBMISSION_ID,
         questionnaire_id: QUESTIONNAIRE_ID,
-        answers: { q1: 'yes' },
+        questionnaire_revision: 2,
         user_id: USER_ID,
+        enrollment_id: ENROLLMENT_ID,
+        answers: { q1: 'yes' },
       },
       {
         submission_id: SUBMISSION_ID,
         questionnaire_id: QUESTIONNAIRE_ID,
-        answers: scoredAnswers,
+        questionnaire_revision: 2,
         user_id: USER_ID,
+        enrollment_id: null,
+        answers: scoredAnswers,
       },
     ],
   ),
@@ -277,6 +309,7 @@ export const EVENT_DEFINITIONS: readonly EventDefinition[] = [
     dataSchema('svc.submission.anonymous_created data', ['submission_id', 'questionnaire_id', 'answers'], {
       submission_id: id,
       questionnaire_id: id,
+      questionnaire_revision: submissionProperties.questionnaire_revision,
       answers,
       api_key_id: nullableString,
     }),
@@ -285,8 +318,9 @@ export const EVENT_DEFINITIONS: readonly EventDefinition[] = [
       {
         submission_id: SUBMISSION_ID,
         questionnaire_id: QUESTIONNAIRE_ID,
-        answers: { q1: 'no' },
+        questionnaire_revision: 2,
         api_key_id: API_KEY_ID,
+        answers: { q1: 'no' },
       },
     ],
   ),
@@ -295,23 +329,47 @@ export const EVENT_DEFINITIONS: readonly EventDefinition[] = [
     'submission.updated',
     'A submission was changed.',
     dataSchema('svc.submission.updated data', ['submission_id', 'questionnaire_id'], {
-      submission_id: id,
-      questionnaire_id: id,
-      answers,
+      ...submissionProperties,
+      is_anonymous: { type: 'boolean' },
+      changed_fields: {
+        type: 'array',
+        items: { type: 'string' },
+        description: 'Which of answers and metadata the change replaced.',
+      },
+      answers: { ...answers, description: `The answers after the change. ${answers.description}` },
     }),
     'submission_id',
-    [{ submission_id: SUBMISSION_ID, questionnaire_id: QUESTIONNAIRE_ID, answers: { q1: 'maybe' } }],
+    [
+      {
+        submission_id: SUBMISSION_ID,
+        questionnaire_id: QUESTIONNAIRE_ID,
+        user_id: USER_ID,
+        enrollment_id: ENROLLMENT_ID,
+        is_anonymous: false,
+        changed_fields: ['answers'],
+        answers: { q1: 'maybe' },
+      },
+    ],
   ),
   define(
     'submission',
     'submission.deleted',
     'A submission was soft-deleted.',
     dataSchema('svc.submission.deleted data', ['submission_id', 'questionnaire_id'], {
-      submission_id: id,
-      questionnaire_id: id,
+      ...submissionProperties,
+      is_anonymous: { type: 'boolean' },
       deleted_at: timestamp,
     }),
     'submission_id',
-    [{ submission_id: SUBMISSION_ID, questionnaire_id: QUESTIONNAIRE_ID, deleted_at: EXAMPLE_TIME }],
+    [
+      {
+        submission_id: SUBMISSION_ID,
+        questionnaire_id: QUESTIONNAIRE_ID,
+        user_id: USER_ID,
+        enrollment_id: null,
+        is_anonymous: false,
+        deleted_at: EXAMPLE_TIME,
+      },
+    ],
   ),
 ];

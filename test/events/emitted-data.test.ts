@@ -1,0 +1,102 @@
+import { Ajv } from 'ajv';
+import formats from 'ajv-formats';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { type CloudEventJson, call, questionnaire } from '../enrollments/fixtures.js';
+import { startTestApp, type TestApp } from '../helpers/app.js';
+import { admin, apiKey, responder, type TestPrincipal } from '../helpers/auth.js';
+import { dialectName } from '../helpers/store.js';
+
+/**
+ * The registry documents what is really emitted: every area's actions run through HTTP, then every
+ * event in the outbox must validate against its definition's data schema with no undeclared field
+ * (a subscriber reads the registry to know what `data` holds, and `available_paths` comes from it).
+ */
+describe(`emitted events match their definitions (${dialectName})`, () => {
+  let t: TestApp;
+  let boss: TestPrincipal;
+  beforeAll(async () => {
+    t = await startTestApp();
+    boss = await admin(t);
+  });
+  afterAll(() => t.close());
+
+  const ok = async (method: string, path: string, body?: unknown, who: { headers: object } = boss) => {
+    const res = await call(t, who as TestPrincipal, method, path, body);
+    expect(res.status, `${method} ${path}: ${JSON.stringify(res.body)}`).toBe(200);
+    return res.body;
+  };
+
+  it('every event of every area validates against its schema, with no undeclared data field', async () => {
+    // Users: created, updated, password changed, deleted.
+    const user = await ok('POST', '/user', { email: 'emitted@example.test', password: 'a-long-password-1' });
+    await ok('PATCH', `/user/${user.id}`, { name: 'Emitted' });
+    const self = await responder(t);
+    await ok(
+      'POST',
+      '/user/change_password',
+      { current_password: self.password, new_password: 'another-long-password-2' },
+      self,
+    );
+    await ok('DELETE', `/user/${user.id}`);
+
+    // Folders: created, renamed, moved, deleted.
+    const parent = await ok('POST', '/folder', { name: 'Parent' });
+    const folder = await ok('POST', '/folder', { name: 'Child' });
+    await ok('PATCH', `/folder/${folder.id}`, { name: 'Child renamed' });
+    await ok('PATCH', `/folder/${folder.id}`, { parent_id: parent.id });
+    await ok('DELETE', `/folder/${folder.id}`);
+
+    // Questionnaires: created, updated, published, forked, archived, deleted, restored.
+    const q = await questionnaire(t, boss, { status: 'PUBLISHED' });
+    await ok('POST', `/questionnaire/${q.id}/fork`, { name: 'Fork' });
+    const other = await questionnaire(t, boss);
+    await ok('PATCH', `/questionnaire/${other.id}`, { name: 'Renamed' });
+    await ok('POST', `/questionnaire/${other.id}/archive`);
+    await ok('DELETE', `/questionnaire/${other.id}`);
+    await ok('POST', `/questionnaire/${other.id}/restore`);
+
+    // Submissions: created, anonymous, updated, deleted.
+    const submitter = await responder(t);
+    const sub = await ok(
+      'POST',
+      '/questionnaire_submission',
+      { questionnaire_id: q.id, answers: { q1: 1 } },
+      submitter,
+    );
+    const key = await apiKey(t, []);
+    await ok(
+      'POST',
+      '/questionnaire_submission/anonymous',
+      { questionnaire_id: q.id, answers: { q1: 2 } },
+      key,
+    );
+    await ok('PATCH', `/questionnaire_submission/${sub.id}`, { answers: { q1: 3 } });
+    await ok('DELETE', `/questionnaire_submission/${sub.id}`);
+
+    const rows = await t.ctx.store.db.selectFrom('event_delivery_task').select(['cloudevent']).execute();
+    const emitted = new Map<string, CloudEventJson>();
+    for (const r of rows) {
+      const e = JSON.parse(r.cloudevent) as CloudEventJson;
+      emitted.set(e.id, e);
+    }
+    const defs = (await ok('GET', '/event_definition?limit=250')).event_definitions as CloudEventJson[];
+    const ajv = new Ajv({ strict: true, allErrors: true });
+    (formats as unknown as { default: (a: Ajv) => void }).default(ajv);
+    const validators = new Map(
+      defs.map((d) => [d.event_type, ajv.compile({ ...d.data_schema, additionalProperties: false })]),
+    );
+    const seen = new Set<string>();
+    for (const e of emitted.values()) {
+      const validate = validators.get(e.type);
+      expect(validate, `${e.type} has a definition`).toBeDefined();
+      expect(validate?.(e.data), `${e.type}: ${JSON.stringify(validate?.errors)}`).toBe(true);
+      seen.add(e.type);
+    }
+    // Every one of the 17 contract types was exercised, a folder move included.
+    expect([...seen].sort()).toEqual(defs.map((d) => d.event_type).sort());
+    const moves = [...emitted.values()].filter(
+      (e) => e.type === 'svc.folder.updated' && 'previous_parent_id' in e.data,
+    );
+    expect(moves).toHaveLength(1);
+  });
+});

@@ -183,7 +183,8 @@ async function drainRun(ctx: AppContext, withAppHandlers: boolean) {
           subject: id,
           data: { user_id: id, email: `bench-${i}@example.test` },
         });
-        // Registered before publish's own wake-up hook, so it runs first, right after the commit.
+        // Runs right after the commit, just after publish's own wake-up hook: that hook only signals the
+        // drain loop, which resumes after this synchronous code, so the handler cannot run first.
         tx.afterCommit(() => committed.set(event.id, performance.now()));
       });
     });

@@ -20,7 +20,12 @@ describe(`emitted events match their definitions (${dialectName})`, () => {
   });
   afterAll(() => t.close());
 
-  const ok = async (method: string, path: string, body?: unknown, who: { headers: object } = boss) => {
+  const ok = async (
+    method: 'GET' | 'POST' | 'PATCH' | 'DELETE',
+    path: string,
+    body?: unknown,
+    who: { headers: object } = boss,
+  ) => {
     const res = await call(t, who as TestPrincipal, method, path, body);
     expect(res.status, `${method} ${path}: ${JSON.stringify(res.body)}`).toBe(200);
     return res.body;

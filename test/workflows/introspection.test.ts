@@ -194,6 +194,13 @@ describe(`simulation and introspection (${dialectName})`, () => {
           })
         ).status,
       ).toBe(200);
+      // The CloudEvents rules beyond the shape: 400 EVENT.INVALID naming the attribute.
+      const bad = await a.call('POST', `/event_subscription/${wf.id}/test`, {
+        event: { ...EVENT, source: 'has spaces', traceparent: 1.5 },
+      });
+      expect(bad.status).toBe(400);
+      expect(bad.body.code).toBe('EVENT.INVALID');
+      expect(bad.body.details.errors.map((e: Json) => e.attribute).sort()).toEqual(['source', 'traceparent']);
       const res = await a.call('POST', '/event_subscription/nope/test', { event: EVENT });
       expect(res.status).toBe(404);
       expect(res.body.code).toBe('EVENT_SUBSCRIPTION.NOT_FOUND');

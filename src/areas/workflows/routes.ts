@@ -1,6 +1,6 @@
 import type { App } from '../../app/types.js';
 import { anyScope } from '../../http/access.js';
-import type { CloudEvent } from '../events/cloudevent.js';
+import { assertCloudEvent, type CloudEvent } from '../events/cloudevent.js';
 import {
   ContextBody,
   ContextResponse,
@@ -33,7 +33,9 @@ export function workflowRoutes(app: App, workflows: WorkflowService): void {
       },
       config: anyScope('workflow:execute'),
     },
-    async (req) => workflows.simulate(req.params.id, req.body.event as CloudEvent),
+    // The schema checks the shape; the CloudEvents rules (URI-reference source, media types, extension
+    // values) are the ones every published event meets, so a simulated event meets them too.
+    async (req) => workflows.simulate(req.params.id, assertCloudEvent(req.body.event) as CloudEvent),
   );
   app.get(
     '/workflow_run',

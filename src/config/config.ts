@@ -70,6 +70,15 @@ function int(env: Env, name: string, fallback: number, min = 0): number {
   return Number(raw);
 }
 
+/**
+ * Upper bounds. A timer period past 2^31-1 ms makes Node fire the timer at once (a busy loop, not a
+ * long wait); a lifetime past the bound would overflow the dates it is added to.
+ */
+const MAX_TIMER_MS = 2_147_483_647;
+const DAY_MS = 86_400_000;
+const YEAR_S = 31_536_000;
+const TEN_YEARS_S = 10 * YEAR_S;
+
 function boundedInt(env: Env, name: string, fallback: number, min: number, max: number): number {
   const v = int(env, name, fallback, min);
   if (v > max) throw new ConfigError(`${name} must be at most ${max}, got "${v}"`);
@@ -128,18 +137,18 @@ export interface AuthSettings {
 
 function authSettings(env: Env): AuthSettings {
   return {
-    refreshTokenTtlSeconds: int(env, 'SVC_REFRESH_TOKEN_TTL_SECONDS', 2_592_000, 60),
+    refreshTokenTtlSeconds: boundedInt(env, 'SVC_REFRESH_TOKEN_TTL_SECONDS', 2_592_000, 60, TEN_YEARS_S),
     mfaTokenTtlSeconds: boundedInt(env, 'SVC_MFA_TOKEN_TTL_SECONDS', 300, 30, 3600),
     passwordResetTtlSeconds: boundedInt(env, 'SVC_PASSWORD_RESET_TTL_SECONDS', 3600, 60, 604_800),
     passwordResetUrl: url(env, 'SVC_PASSWORD_RESET_URL', ['https:', 'http:']),
-    deviceRegistrationTtlSeconds: int(env, 'SVC_DEVICE_REGISTRATION_TTL_SECONDS', 86_400, 60),
-    loginMaxAttempts: int(env, 'SVC_LOGIN_MAX_ATTEMPTS', 5, 1),
-    loginIpMaxAttempts: int(env, 'SVC_LOGIN_IP_MAX_ATTEMPTS', 50, 1),
-    loginAttemptWindowSeconds: int(env, 'SVC_LOGIN_ATTEMPT_WINDOW_SECONDS', 900, 1),
-    loginLockSeconds: int(env, 'SVC_LOGIN_LOCK_SECONDS', 60, 1),
-    loginLockMaxSeconds: int(env, 'SVC_LOGIN_LOCK_MAX_SECONDS', 3600, 1),
+    deviceRegistrationTtlSeconds: boundedInt(env, 'SVC_DEVICE_REGISTRATION_TTL_SECONDS', 86_400, 60, YEAR_S),
+    loginMaxAttempts: boundedInt(env, 'SVC_LOGIN_MAX_ATTEMPTS', 5, 1, 1_000_000),
+    loginIpMaxAttempts: boundedInt(env, 'SVC_LOGIN_IP_MAX_ATTEMPTS', 50, 1, 1_000_000),
+    loginAttemptWindowSeconds: boundedInt(env, 'SVC_LOGIN_ATTEMPT_WINDOW_SECONDS', 900, 1, YEAR_S),
+    loginLockSeconds: boundedInt(env, 'SVC_LOGIN_LOCK_SECONDS', 60, 1, YEAR_S),
+    loginLockMaxSeconds: boundedInt(env, 'SVC_LOGIN_LOCK_MAX_SECONDS', 3600, 1, YEAR_S),
     oidcAutoCreateRole: str(env, 'SVC_OIDC_AUTO_CREATE_ROLE'),
-    refreshTokenCleanupIntervalMs: int(env, 'SVC_REFRESH_TOKEN_CLEANUP_INTERVAL_MS', 86_400_000, 1000),
+    refreshTokenCleanupIntervalMs: boundedInt(env, 'SVC_REFRESH_TOKEN_CLEANUP_INTERVAL_MS', 86_400_000, 1000, MAX_TIMER_MS),
   };
 }
 
@@ -227,13 +236,13 @@ export function loadConfig(env: Env = process.env): Config {
     jwtSecret,
     bootstrapAdminEmail,
     bootstrapAdminPassword,
-    outboxDrainIntervalMs: int(env, 'SVC_OUTBOX_DRAIN_INTERVAL_MS', 30_000, 10),
-    outboxLeaseMs: int(env, 'SVC_OUTBOX_LEASE_MS', 30_000, 100),
-    workflowLeaseMs: int(env, 'SVC_WORKFLOW_LEASE_MS', 30_000, 300),
-    workflowPollIntervalMs: int(env, 'SVC_WORKFLOW_POLL_INTERVAL_MS', 1_000, 10),
-    webhookRetryIntervalMs: int(env, 'SVC_WEBHOOK_RETRY_INTERVAL_MS', 30_000, 10),
-    webhookBackoffBaseSeconds: int(env, 'SVC_WEBHOOK_BACKOFF_BASE_SECONDS', 30),
-    webhookTimeoutMs: int(env, 'SVC_WEBHOOK_TIMEOUT_MS', 10_000, 1),
+    outboxDrainIntervalMs: boundedInt(env, 'SVC_OUTBOX_DRAIN_INTERVAL_MS', 30_000, 10, MAX_TIMER_MS),
+    outboxLeaseMs: boundedInt(env, 'SVC_OUTBOX_LEASE_MS', 30_000, 100, DAY_MS),
+    workflowLeaseMs: boundedInt(env, 'SVC_WORKFLOW_LEASE_MS', 30_000, 300, DAY_MS),
+    workflowPollIntervalMs: boundedInt(env, 'SVC_WORKFLOW_POLL_INTERVAL_MS', 1_000, 10, MAX_TIMER_MS),
+    webhookRetryIntervalMs: boundedInt(env, 'SVC_WEBHOOK_RETRY_INTERVAL_MS', 30_000, 10, MAX_TIMER_MS),
+    webhookBackoffBaseSeconds: boundedInt(env, 'SVC_WEBHOOK_BACKOFF_BASE_SECONDS', 30, 0, 86_400),
+    webhookTimeoutMs: boundedInt(env, 'SVC_WEBHOOK_TIMEOUT_MS', 10_000, 1, 600_000),
     allowPrivateNetworks: bool(env, 'SVC_ALLOW_PRIVATE_NETWORKS', false),
     worker: bool(env, 'SVC_WORKER', true),
     smtpUrl: url(env, 'SVC_SMTP_URL', ['smtp:', 'smtps:']),
@@ -243,8 +252,8 @@ export function loadConfig(env: Env = process.env): Config {
     oidcJwksUrl: url(env, 'SVC_OIDC_JWKS_URL', ['https:', 'http:']),
     logLevel,
     passwordHashCost: boundedInt(env, 'SVC_PASSWORD_HASH_COST', 15, 10, 20),
-    accessTokenTtlSeconds: int(env, 'SVC_ACCESS_TOKEN_TTL_SECONDS', 900, 60),
-    bodyLimitBytes: int(env, 'SVC_BODY_LIMIT_BYTES', 1_048_576, 1024),
+    accessTokenTtlSeconds: boundedInt(env, 'SVC_ACCESS_TOKEN_TTL_SECONDS', 900, 60, YEAR_S),
+    bodyLimitBytes: boundedInt(env, 'SVC_BODY_LIMIT_BYTES', 1_048_576, 1024, 1_073_741_824),
     dataDir: str(env, 'SVC_DATA_DIR') ?? './data',
     pluginDir: str(env, 'SVC_PLUGIN_DIR'),
     pluginServices: pluginServiceUrls(env),

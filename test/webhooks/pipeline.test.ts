@@ -192,6 +192,54 @@ describe(`webhook pipeline (${dialectName})`, () => {
     expect(rx.received).toHaveLength(128);
   });
 
+  it('a manual retry of a claimed, unsent delivery, then close: the retry keeps its fresh count', async () => {
+    const hooks = [];
+    for (let i = 0; i < 5; i++) {
+      hooks.push(await createHook(t, who.headers, { name: `r${i}`, url: rx.url, event_types: ['svc.test'] }));
+    }
+    for (let i = 0; i < 40; i++) await dispatch(t, cloudEvent('svc.test'));
+    rx.reply = 'hold';
+    const engine = t.ctx.services.webhooks.engine;
+    await engine.job.run();
+    await eventually(async () => rx.heldCount() === 128);
+    // One of the 32 claimed but still waiting in memory: retried by hand while this worker holds it.
+    const sent = new Set(rx.received.map((r) => r.headers['x-delivery-id']));
+    const buffered = (
+      await t.ctx.store.db
+        .selectFrom('webhook_delivery')
+        .select(['id', 'webhook_id', 'attempts'])
+        .where('locked_by', 'is not', null)
+        .execute()
+    ).filter((r) => !sent.has(r.id));
+    expect(buffered).toHaveLength(32);
+    const target = buffered[0];
+    expect(target.attempts).toBe(1);
+    const retried = await t.app.inject({
+      method: 'POST',
+      url: `/api/v1/webhook/${target.webhook_id}/delivery/${target.id}/retry`,
+      headers: who.headers,
+    });
+    expect(retried.statusCode).toBe(200);
+    const closing = engine.close();
+    await eventually(async () => {
+      const row = await t.ctx.store.db
+        .selectFrom('webhook_delivery')
+        .select('locked_by')
+        .where('id', '=', target.id)
+        .executeTakeFirstOrThrow();
+      return row.locked_by === null;
+    });
+    rx.release({ status: 200 });
+    await closing;
+    const row = await t.ctx.store.db
+      .selectFrom('webhook_delivery')
+      .selectAll()
+      .where('id', '=', target.id)
+      .executeTakeFirstOrThrow();
+    // The reset count is the retry's (0), not 0 - 1: the delivery keeps all max_attempts sends.
+    expect(row).toMatchObject({ status: 'PENDING', attempts: 0, total_attempts: 0, locked_until: null });
+  });
+
   it('rotate_secret and a url change apply to deliveries already claimed and waiting in memory', async () => {
     const rx2 = await receiver();
     try {

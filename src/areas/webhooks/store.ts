@@ -396,21 +396,38 @@ export async function claimDue(
   );
 }
 
-/** Claimed deliveries this worker never sent: lease released, the claim's attempt uncounted. */
-export async function releaseUnsent(db: Db, ids: readonly string[], token: string): Promise<void> {
-  for (let i = 0; i < ids.length; i += 500) {
-    await db
-      .updateTable('webhook_delivery')
-      .set((eb) => ({
-        attempts: eb('attempts', '-', 1),
-        total_attempts: eb('total_attempts', '-', 1),
-        locked_until: null,
-        locked_by: null,
-        locked_at: null,
-      }))
-      .where('id', 'in', ids.slice(i, i + 500))
-      .where('locked_by', '=', token)
-      .execute();
+/**
+ * Claimed deliveries this worker never sent: lease released, the claim's attempt uncounted. A manual
+ * retry may have reset `attempts` to 0 meanwhile (the generation moved on): that count is the retry's,
+ * so only `total_attempts` gives the claim back then.
+ */
+export async function releaseUnsent(
+  db: Db,
+  claimed: ReadonlyArray<{ id: string; generation: number }>,
+  token: string,
+): Promise<void> {
+  const byGeneration = new Map<number, string[]>();
+  for (const c of claimed) byGeneration.set(c.generation, [...(byGeneration.get(c.generation) ?? []), c.id]);
+  for (const [generation, ids] of byGeneration) {
+    for (let i = 0; i < ids.length; i += 500) {
+      await db
+        .updateTable('webhook_delivery')
+        .set((eb) => ({
+          attempts: eb
+            .case()
+            .when('generation', '=', generation)
+            .then(eb('attempts', '-', 1))
+            .else(eb.ref('attempts'))
+            .end(),
+          total_attempts: eb('total_attempts', '-', 1),
+          locked_until: null,
+          locked_by: null,
+          locked_at: null,
+        }))
+        .where('id', 'in', ids.slice(i, i + 500))
+        .where('locked_by', '=', token)
+        .execute();
+    }
   }
 }
 
@@ -504,6 +521,8 @@ async function completeSuperseded(db: Db, c: Completion): Promise<'superseded' |
         response_body: c.changes.response_body,
         error: null,
         next_attempt_at: null,
+        // The retry reset the count to 0; the attempt that succeeded is the one it ends with.
+        attempts: 1,
         delivered_at: c.changes.delivered_at,
         updated_at: c.changes.updated_at,
         ...release,

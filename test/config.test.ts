@@ -1,0 +1,43 @@
+import { describe, expect, it } from 'vitest';
+import { ConfigError, loadConfig } from '../src/config/config.js';
+
+/** CONTRACTS §1: settings are validated at start; a bad value names its variable in one line. */
+describe('configuration', () => {
+  const load = (env: Record<string, string>) => loadConfig({ NODE_ENV: 'test', ...env });
+
+  it('defaults hold without any variable', () => {
+    const c = load({});
+    expect(c.webhookTimeoutMs).toBe(10_000);
+    expect(c.webhookBackoffBaseSeconds).toBe(30);
+    expect(c.outboxDrainIntervalMs).toBe(30_000);
+  });
+
+  it.each([
+    ['SVC_WEBHOOK_TIMEOUT_MS', '600001', 'SVC_WEBHOOK_TIMEOUT_MS must be at most 600000, got "600001"'],
+    ['SVC_WEBHOOK_BACKOFF_BASE_SECONDS', '86401', 'SVC_WEBHOOK_BACKOFF_BASE_SECONDS must be at most 86400'],
+    // Past 2^31-1 ms Node fires a timer at once: a long period would become a busy loop.
+    ['SVC_OUTBOX_DRAIN_INTERVAL_MS', '2147483648', 'SVC_OUTBOX_DRAIN_INTERVAL_MS must be at most 2147483647'],
+    ['SVC_WEBHOOK_RETRY_INTERVAL_MS', '9999999999', 'SVC_WEBHOOK_RETRY_INTERVAL_MS must be at most'],
+    ['SVC_WORKFLOW_POLL_INTERVAL_MS', '2147483648', 'SVC_WORKFLOW_POLL_INTERVAL_MS must be at most'],
+    ['SVC_REFRESH_TOKEN_CLEANUP_INTERVAL_MS', '2147483648', 'must be at most 2147483647'],
+    ['SVC_OUTBOX_LEASE_MS', '86400001', 'SVC_OUTBOX_LEASE_MS must be at most 86400000'],
+    ['SVC_ACCESS_TOKEN_TTL_SECONDS', '31536001', 'SVC_ACCESS_TOKEN_TTL_SECONDS must be at most 31536000'],
+    ['SVC_REFRESH_TOKEN_TTL_SECONDS', '9007199254740991', 'SVC_REFRESH_TOKEN_TTL_SECONDS must be at most'],
+    ['SVC_WEBHOOK_TIMEOUT_MS', '0', 'SVC_WEBHOOK_TIMEOUT_MS must be an integer >= 1, got "0"'],
+    ['SVC_WEBHOOK_TIMEOUT_MS', '1e4', 'SVC_WEBHOOK_TIMEOUT_MS must be an integer >= 1, got "1e4"'],
+  ])('%s=%s stops the start naming the variable', (name, value, message) => {
+    expect(() => load({ [name]: value })).toThrow(ConfigError);
+    expect(() => load({ [name]: value })).toThrow(message);
+  });
+
+  it('the bounds themselves are accepted', () => {
+    const c = load({
+      SVC_WEBHOOK_TIMEOUT_MS: '600000',
+      SVC_WEBHOOK_BACKOFF_BASE_SECONDS: '0',
+      SVC_OUTBOX_DRAIN_INTERVAL_MS: '2147483647',
+    });
+    expect([c.webhookTimeoutMs, c.webhookBackoffBaseSeconds, c.outboxDrainIntervalMs]).toEqual([
+      600_000, 0, 2_147_483_647,
+    ]);
+  });
+});

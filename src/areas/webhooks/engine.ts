@@ -361,10 +361,19 @@ export function createDeliveryEngine(opts: EngineOptions): DeliveryEngine {
     else perWebhook.set(webhookId, n);
   }
 
-  /** Starts buffered deliveries while the pool has free slots. */
+  /**
+   * Starts buffered deliveries while the pool has free slots. The batch is taken on the next turn of
+   * the event loop, so every slot freed by the responses that arrived together joins one batch (and
+   * one read of its webhooks) instead of a read per finished attempt.
+   */
   function pump() {
     // The batch in progress pumps again when it has started (slots freed meanwhile join the next one).
-    if (starting) return;
+    if (starting || closed || ready.length === 0 || inflight >= globalCap) return;
+    starting = true;
+    setImmediate(takeBatch);
+  }
+
+  function takeBatch() {
     const stale: db.DeliveryRow[] = [];
     const batch: (typeof ready)[number][] = [];
     while (!closed && inflight + batch.length < globalCap && ready.length > 0) {
@@ -378,9 +387,12 @@ export function createDeliveryEngine(opts: EngineOptions): DeliveryEngine {
       batch.push(next);
     }
     if (stale.length > 0) void giveBack(stale);
-    if (batch.length === 0) return;
+    if (batch.length === 0) {
+      starting = false;
+      notifySettled();
+      return;
+    }
     inflight += batch.length;
-    starting = true;
     void startBatch(batch);
   }
 

@@ -148,7 +148,13 @@ function authSettings(env: Env): AuthSettings {
     loginLockSeconds: boundedInt(env, 'SVC_LOGIN_LOCK_SECONDS', 60, 1, YEAR_S),
     loginLockMaxSeconds: boundedInt(env, 'SVC_LOGIN_LOCK_MAX_SECONDS', 3600, 1, YEAR_S),
     oidcAutoCreateRole: str(env, 'SVC_OIDC_AUTO_CREATE_ROLE'),
-    refreshTokenCleanupIntervalMs: boundedInt(env, 'SVC_REFRESH_TOKEN_CLEANUP_INTERVAL_MS', 86_400_000, 1000, MAX_TIMER_MS),
+    refreshTokenCleanupIntervalMs: boundedInt(
+      env,
+      'SVC_REFRESH_TOKEN_CLEANUP_INTERVAL_MS',
+      86_400_000,
+      1000,
+      MAX_TIMER_MS,
+    ),
   };
 }
 

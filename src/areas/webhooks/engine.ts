@@ -142,10 +142,12 @@ export function createDeliveryEngine(opts: EngineOptions): DeliveryEngine {
           const out = await db.completeAttempts(
             tx.db,
             batch.map((o) => o.completion),
+            tx.dialect,
           );
           await db.insertAttempts(
             tx.db,
             batch.map((o) => o.attempt),
+            tx.dialect,
           );
           return out;
         });
@@ -340,6 +342,7 @@ export function createDeliveryEngine(opts: EngineOptions): DeliveryEngine {
           error: INTERRUPTED,
           signed_at: null,
         })),
+        tx.dialect,
       );
       return { reaped, exhausted, earliest };
     });

@@ -1,5 +1,6 @@
 import { type Kysely, type Selectable, sql } from 'kysely';
 import type { Database } from '../../db/schema.js';
+import type { Dialect } from '../../db/store.js';
 import { containsInsensitive, isoParam, type ListResult, type Page, paginate } from '../../http/list.js';
 import type { WebhookDeliveryAttemptTable, WebhookDeliveryTable, WebhookTable } from './tables.js';
 
@@ -431,7 +432,21 @@ export async function releaseUnsent(
   }
 }
 
-export async function insertAttempts(db: Db, rows: AttemptRow[]): Promise<void> {
+export async function insertAttempts(db: Db, rows: AttemptRow[], dialect: Dialect): Promise<void> {
+  if (rows.length === 0) return;
+  if (dialect === 'postgres') {
+    // PostgreSQL: one statement of fourteen array parameters, the same text for every batch size, so
+    // it is parsed and planned once; a multi-row VALUES of thousands of parameters was planned anew.
+    const col = <K extends keyof AttemptRow>(k: K) => rows.map((r) => r[k]);
+    await sql`insert into webhook_delivery_attempt (id, delivery_id, webhook_id, attempt, sequence, outcome,
+        started_at, finished_at, duration_ms, url, http_status, response_body, error, signed_at)
+      select * from unnest(${col('id')}::text[], ${col('delivery_id')}::text[], ${col('webhook_id')}::text[],
+        ${col('attempt')}::integer[], ${col('sequence')}::integer[], ${col('outcome')}::text[],
+        ${col('started_at')}::text[], ${col('finished_at')}::text[], ${col('duration_ms')}::integer[],
+        ${col('url')}::text[], ${col('http_status')}::integer[], ${col('response_body')}::text[],
+        ${col('error')}::text[], ${col('signed_at')}::integer[])`.execute(db);
+    return;
+  }
   for (let i = 0; i < rows.length; i += 200) {
     await db
       .insertInto('webhook_delivery_attempt')
@@ -460,6 +475,7 @@ export interface Completion {
 export async function completeAttempts(
   db: Db,
   batch: Completion[],
+  dialect: Dialect,
 ): Promise<Array<'applied' | 'superseded' | 'lost'>> {
   const outcome = new Map<Completion, 'applied' | 'superseded' | 'lost'>();
   // Rounds of distinct deliveries: one delivery can have two results in a batch (a late one whose
@@ -476,39 +492,58 @@ export async function completeAttempts(
         round.push(c);
       }
     }
-    const applied = await applyRound(db, round);
+    const applied = dialect === 'postgres' ? await applyRoundPg(db, round) : await applyRound(db, round);
     for (const c of round) outcome.set(c, applied.has(c.id) ? 'applied' : await completeSuperseded(db, c));
     pending = later;
   }
   return batch.map((c) => outcome.get(c) ?? 'lost');
 }
 
-/** One statement per 200 results (UPDATE ... FROM a derived table, on both stores): a statement per
- * result would spend more on SQL parsing than on the writes. Casts type PostgreSQL's parameters. */
+const APPLY_SET = sql`status = r.status, http_status = r.http_status, response_body = r.response_body,
+  error = r.error, next_attempt_at = r.next_attempt_at, delivered_at = r.delivered_at,
+  updated_at = r.updated_at, locked_until = null, locked_by = null, locked_at = null`;
+const APPLY_WHERE = sql`webhook_delivery.id = r.id and webhook_delivery.locked_by = r.token
+  and webhook_delivery.generation = r.generation`;
+
+/** SQLite: one statement per 200 results (UPDATE ... FROM a derived table): a statement per result
+ * would spend more on SQL parsing than on the writes. */
 async function applyRound(db: Db, round: Completion[]): Promise<Set<string>> {
   const applied = new Set<string>();
   for (let i = 0; i < round.length; i += 200) {
     const rows = round.slice(i, i + 200).map(
       (c) =>
-        sql`select cast(${c.id} as text) as id, cast(${c.token} as text) as token,
-          cast(${c.generation} as integer) as generation, cast(${c.changes.status} as text) as status,
-          cast(${c.changes.http_status} as integer) as http_status,
-          cast(${c.changes.response_body} as text) as response_body, cast(${c.changes.error} as text) as error,
-          cast(${c.changes.next_attempt_at} as text) as next_attempt_at,
-          cast(${c.changes.delivered_at} as text) as delivered_at, cast(${c.changes.updated_at} as text) as updated_at`,
+        sql`select ${c.id} as id, ${c.token} as token, ${c.generation} as generation,
+          ${c.changes.status} as status, ${c.changes.http_status} as http_status,
+          ${c.changes.response_body} as response_body, ${c.changes.error} as error,
+          ${c.changes.next_attempt_at} as next_attempt_at, ${c.changes.delivered_at} as delivered_at,
+          ${c.changes.updated_at} as updated_at`,
     );
     const result = await sql<{ id: string }>`
-      update webhook_delivery set
-        status = r.status, http_status = r.http_status, response_body = r.response_body, error = r.error,
-        next_attempt_at = r.next_attempt_at, delivered_at = r.delivered_at, updated_at = r.updated_at,
-        locked_until = null, locked_by = null, locked_at = null
+      update webhook_delivery set ${APPLY_SET}
       from (${sql.join(rows, sql` union all `)}) as r
-      where webhook_delivery.id = r.id and webhook_delivery.locked_by = r.token
-        and webhook_delivery.generation = r.generation
+      where ${APPLY_WHERE}
       returning webhook_delivery.id`.execute(db);
     for (const row of result.rows) applied.add(row.id);
   }
   return applied;
+}
+
+/** PostgreSQL: the whole round as ten array parameters, one statement text for every size (planned
+ * once); a derived table of hundreds of UNION ALL branches took most of the write's time to plan. */
+async function applyRoundPg(db: Db, round: Completion[]): Promise<Set<string>> {
+  const col = <T>(f: (c: Completion) => T) => round.map(f);
+  const result = await sql<{ id: string }>`
+    update webhook_delivery set ${APPLY_SET}
+    from unnest(${col((c) => c.id)}::text[], ${col((c) => c.token)}::text[],
+      ${col((c) => c.generation)}::integer[], ${col((c) => c.changes.status)}::text[],
+      ${col((c) => c.changes.http_status)}::integer[], ${col((c) => c.changes.response_body)}::text[],
+      ${col((c) => c.changes.error)}::text[], ${col((c) => c.changes.next_attempt_at)}::text[],
+      ${col((c) => c.changes.delivered_at)}::text[], ${col((c) => c.changes.updated_at)}::text[])
+      as r(id, token, generation, status, http_status, response_body, error, next_attempt_at,
+        delivered_at, updated_at)
+    where ${APPLY_WHERE}
+    returning webhook_delivery.id`.execute(db);
+  return new Set(result.rows.map((r) => r.id));
 }
 
 /** The rare rest: a manual retry moved the generation on, or the lease was lost. */

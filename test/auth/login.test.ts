@@ -77,6 +77,36 @@ describe(`credentials login and the brute-force guard (${dialectName})`, () => {
     expectTokens(await login(t, a));
   });
 
+  it('a burst of parallel guesses is admitted only up to the limit: the rest are 429, the right password among them too', async () => {
+    const t = await start({ env: { SVC_LOGIN_IP_MAX_ATTEMPTS: '10' } });
+    const a = await account(t);
+    const guesses = Array.from({ length: 39 }, (_, i) => ({ email: a.email, password: `wrong-${i}` }));
+    const answers = await Promise.all([...guesses, a].map((creds) => login(t, creds)));
+    const statuses = answers.map((r) => r.status);
+    // Exactly SVC_LOGIN_MAX_ATTEMPTS (5) password checks ran; every other request was refused first.
+    expect(statuses.filter((s) => s === 401 || s === 200)).toHaveLength(5);
+    expect(statuses.filter((s) => s === 429)).toHaveLength(35);
+    // The address limit holds the same way across many accounts.
+    const spray = await Promise.all(
+      Array.from({ length: 30 }, (_, i) =>
+        login(t, { email: `spray-${i}@example.test`, password: 'guess-1234' }, '203.0.113.9'),
+      ),
+    );
+    expect(spray.filter((r) => r.status === 401)).toHaveLength(10);
+    expect(spray.filter((r) => r.status === 429)).toHaveLength(20);
+  });
+
+  it('a right password that does not complete a sign-in gives its reserved attempt back', async () => {
+    const t = await start();
+    const a = await account(t);
+    for (let i = 0; i < 4; i++) {
+      expectError(await login(t, { ...a, password: 'wrong' }), 401, 'AUTH.INVALID_CREDENTIALS');
+    }
+    // The 5th attempt is right: admitted (it would have locked the account had it failed).
+    expectTokens(await login(t, a));
+    expectTokens(await login(t, a));
+  });
+
   it('each further lock lasts twice as long (60, 120, 240 s) until the account is quiet for the window', async () => {
     const clock = manualClock();
     const t = await start({ clock });

@@ -25,14 +25,7 @@ export function createLimiter(deps: { st: AuthStore; clock: Clock; settings: Aut
       keys.filter((k): k is string => Boolean(k)),
       iso(at),
     );
-    if (!until) return;
-    const seconds = Math.max(1, Math.ceil((new Date(until).getTime() - at.getTime()) / 1000));
-    throw new AppError(
-      'AUTH.TOO_MANY_ATTEMPTS',
-      `Too many failed attempts; try again in ${seconds} seconds`,
-      { retry_after_seconds: seconds },
-      { 'retry-after': String(seconds) },
-    );
+    if (until) throw tooMany(until, at);
   }
 
   async function fail(key: string | undefined, max: number): Promise<void> {
@@ -48,10 +41,73 @@ export function createLimiter(deps: { st: AuthStore; clock: Clock; settings: Aut
     await st.lock(key, max, iso(new Date(at.getTime() + seconds * 1000)));
   }
 
+  function tooMany(until: string, at: Date): AppError {
+    const seconds = Math.max(1, Math.ceil((new Date(until).getTime() - at.getTime()) / 1000));
+    return new AppError(
+      'AUTH.TOO_MANY_ATTEMPTS',
+      `Too many failed attempts; try again in ${seconds} seconds`,
+      { retry_after_seconds: seconds },
+      { 'retry-after': String(seconds) },
+    );
+  }
+
+  /**
+   * Reserves one attempt under `key` (counted as a failure until released otherwise); 429 while the
+   * key is locked. The attempt that reaches `max` locks the key for the ones after it.
+   */
+  async function reserve(key: string, max: number): Promise<Reservation> {
+    const at = clock.now();
+    const now = iso(at);
+    const quietSince = iso(new Date(at.getTime() - settings.loginAttemptWindowSeconds * 1000));
+    const row = await st.reserveAttempt(key, now, quietSince);
+    if (row.locked_until && row.locked_until > now) throw tooMany(row.locked_until, at);
+    const failures = Number(row.failures);
+    if (failures < max) return { key, max, lockedUntil: null };
+    const seconds = Math.min(
+      settings.loginLockSeconds * 2 ** Number(row.lock_count),
+      settings.loginLockMaxSeconds,
+    );
+    const lockedUntil = iso(new Date(at.getTime() + seconds * 1000));
+    // Past max: the attempt that reached it is locking the key right now.
+    if (failures > max) throw tooMany(lockedUntil, at);
+    return { key, max, lockedUntil: (await st.lock(key, max, lockedUntil)) ? lockedUntil : null };
+  }
+
+  const refund = (r: Reservation) =>
+    st.refundAttempt(r.key, r.lockedUntil ? { max: r.max, lockedUntil: r.lockedUntil } : null);
+
   return {
     accountKey,
     ipKey,
     assertNotLocked,
+    /**
+     * Admits one password check against `account` from `ip`, counted before it runs, so concurrent
+     * requests cannot all pass the lock check while their checks are in progress (429 once the
+     * reserved attempts reach the limit). The answer says how the attempt ended:
+     * `failed` keeps the count; `passed` (right password, sign-in not complete: MFA, reset required)
+     * gives it back; `signedIn` clears the account and gives the address its attempt back.
+     */
+    async admit(account: string, ip: string | null): Promise<Admission> {
+      const acct = await reserve(account, settings.loginMaxAttempts);
+      const addressKey = ipKey(ip);
+      let address: Reservation | undefined;
+      if (addressKey) {
+        try {
+          address = await reserve(addressKey, settings.loginIpMaxAttempts);
+        } catch (err) {
+          await refund(acct);
+          throw err;
+        }
+      }
+      return {
+        async settle(outcome) {
+          if (outcome === 'failed') return;
+          if (outcome === 'signedIn') await st.clearAttempts(account);
+          else await refund(acct);
+          if (address) await refund(address);
+        },
+      };
+    },
     /** One failed attempt against an account (and the address it came from). */
     async recordFailure(account: string | undefined, ip: string | null) {
       await fail(account, settings.loginMaxAttempts);
@@ -75,3 +131,14 @@ export function createLimiter(deps: { st: AuthStore; clock: Clock; settings: Aut
 }
 
 export type Limiter = ReturnType<typeof createLimiter>;
+
+/** One reserved attempt; `lockedUntil` is set when this attempt locked the key. */
+interface Reservation {
+  key: string;
+  max: number;
+  lockedUntil: string | null;
+}
+
+export interface Admission {
+  settle(outcome: 'failed' | 'passed' | 'signedIn'): Promise<void>;
+}

@@ -279,17 +279,15 @@ export function createAuthService(deps: AuthDeps) {
     password: string,
     meta: RequestMeta,
   ): Promise<TokenResponse | MfaRequired> {
-    const account = limiter.accountKey(email);
-    await limiter.assertNotLocked([account, limiter.ipKey(meta.ip)]);
+    // Counted before the check, so a burst of parallel guesses cannot all pass the lock check.
+    const admission = await limiter.admit(limiter.accountKey(email), meta.ip);
     // Same cost whether or not the email exists (identity verifies against a dummy hash).
     const user = await identity.verifyCredentials(email, password);
-    if (!user) {
-      await limiter.recordFailure(account, meta.ip);
-      throw new AppError('AUTH.INVALID_CREDENTIALS', 'Email or password is incorrect');
-    }
+    if (!user) throw new AppError('AUTH.INVALID_CREDENTIALS', 'Email or password is incorrect');
     const au = await st.authUser(store.db, user.id);
     if (!au) throw new AppError('AUTH.INVALID_CREDENTIALS', 'Email or password is incorrect');
     if (au.password_reset_required) {
+      await admission.settle('passed');
       throw new AppError(
         'AUTH.PASSWORD_RESET_REQUIRED',
         'The password of this account must be reset before signing in with it (POST /auth/password_reset/request)',
@@ -308,12 +306,13 @@ export function createAuthService(deps: AuthDeps) {
           created_at: now(),
         }),
       );
+      // Given back, not cleared: a known password must not reset the count (and the lock
+      // doubling) that wrong TOTP codes built up; only a complete sign-in does.
+      await admission.settle('passed');
       return { mfa_required: true, mfa_token: token, expires_in: settings.mfaTokenTtlSeconds };
     }
     const tokens = await startSignIn({ userId: user.id, authPath: 'password', meta });
-    // Cleared only by a complete sign-in: with MFA on, a known password must not reset the count
-    // (and the lock doubling) that wrong TOTP codes built up.
-    await limiter.clear(account);
+    await admission.settle('signedIn');
     return tokens;
   }
 
@@ -414,8 +413,7 @@ export function createAuthService(deps: AuthDeps) {
     meta: RequestMeta,
     alsoInTx?: (tx: Tx) => Promise<void>,
   ): Promise<void> {
-    const account = limiter.accountKey(au.email);
-    await limiter.assertNotLocked([account, limiter.ipKey(meta.ip)]);
+    const admission = await limiter.admit(limiter.accountKey(au.email), meta.ip);
     const enc = which === 'pending' ? au.mfa_pending_secret : au.mfa_secret;
     const column = which === 'pending' ? 'mfa_pending_last_step' : 'mfa_last_step';
     const step = matchTotpStep(
@@ -424,14 +422,12 @@ export function createAuthService(deps: AuthDeps) {
       clock.now().getTime(),
       lastStep(au[column]),
     );
-    if (step === null) {
-      await limiter.recordFailure(account, meta.ip);
-      throw invalidCode();
-    }
+    if (step === null) throw invalidCode();
     await store.transaction(async (tx) => {
       if (!(await st.consumeTotpStep(tx, au.id, column, step))) throw invalidCode();
       await alsoInTx?.(tx);
     });
+    await admission.settle('passed');
   }
 
   async function mfaVerify(
@@ -691,13 +687,12 @@ export function createAuthService(deps: AuthDeps) {
     meta: RequestMeta,
   ): Promise<{ message: string }> {
     const user = await identity.getUser(principal.userId);
-    const account = limiter.accountKey(user.email);
-    await limiter.assertNotLocked([account, limiter.ipKey(meta.ip)]);
+    const admission = await limiter.admit(limiter.accountKey(user.email), meta.ip);
     const ok = await identity.verifyCredentials(user.email, current);
     if (!ok || ok.id !== principal.userId) {
-      await limiter.recordFailure(account, meta.ip);
       throw new AppError('AUTH.PASSWORD_INCORRECT', 'Current password is incorrect');
     }
+    await admission.settle('passed');
     await store.transaction(async (tx) => {
       await identity.setPassword(principal.userId, next, principal.userId, principal.sessionId, tx);
       await st.revokeSessions(tx, now(), 'password_changed', {

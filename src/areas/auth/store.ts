@@ -163,6 +163,55 @@ export function createAuthStore(store: Store) {
         .returning(['failures', 'lock_count'])
         .executeTakeFirstOrThrow();
     },
+    /**
+     * Counts one attempt under `key` before its outcome is known, unless the key is locked now: an
+     * upsert, so concurrent requests each see their own count (a burst cannot slip past the limit
+     * while the password checks run). Answers the count and whether the key was locked.
+     */
+    async reserveAttempt(key: string, now: string, quietSince: string) {
+      const ref = (c: 'failures' | 'lock_count' | 'last_failure_at' | 'locked_until') =>
+        sql.ref(`auth_attempt.${c}`);
+      const locked = sql<boolean>`(${ref('locked_until')} is not null and ${ref('locked_until')} > ${now})`;
+      const stale = sql<boolean>`(${ref('last_failure_at')} < ${quietSince} and (${ref('locked_until')} is null or ${ref('locked_until')} < ${quietSince}))`;
+      return db
+        .insertInto('auth_attempt')
+        .values({ key, failures: 1, last_failure_at: now, locked_until: null, lock_count: 0 })
+        .onConflict((oc) =>
+          oc.column('key').doUpdateSet({
+            failures: sql`case when ${locked} then ${ref('failures')} when ${stale} then 1 else ${ref('failures')} + 1 end`,
+            lock_count: sql`case when ${locked} then ${ref('lock_count')} when ${stale} then 0 else ${ref('lock_count')} end`,
+            last_failure_at: sql`case when ${locked} then ${ref('last_failure_at')} else ${now} end`,
+          }),
+        )
+        .returning(['failures', 'lock_count', 'locked_until'])
+        .executeTakeFirstOrThrow();
+    },
+    /**
+     * Gives back a reserved attempt that did not fail. When that attempt was the one that locked the
+     * key, the lock is undone too (back to `max - 1` failures), as if it had never been counted.
+     */
+    async refundAttempt(key: string, undoLockOf: { max: number; lockedUntil: string } | null) {
+      if (undoLockOf) {
+        await db
+          .updateTable('auth_attempt')
+          .set((eb) => ({
+            locked_until: null,
+            failures: undoLockOf.max - 1,
+            lock_count: sql`case when ${eb.ref('lock_count')} > 0 then ${eb.ref('lock_count')} - 1 else 0 end`,
+          }))
+          .where('key', '=', key)
+          .where('locked_until', '=', undoLockOf.lockedUntil)
+          .execute();
+        return;
+      }
+      await db
+        .updateTable('auth_attempt')
+        .set((eb) => ({
+          failures: sql`case when ${eb.ref('failures')} > 0 then ${eb.ref('failures')} - 1 else 0 end`,
+        }))
+        .where('key', '=', key)
+        .execute();
+    },
     /** Locks the key once its failures reached `max`; only one of concurrent callers applies it. */
     async lock(key: string, max: number, lockedUntil: string): Promise<boolean> {
       const r = await db

@@ -2,7 +2,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { vaultKeyring } from '../../src/areas/vault/keyring.js';
 import { manualClock } from '../../src/lib/clock.js';
 import { startTestApp, TEST_SECRETS, type TestApp } from '../helpers/app.js';
-import { apiKey } from '../helpers/auth.js';
+import { admin, apiKey } from '../helpers/auth.js';
 import { dialectName } from '../helpers/store.js';
 import { account, bearer, call, codeAt, expectError, expectTokens, login, readVector } from './helpers.js';
 
@@ -135,6 +135,45 @@ describe(`MFA with TOTP (${dialectName})`, () => {
       401,
       'AUTH.MFA_TOKEN_INVALID',
     );
+  });
+
+  it('an mfa_token won before a password change, or before a reset was required, no longer signs in', async () => {
+    const clock = manualClock();
+    const t = await start(clock);
+    const { a, secret, h } = await withMfa(t, clock);
+    const verify = (token: string) =>
+      call(t, 'POST', '/auth/login/mfa_verify', {
+        mfa_token: token,
+        code: codeAt(secret, clock.now().getTime()),
+      });
+
+    // Changed password: the challenge won with the old one is spent.
+    const before = (await login(t, a)).body.mfa_token as string;
+    const changed = await call(
+      t,
+      'POST',
+      '/user/change_password',
+      { current_password: a.password, new_password: 'a-brand-new-password-9' },
+      h,
+    );
+    expect(changed.status, changed.raw).toBe(200);
+    expectError(await verify(before), 401, 'AUTH.MFA_TOKEN_INVALID');
+
+    // Reset required by an administrator: open challenges end, and no new one gets through.
+    const now = { ...a, password: 'a-brand-new-password-9' };
+    const open = (await login(t, now)).body.mfa_token as string;
+    const boss = await admin(t);
+    const set = await call(
+      t,
+      'PATCH',
+      `/auth/user/${a.id}/settings`,
+      { password_reset_required: true },
+      boss.headers,
+    );
+    expect(set.status, set.raw).toBe(200);
+    clock.advance(30_000);
+    expectError(await verify(open), 401, 'AUTH.MFA_TOKEN_INVALID');
+    expectError(await login(t, now), 403, 'AUTH.PASSWORD_RESET_REQUIRED');
   });
 
   it('a code works once (replay refused, also through the alias path); ±1 step accepted, ±2 refused', async () => {

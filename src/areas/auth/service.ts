@@ -273,6 +273,12 @@ export function createAuthService(deps: AuthDeps) {
     };
   }
 
+  const passwordResetRequired = () =>
+    new AppError(
+      'AUTH.PASSWORD_RESET_REQUIRED',
+      'The password of this account must be reset before signing in with it (POST /auth/password_reset/request)',
+    );
+
   // ---- credentials and MFA login
   async function loginWithCredentials(
     email: string,
@@ -288,10 +294,7 @@ export function createAuthService(deps: AuthDeps) {
     if (!au) throw new AppError('AUTH.INVALID_CREDENTIALS', 'Email or password is incorrect');
     if (au.password_reset_required) {
       await admission.settle('passed');
-      throw new AppError(
-        'AUTH.PASSWORD_RESET_REQUIRED',
-        'The password of this account must be reset before signing in with it (POST /auth/password_reset/request)',
-      );
+      throw passwordResetRequired();
     }
     if (au.mfa_enabled && au.mfa_secret) {
       const token = newToken(PREFIX.mfa);
@@ -339,6 +342,8 @@ export function createAuthService(deps: AuthDeps) {
     }
     const au = await st.authUser(store.db, challenge.user_id);
     if (!au?.mfa_enabled || !au.mfa_secret) throw await invalidToken();
+    // The same enforcement as the password step (SPEC Authentication 9), in case it was set since.
+    if (au.password_reset_required) throw passwordResetRequired();
     const account = limiter.accountKey(au.email);
     await limiter.assertNotLocked([account]);
     const step = matchTotpStep(
@@ -674,6 +679,7 @@ export function createAuthService(deps: AuthDeps) {
       // Ends every session of the user (none is kept) and emits svc.user.password.changed.
       await identity.setPassword(row.user_id, newPassword, row.user_id, undefined, tx);
       await st.revokeSessions(tx, now(), 'password_reset', { userId: row.user_id });
+      await st.endMfaChallenges(tx, row.user_id, now());
       await st.updateAuthUser(tx, row.user_id, { password_reset_required: 0 });
     });
     await limiter.clear(limiter.accountKey(user.email));
@@ -699,6 +705,8 @@ export function createAuthService(deps: AuthDeps) {
         userId: principal.userId,
         exceptSessionId: principal.sessionId,
       });
+      // A challenge won with the old password must not still open a session.
+      await st.endMfaChallenges(tx, principal.userId, now());
       await st.updateAuthUser(tx, principal.userId, { password_reset_required: 0 });
     });
     return { message: 'Password changed; every other session of the account has ended' };
@@ -932,6 +940,7 @@ export function createAuthService(deps: AuthDeps) {
       if (patch.password_reset_required && !before.password_reset_required) {
         // Sign-ins that rested on the password end now; IdP, device and API-key access is not affected.
         await st.revokeSessions(tx, t, 'password_reset_required', { userId, authPaths: [...ENFORCED_PATHS] });
+        await st.endMfaChallenges(tx, userId, t);
       }
     });
     return getUserSettings(userId);

@@ -447,6 +447,15 @@ export function createAuthStore(store: Store) {
         .where('id', '=', id)
         .execute();
     },
+    /** Spends every open challenge of the user: the password it proved is no longer good enough. */
+    async endMfaChallenges(tx: Tx, userId: string, now: string) {
+      await tx.db
+        .updateTable('mfa_challenge')
+        .set({ used_at: now })
+        .where('user_id', '=', userId)
+        .where('used_at', 'is', null)
+        .execute();
+    },
     async useMfaChallenge(tx: Tx, id: string, now: string): Promise<boolean> {
       const r = await tx.db
         .updateTable('mfa_challenge')

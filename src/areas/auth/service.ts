@@ -622,6 +622,23 @@ export function createAuthService(deps: AuthDeps) {
     const allowed = await limiter.throttle(key, RESET_REQUESTS_PER_WINDOW);
     const user = await identity.findUserByEmail(email);
     if (!allowed || !user) return answer;
+    // Issued and mailed after the answer: the token's write and SMTP's latency would otherwise make
+    // an existing account's answer measurably slower than an unknown one's.
+    const issuing = issueResetToken(user)
+      .catch((err: Error & { code?: string }) =>
+        // The message and code only: an error object could carry the mail (and its token).
+        log.error(
+          { err: { message: err.message, code: err.code } },
+          'password reset token could not be issued or mailed',
+        ),
+      )
+      .finally(() => pendingMail.delete(issuing));
+    pendingMail.add(issuing);
+    log.info({ user_id: user.id, ip: meta.ip }, 'password reset requested');
+    return answer;
+  }
+
+  async function issueResetToken(user: { id: string; email: string }): Promise<void> {
     const token = newToken(PREFIX.reset);
     await store.transaction((tx) =>
       st.insertResetToken(tx, {
@@ -643,17 +660,7 @@ export function createAuthService(deps: AuthDeps) {
       link ? `Open this link to choose a new password:\n${link}` : `Your password reset token:\n${token}`,
       `It works once and expires in ${minutes} minutes. If you did not ask for this, ignore this mail.`,
     ].join('\n\n');
-    // Sent after the answer: SMTP latency would otherwise tell existing accounts apart.
-    const sending = mailer
-      .send({ to: user.email, subject: 'Reset your password', text, kind: 'password_reset' })
-      .catch((err: Error & { code?: string }) =>
-        // The message and code only: an error object could carry the mail (and its token).
-        log.error({ err: { message: err.message, code: err.code } }, 'password reset mail could not be sent'),
-      )
-      .finally(() => pendingMail.delete(sending));
-    pendingMail.add(sending);
-    log.info({ user_id: user.id, ip: meta.ip }, 'password reset requested');
-    return answer;
+    await mailer.send({ to: user.email, subject: 'Reset your password', text, kind: 'password_reset' });
   }
 
   async function confirmPasswordReset(

@@ -114,6 +114,64 @@ describe(`platform foundation (${dialectName})`, () => {
     }
   });
 
+  it('a body nested deeper than 128 levels is 400 before parsing, never a stack overflow (500)', async () => {
+    const h = (await admin(t)).headers;
+    const deep = (n: number) => `${'['.repeat(n)}1${']'.repeat(n)}`;
+    for (const [url, body] of [
+      ['/api/v1/questionnaire', `{"name":"d","payload":{"x":${deep(5000)}}}`],
+      ['/api/v1/vault_entry', `{"key":"k","kind":"VAR","value":${deep(129)}}`],
+    ]) {
+      const res = await t.app.inject({
+        method: 'POST',
+        url,
+        headers: { ...h, 'content-type': 'application/json' },
+        payload: body,
+      });
+      expect(res.statusCode, url).toBe(400);
+      expect(res.json()).toEqual({
+        code: 'VALIDATION_ERROR',
+        message: 'Request body is nested more than 128 levels deep',
+      });
+    }
+    // Brackets inside strings do not count; 128 levels are fine.
+    const ok = await t.app.inject({
+      method: 'POST',
+      url: '/api/v1/questionnaire',
+      headers: { ...h, 'content-type': 'application/json' },
+      payload: `{"name":"${'['.repeat(150)}","payload":{"x":${deep(126)}}}`,
+    });
+    expect(ok.statusCode, ok.body).toBe(200);
+  });
+
+  it('a route that takes no body refuses fields in one (400), and accepts none or {}', async () => {
+    const p = await admin(t);
+    const login = await t.app.inject({
+      method: 'POST',
+      url: '/api/v1/auth/login/credentials',
+      payload: { email: p.email, password: p.password },
+    });
+    const auth = { authorization: `Bearer ${login.json().access_token}` };
+    const withField = await t.app.inject({
+      method: 'POST',
+      url: '/api/v1/auth/mfa/setup',
+      headers: auth,
+      payload: { foo: 1 },
+    });
+    expect(withField.statusCode).toBe(400);
+    expect(withField.json()).toEqual({
+      code: 'VALIDATION_ERROR',
+      message: 'This endpoint takes no request body; unknown field "foo"',
+      details: { field: 'foo', in: 'body' },
+    });
+    expect(
+      (await t.app.inject({ method: 'POST', url: '/api/v1/auth/mfa/setup', headers: auth, payload: {} }))
+        .statusCode,
+    ).toBe(200);
+    expect(
+      (await t.app.inject({ method: 'POST', url: '/api/v1/auth/mfa/setup', headers: auth })).statusCode,
+    ).toBe(200);
+  });
+
   it('bounds list offsets at 10^9: a larger one is 400 on every list, never a 500 from the store', async () => {
     const root = await admin(t);
     const get = (url: string) => t.app.inject({ method: 'GET', url, headers: root.headers });

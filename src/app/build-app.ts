@@ -56,6 +56,7 @@ export async function buildApp(ctx: AppContext): Promise<BuiltApp> {
     if (!access) throw new Error(`route ${route.method} ${route.url} declares no access`);
     for (const method of [route.method].flat()) routes.push({ method, url: route.url, access });
     decorateSchema(route as { schema?: Record<string, unknown> }, access);
+    if (!route.schema?.body && route.method !== 'GET') refuseBodyFields(route);
   });
 
   app.decorateRequest('principal', undefined as never);
@@ -161,12 +162,66 @@ function refuseNulCharacters(app: App): void {
   const parseJson = app.getDefaultJsonParser('error', 'error');
   app.removeContentTypeParser('application/json');
   app.addContentTypeParser('application/json', { parseAs: 'string' }, (request, body, done) => {
+    // Recursive code (JSON.stringify included) overflows the stack near 4,000 levels, well inside the
+    // body limit: a body nested deeper than any document needs is refused before it is parsed.
+    if (nestedDeeperThan(body as string, MAX_JSON_DEPTH)) {
+      return done(
+        new AppError('VALIDATION_ERROR', `Request body is nested more than ${MAX_JSON_DEPTH} levels deep`),
+        undefined,
+      );
+    }
     parseJson(request, body as string, (err, value) => {
       // Raw JSON can hold U+0000 only as the escape \u0000; walk the value only when that text appears.
       if (!err && (body as string).includes('\\u0000') && holdsNul(value)) return done(nul(), undefined);
       done(err, value);
     });
   });
+}
+
+/** Deepest nesting of arrays and objects a JSON body may have. */
+export const MAX_JSON_DEPTH = 128;
+
+/** Whether the JSON text opens more than `max` arrays or objects inside each other (strings skipped). */
+function nestedDeeperThan(text: string, max: number): boolean {
+  let depth = 0;
+  let inString = false;
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (inString) {
+      if (c === 92 /* \\ */) i++;
+      else if (c === 34 /* " */) inString = false;
+    } else if (c === 34) inString = true;
+    else if (c === 123 /* { */ || c === 91 /* [ */) {
+      if (++depth > max) return true;
+    } else if (c === 125 /* } */ || c === 93 /* ] */) depth--;
+  }
+  return false;
+}
+
+/**
+ * A route that declares no body takes none: an object with fields (or any other value) is 400, as an
+ * unknown field is anywhere else (CONTRACTS §2). An empty body or `{}` is fine.
+ */
+function refuseBodyFields(route: { preValidation?: unknown }): void {
+  const check = async (request: { body?: unknown }) => {
+    const body = request.body;
+    if (body === undefined || body === null) return;
+    if (typeof body === 'object' && !Array.isArray(body)) {
+      const [field] = Object.keys(body);
+      if (field === undefined) return;
+      throw new AppError(
+        'VALIDATION_ERROR',
+        `This endpoint takes no request body; unknown field "${field}"`,
+        {
+          field,
+          in: 'body',
+        },
+      );
+    }
+    throw new AppError('VALIDATION_ERROR', 'This endpoint takes no request body', { in: 'body' });
+  };
+  const existing = route.preValidation;
+  route.preValidation = existing ? [...[existing].flat(), check] : check;
 }
 
 function holdsNul(value: unknown): boolean {

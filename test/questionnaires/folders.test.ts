@@ -96,6 +96,24 @@ describe(`folders and the folder tree (${dialectName})`, () => {
     });
   });
 
+  it('trees are at most 100 levels deep, on create and on move (FOLDER.TOO_DEEP)', async () => {
+    const chain = [await folder('L1')];
+    for (let level = 2; level <= 100; level++) chain.push(await folder(`L${level}`, chain.at(-1)!.id));
+    const tooDeep = await a.post('/folder', { name: 'L101', parent_id: chain[99].id });
+    expect(tooDeep.status).toBe(400);
+    expect(tooDeep.body).toMatchObject({ code: 'FOLDER.TOO_DEEP', details: { max_depth: 100, depth: 101 } });
+    // A two-level subtree moved under level 99 would reach 101; under level 98 it fits exactly.
+    const sub = await folder('Sub');
+    await folder('SubChild', sub.id);
+    const deepMove = await a.patch(`/folder/${sub.id}`, { parent_id: chain[98].id });
+    expect(deepMove.body).toMatchObject({ code: 'FOLDER.TOO_DEEP', details: { depth: 101 } });
+    expect(ok(await a.patch(`/folder/${sub.id}`, { parent_id: chain[97].id })).parent_id).toBe(chain[97].id);
+    // The top of the chain can never be moved under its own deepest descendant: the walk up is whole.
+    expect((await a.patch(`/folder/${chain[0].id}`, { parent_id: chain[99].id })).body.code).toBe(
+      'FOLDER.CYCLE',
+    );
+  });
+
   it('concurrent opposite moves cannot make a cycle', async () => {
     const x = await folder('X');
     const y = await folder('Y');

@@ -9,7 +9,7 @@ import { EVENT_SOURCES } from '../events/definitions.js';
 import type { EventPublisher } from '../events/publish.js';
 import type { Access, Viewer } from './access.js';
 import { type Folder, type JsonObject, toFolder } from './records.js';
-import type { FolderFilters, QuestionnaireStore } from './store.js';
+import { type FolderFilters, MAX_FOLDER_DEPTH, type QuestionnaireStore } from './store.js';
 import type { FolderTable, QuestionnaireStatus, QuestionnaireTable } from './tables.js';
 
 export interface FolderServiceDeps {
@@ -53,6 +53,16 @@ export interface TreeNode extends Folder {
 }
 
 const notFound = (id: string) => new AppError('FOLDER.NOT_FOUND', 'Folder not found', { folder_id: id });
+
+/** Keeps every tree at most MAX_FOLDER_DEPTH levels deep (walks up the tree rely on reaching a root). */
+function assertDepth(deepestLevel: number): void {
+  if (deepestLevel > MAX_FOLDER_DEPTH) {
+    throw new AppError('FOLDER.TOO_DEEP', `Folders nest at most ${MAX_FOLDER_DEPTH} levels deep`, {
+      max_depth: MAX_FOLDER_DEPTH,
+      depth: deepestLevel,
+    });
+  }
+}
 
 export function createFolderService(deps: FolderServiceDeps) {
   const { db, access, store, events } = deps;
@@ -100,7 +110,10 @@ export function createFolderService(deps: FolderServiceDeps) {
         await access.requireFolder(v, parentId, 'EDIT');
       }
       return store.transaction(async (tx) => {
-        if (parentId) await requireParent(tx, parentId);
+        if (parentId) {
+          await requireParent(tx, parentId);
+          assertDepth((await db.folderChain(parentId, tx.db)).length + 1);
+        }
         const at = now();
         const row: FolderTable = {
           id: newId(),
@@ -155,6 +168,8 @@ export function createFolderService(deps: FolderServiceDeps) {
               },
             );
           }
+          // Its deepest descendant lands `height` levels below the new parent.
+          assertDepth(above.length + (await db.subtreeHeight(id, tx.db)));
         }
         const changed = (['name', 'description', 'parent_id', 'config'] as const).filter(
           (k) => next[k] !== row[k],

@@ -35,8 +35,14 @@ export interface Grantees {
   roleIds: readonly string[];
 }
 
-/** Deepest folder nesting followed; the service forbids cycles, this only bounds a corrupted tree. */
+/**
+ * Deepest folder nesting a walk follows. The service keeps trees at most MAX_FOLDER_DEPTH deep, so
+ * walks always reach the root (the cycle check relies on that); this only bounds a corrupted tree.
+ */
 const MAX_DEPTH = 1000;
+
+/** Deepest a folder may sit: level 1 is a root folder. */
+export const MAX_FOLDER_DEPTH = 100;
 
 /** `grantee_type/grantee_id` matches the user or one of their roles. */
 function granteeMatch(g: Grantees, alias = ''): Expression<SqlBool> {
@@ -372,6 +378,17 @@ export function createQuestionnaireStore(store: Store) {
             join chain c on f.id = c.parent_id where c.depth < ${MAX_DEPTH}
         ) select id, parent_id, config, deleted_at, depth from chain order by depth`.execute(db);
       return rows.map((r) => ({ ...r, depth: Number(r.depth) }));
+    },
+
+    /** Levels of the subtree under `folderId`, itself included (1: no subfolders). */
+    async subtreeHeight(folderId: string, db: Db = store.db): Promise<number> {
+      const { rows } = await sql<{ height: number | string | null }>`with recursive sub(id, level) as (
+          select id, 1 from folder where id = ${folderId}
+          union all
+          select f.id, s.level + 1 from folder f
+            join sub s on f.parent_id = s.id where f.deleted_at is null and s.level < ${MAX_DEPTH}
+        ) select max(level) as height from sub`.execute(db);
+      return Number(rows[0]?.height ?? 1);
     },
 
     async countFolderContents(tx: Tx, id: string): Promise<{ folders: number; questionnaires: number }> {

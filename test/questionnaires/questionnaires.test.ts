@@ -203,6 +203,22 @@ describe(`questionnaires (${dialectName})`, () => {
     expect((await revisions(q.id)).length).toBe(2);
   });
 
+  it('refuses to publish an answers_schema that cannot validate answers (422), nothing written', async () => {
+    const q = await create({ payload: { answers_schema: { type: 'objekt' } } });
+    const eventsBefore = (await events(t)).length;
+    const res = await a.post(`/questionnaire/${q.id}/publish`);
+    expect(res.status).toBe(422);
+    expect(res.body).toMatchObject({
+      code: 'QUESTIONNAIRE.ANSWERS_SCHEMA_INVALID',
+      details: { questionnaire_id: q.id },
+    });
+    expect(res.body.message).toMatch(/^Cannot publish: payload.answers_schema cannot validate answers \(/);
+    expect((await events(t)).length).toBe(eventsBefore);
+    // Still a DRAFT: fix the schema, then publish.
+    ok(await a.patch(`/questionnaire/${q.id}`, { payload: { answers_schema: { type: 'object' } } }));
+    expect(ok(await a.post(`/questionnaire/${q.id}/publish`)).status).toBe('PUBLISHED');
+  });
+
   it('soft-deletes, lists deleted ones, and restores', async () => {
     const q = await create({ name: 'To delete' });
     const deleted = ok(await a.delete(`/questionnaire/${q.id}`));

@@ -7,6 +7,7 @@ import { type Clock, iso } from '../../lib/clock.js';
 import { newId } from '../../lib/ids.js';
 import { EVENT_SOURCES } from '../events/definitions.js';
 import type { EventPublisher } from '../events/publish.js';
+import { answersSchemaProblem } from '../submissions/answers.js';
 import type { Access, CatalogueAccess, Viewer } from './access.js';
 import {
   type JsonObject,
@@ -256,6 +257,15 @@ export function createQuestionnaireService(deps: QuestionnaireServiceDeps) {
           'QUESTIONNAIRE.INVALID_STATE',
           `Cannot ${action} a ${current.status} questionnaire (allowed from ${rule.from.join(', ')})`,
           { questionnaire_id: id, status: current.status, allowed_from: rule.from },
+        );
+      }
+      const problem = action === 'publish' ? answersSchemaProblem(current.payload) : null;
+      if (problem) {
+        // Content is frozen once published: a schema that cannot validate would refuse every submission.
+        throw new AppError(
+          'QUESTIONNAIRE.ANSWERS_SCHEMA_INVALID',
+          `Cannot publish: payload.answers_schema cannot validate answers (${problem})`,
+          { questionnaire_id: id },
         );
       }
       const at = now();

@@ -108,6 +108,25 @@ export function answersSchemaOf(payload: Record<string, unknown> | null | undefi
   return payload && typeof payload === 'object' ? payload.answers_schema : undefined;
 }
 
+/**
+ * Why `payload.answers_schema` could not validate answers, or null when it can (or there is none).
+ * The questionnaires area asks before publishing, so a published questionnaire always accepts
+ * submissions its schema allows.
+ */
+export function answersSchemaProblem(payload: Record<string, unknown> | null | undefined): string | null {
+  const schema = answersSchemaOf(payload);
+  if (schema === undefined || schema === null) return null;
+  try {
+    compile('', schema);
+    return null;
+  } catch (err) {
+    return (err as AppError).message.replace(
+      /^The questionnaire's answers_schema cannot be used to validate answers: /,
+      '',
+    );
+  }
+}
+
 /** Throws 400 SUBMISSION.INVALID_ANSWERS with every problem (up to 20) when the answers do not fit. */
 export function validateAnswers(
   questionnaire: { id: string; payload?: Record<string, unknown> | null },

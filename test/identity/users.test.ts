@@ -162,6 +162,41 @@ describe(`users, roles and role scopes (${dialectName})`, () => {
     expect((await call('GET', `/role_scope_entry/${entry.id}`)).statusCode).toBe(404);
   });
 
+  it('concurrent PUTs and adds of one role never 500; the scope_key filter takes either auth alias', async () => {
+    const role = (await call('POST', '/role', { key: 'racer', name: 'Racer' })).json();
+    const answers = await Promise.all([
+      ...Array.from({ length: 6 }, () =>
+        call('PUT', `/role/${role.id}/scope`, { scope_keys: ['vault:read', 'auth:api_key'] }),
+      ),
+      ...Array.from({ length: 4 }, () =>
+        call('POST', '/role_scope_entry', { role_id: role.id, scope_key: 'vault:read' }),
+      ),
+    ]);
+    for (const res of answers) expect([200, 409], res.body).toContain(res.statusCode);
+    expect((await call('GET', `/role/${role.id}/scope`)).json().scope_keys).toEqual([
+      'auth:manage',
+      'vault:read',
+    ]);
+    for (const alias of ['auth:api_key', 'auth:manage']) {
+      const listed = (await call('GET', `/role_scope_entry?role_id=${role.id}&scope_key=${alias}`)).json();
+      expect(
+        listed.role_scope_entries.map((e: { scope_key: string }) => e.scope_key),
+        alias,
+      ).toEqual(['auth:manage']);
+    }
+  });
+
+  it('a role key named twice when creating a user is one role, not a false email conflict', async () => {
+    const res = await call('POST', '/user', {
+      email: 'twice@example.test',
+      password: 'long-enough-password',
+      role_keys: ['provider', 'provider'],
+    });
+    expect(res.statusCode, res.body).toBe(200);
+    const roles = (await call('GET', `/user_role?user_id=${res.json().id}`)).json().user_roles;
+    expect(roles).toHaveLength(1);
+  });
+
   it('persisted assignments add to a built-in role and never remove from it', async () => {
     const roles = (await call('GET', '/role?key=provider')).json().roles;
     const provider = roles[0];

@@ -228,7 +228,8 @@ export function createIdentityService(deps: IdentityDeps) {
         await st.insertUser(tx, row);
         if (input.role_keys?.length) {
           const roles = await st.allRoles(tx.db);
-          for (const key of input.role_keys) {
+          // A key named twice is one role: the second insert would break the unique index.
+          for (const key of new Set(input.role_keys)) {
             const role = roles.find((r) => r.key === key);
             if (!role) throw new AppError('ROLE.NOT_FOUND', `Role "${key}" not found`);
             await st.insertUserRole(tx, {
@@ -472,6 +473,7 @@ export function createIdentityService(deps: IdentityDeps) {
     try {
       await store.transaction(async (tx) => {
         await requireRole(input.role_id, tx.db);
+        await st.lockRoleScopes(tx, input.role_id);
         await st.insertRoleScopeEntries(tx, [row]);
         await st.bumpAuthzVersion(tx);
       });
@@ -503,6 +505,9 @@ export function createIdentityService(deps: IdentityDeps) {
     const wanted = [...new Set(scopeKeys.map(checkScopeKey))].sort();
     return store.transaction(async (tx) => {
       await requireRole(roleId, tx.db);
+      // Serialises concurrent PUTs and adds (PostgreSQL, READ COMMITTED): without it two of them read
+      // "no entry" and the second insert breaks the unique index. SQLite serialises writers already.
+      await st.lockRoleScopes(tx, roleId);
       const current = await st.activeScopeEntriesOfRole(tx.db, roleId);
       const currentKeys = new Set(current.map((e) => e.scope_key));
       const added = wanted.filter((k) => !currentKeys.has(k));

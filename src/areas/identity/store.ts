@@ -3,6 +3,7 @@ import { softDeleted } from '../../db/audit.js';
 import type { Database } from '../../db/schema.js';
 import type { Store, Tx } from '../../db/store.js';
 import { containsInsensitive, type ListResult, type Page, paginate } from '../../http/list.js';
+import { normaliseScopeKey } from './scopes.js';
 import type { ApiKeyTable, RoleScopeEntryTable, RoleTable, UserRoleTable, UserTable } from './tables.js';
 
 /** SQL of the identity area. Secret columns (password_hash, token_hash) are selected only where verified. */
@@ -161,6 +162,11 @@ export function createIdentityStore(store: Store) {
   const apiKeyStateQueries = new Map<number, ReturnType<typeof apiKeyStateQueryOf>>();
   return {
     // ---- authz version (cache invalidation across processes)
+    /** Holds the role's row until commit (PostgreSQL): role-scope writes of one role go one at a time. */
+    async lockRoleScopes(tx: Tx, roleId: string) {
+      if (tx.dialect !== 'postgres') return;
+      await tx.db.selectFrom('role').select('id').where('id', '=', roleId).forUpdate().execute();
+    },
     async bumpAuthzVersion(tx: Tx) {
       await tx.db
         .updateTable('authz_state')
@@ -422,7 +428,8 @@ export function createIdentityStore(store: Store) {
     ): Promise<ListResult<RoleScopeEntry>> {
       let q = db.selectFrom('role_scope_entry').where('deleted_at', 'is', null);
       if (f.role_id) q = q.where('role_id', '=', f.role_id);
-      if (f.scope_key) q = q.where('scope_key', '=', f.scope_key);
+      // auth:api_key and auth:manage are one permission (SPEC Authentication 10): stored as auth:manage.
+      if (f.scope_key) q = q.where('scope_key', '=', normaliseScopeKey(f.scope_key));
       if (f.search) q = q.where(containsInsensitive('scope_key', f.search));
       return paginate(q, page, (r) => r as RoleScopeEntry);
     },

@@ -33,6 +33,45 @@ describe('svc command', () => {
     );
   });
 
+  it('the CLI and the bootstrap admin follow the rules POST /user applies, in one line', async () => {
+    const email = await runCli(['user', 'create', '--email', 'not an email', '--password', 'long-password'], {
+      SVC_DATABASE_URL: `sqlite:${dir}/rules.db`,
+    });
+    expect(email.code).toBe(1);
+    expect(email.stderr.trim()).toBe('svc: email must be an email address');
+    const short = await runCli(['user', 'create', '--email', 'short@example.test', '--password', 'abc'], {
+      SVC_DATABASE_URL: `sqlite:${dir}/rules.db`,
+    });
+    expect(short.stderr.trim()).toBe('svc: password must be at least 8 characters');
+    const boot = await runCli(['serve'], {
+      SVC_BOOTSTRAP_ADMIN_EMAIL: 'admin@example.test',
+      SVC_BOOTSTRAP_ADMIN_PASSWORD: 'x',
+    });
+    expect(boot.stderr.trim()).toBe(
+      'svc: configuration error: SVC_BOOTSTRAP_ADMIN_PASSWORD must be at least 8 characters',
+    );
+  });
+
+  it('a start the environment prevents (port in use) fails with one line, not a stack', async () => {
+    const net = await import('node:net');
+    const blocker = net.createServer();
+    await new Promise<void>((r) => blocker.listen(0, '127.0.0.1', () => r()));
+    const port = (blocker.address() as { port: number }).port;
+    try {
+      const res = await runCli(['serve'], {
+        SVC_DATABASE_URL: `sqlite:${dir}/port.db`,
+        PORT: String(port),
+        SVC_WORKER: 'false',
+      });
+      expect(res.code).toBe(1);
+      expect(res.stderr.trim()).toMatch(
+        /^svc: cannot start: listen EADDRINUSE: address already in use 127\.0\.0\.1:\d+$/,
+      );
+    } finally {
+      blocker.close();
+    }
+  });
+
   it('migrates idempotently: a second run (or a second start) finds nothing to do', async () => {
     const first = await runCli(['migrate'], { SVC_DATABASE_URL: dbUrl });
     expect(first.code).toBe(0);

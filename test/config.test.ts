@@ -30,6 +30,38 @@ describe('configuration', () => {
     expect(() => load({ [name]: value })).toThrow(message);
   });
 
+  it.each([
+    [
+      { SVC_BOOTSTRAP_ADMIN_EMAIL: 'notanemail', SVC_BOOTSTRAP_ADMIN_PASSWORD: 'long-enough' },
+      'SVC_BOOTSTRAP_ADMIN_EMAIL must be an email address',
+    ],
+    [
+      { SVC_BOOTSTRAP_ADMIN_EMAIL: 'a@example.test', SVC_BOOTSTRAP_ADMIN_PASSWORD: 'short' },
+      'SVC_BOOTSTRAP_ADMIN_PASSWORD must be at least 8 characters',
+    ],
+    [
+      { SVC_OIDC_ISSUER: 'https://idp.test' },
+      'must be set together (missing: SVC_OIDC_AUDIENCE, SVC_OIDC_JWKS_URL)',
+    ],
+    [
+      { NODE_ENV: 'production', SVC_VAULT_ENCRYPTION_KEY: '   ', SVC_JWT_SECRET: 'x'.repeat(32) },
+      'SVC_VAULT_ENCRYPTION_KEY is required when NODE_ENV=production',
+    ],
+  ])('refuses %o', (env, message) => {
+    expect(() => load(env as Record<string, string>)).toThrow(message);
+  });
+
+  it('never echoes credentials of a malformed URL', () => {
+    let message = '';
+    try {
+      load({ SVC_SMTP_URL: 'smtp://mailer:hunter2-secret@bad host:25' });
+    } catch (err) {
+      message = (err as Error).message;
+    }
+    expect(message).toMatch(/^SVC_SMTP_URL must be a URL/);
+    expect(message).not.toContain('hunter2');
+  });
+
   it('the bounds themselves are accepted', () => {
     const c = load({
       SVC_WEBHOOK_TIMEOUT_MS: '600000',

@@ -8,6 +8,7 @@ import type { AppContext } from '../app/types.js';
 import { ConfigError, loadConfig } from '../config/config.js';
 import { migrateToLatest } from '../db/migrate.js';
 import { openStore } from '../db/store.js';
+import { AppError } from '../http/errors.js';
 import { VERSION } from '../version.js';
 import { cliCommands } from './commands.js';
 
@@ -135,7 +136,14 @@ main(process.argv.slice(2)).then(
       err?.code === 'ERR_PARSE_ARGS_INVALID_OPTION_VALUE'
     )
       console.error(`svc: ${err.message}`);
-    else if (err?.code === 'SVC_CLI') console.error(`svc: ${err.message}`);
+    else if (err?.code === 'SVC_CLI' || err instanceof AppError) console.error(`svc: ${err.message}`);
+    // A system error at start (address in use, host unknown, store unreachable or unopenable) is the
+    // environment's, not a bug: one line saying what failed.
+    else if (
+      typeof err?.code === 'string' &&
+      (err.syscall || /^(E[A-Z]+|SQLITE_\w+|\d{2}[0-9A-Z]{3})$/.test(err.code))
+    )
+      console.error(`svc: cannot start: ${err.message}`);
     else console.error(err);
     process.exit(1);
   },

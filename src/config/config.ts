@@ -3,6 +3,8 @@
  * A bad value throws ConfigError naming the variable; the CLI prints that one line and exits.
  */
 
+import { isEmailAddress, MIN_PASSWORD_LENGTH } from '../lib/email.js';
+
 export class ConfigError extends Error {}
 
 export interface Config {
@@ -100,7 +102,8 @@ function url(env: Env, name: string, protocols: string[]): string | undefined {
   try {
     parsed = new URL(raw);
   } catch {
-    throw new ConfigError(`${name} must be a URL, got "${raw}"`);
+    // The value may carry credentials (smtp://user:password@host): never echo them.
+    throw new ConfigError(`${name} must be a URL, got "${raw.replace(/\/\/[^/@]*@/, '//***@')}"`);
   }
   if (!protocols.includes(parsed.protocol)) {
     throw new ConfigError(`${name} must use ${protocols.join(' or ')}, got "${parsed.protocol}"`);
@@ -206,7 +209,8 @@ function pluginServiceUrls(env: Env): string[] {
 export function loadConfig(env: Env = process.env): Config {
   const nodeEnv = str(env, 'NODE_ENV') ?? 'development';
   const production = nodeEnv === 'production';
-  const vaultEncryptionKey = str(env, 'SVC_VAULT_ENCRYPTION_KEY');
+  // A key of blanks is no key: it must not satisfy the production rule.
+  const vaultEncryptionKey = str(env, 'SVC_VAULT_ENCRYPTION_KEY')?.trim() || undefined;
   const jwtSecret = str(env, 'SVC_JWT_SECRET');
   if (production && !vaultEncryptionKey) {
     throw new ConfigError('SVC_VAULT_ENCRYPTION_KEY is required when NODE_ENV=production');
@@ -219,6 +223,20 @@ export function loadConfig(env: Env = process.env): Config {
   const bootstrapAdminPassword = str(env, 'SVC_BOOTSTRAP_ADMIN_PASSWORD');
   if (Boolean(bootstrapAdminEmail) !== Boolean(bootstrapAdminPassword)) {
     throw new ConfigError('SVC_BOOTSTRAP_ADMIN_EMAIL and SVC_BOOTSTRAP_ADMIN_PASSWORD must be set together');
+  }
+  // The rules POST /user applies: the bootstrap admin is no exception.
+  if (bootstrapAdminEmail && !isEmailAddress(bootstrapAdminEmail)) {
+    throw new ConfigError(`SVC_BOOTSTRAP_ADMIN_EMAIL must be an email address, got "${bootstrapAdminEmail}"`);
+  }
+  if (bootstrapAdminPassword && bootstrapAdminPassword.length < MIN_PASSWORD_LENGTH) {
+    throw new ConfigError(`SVC_BOOTSTRAP_ADMIN_PASSWORD must be at least ${MIN_PASSWORD_LENGTH} characters`);
+  }
+  const oidc = ['SVC_OIDC_ISSUER', 'SVC_OIDC_AUDIENCE', 'SVC_OIDC_JWKS_URL'];
+  const oidcSet = oidc.filter((name) => str(env, name) !== undefined);
+  if (oidcSet.length > 0 && oidcSet.length < oidc.length) {
+    throw new ConfigError(
+      `${oidc.join(', ')} must be set together (missing: ${oidc.filter((n) => !oidcSet.includes(n)).join(', ')})`,
+    );
   }
   const logLevel = str(env, 'SVC_LOG_LEVEL') ?? 'info';
   if (!['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'].includes(logLevel)) {

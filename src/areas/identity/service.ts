@@ -8,6 +8,7 @@ import { AppError } from '../../http/errors.js';
 import type { Page } from '../../http/list.js';
 import { type Clock, iso } from '../../lib/clock.js';
 import { coalescing } from '../../lib/coalesce.js';
+import { isEmailAddress, MIN_PASSWORD_LENGTH } from '../../lib/email.js';
 import { newId, randomBase62 } from '../../lib/ids.js';
 import type { EventPublisher } from '../events/publish.js';
 import { createPasswordHasher } from './passwords.js';
@@ -212,6 +213,15 @@ export function createIdentityService(deps: IdentityDeps) {
     actor: string | null,
     input: { email: string; password: string; name?: string | null; role_keys?: string[] },
   ): Promise<User> {
+    // POST /user checks these in its schema; the CLI and the bootstrap admin come through here too.
+    if (!isEmailAddress(input.email)) {
+      throw new AppError('VALIDATION_ERROR', 'email must be an email address', { field: 'email' });
+    }
+    if (input.password.length < MIN_PASSWORD_LENGTH) {
+      throw new AppError('VALIDATION_ERROR', `password must be at least ${MIN_PASSWORD_LENGTH} characters`, {
+        field: 'password',
+      });
+    }
     const hash = await passwords.hash(input.password);
     const t = now();
     const row = {

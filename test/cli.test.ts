@@ -81,6 +81,20 @@ describe('svc command', () => {
     expect(second.stdout.trim()).toBe('migrations are up to date');
   });
 
+  it('two processes migrating one new SQLite file at once: both succeed, one applies everything', async () => {
+    for (let round = 0; round < 3; round++) {
+      const url = `sqlite:${dir}/race-${round}.db`;
+      const [a, b] = await Promise.all([
+        runCli(['migrate'], { SVC_DATABASE_URL: url }),
+        runCli(['migrate'], { SVC_DATABASE_URL: url }),
+      ]);
+      expect([a.code, b.code], `${a.stderr}${b.stderr}`).toEqual([0, 0]);
+      const outputs = [a.stdout.trim(), b.stdout.trim()].sort();
+      expect(outputs[0]).toMatch(/^applied: 0001_events, /);
+      expect(outputs[1]).toBe('migrations are up to date');
+    }
+  });
+
   it('creates a user and an API key from the command line', async () => {
     const user = await runCli(
       ['user', 'create', '--email', 'ops@example.test', '--password', 'long-password', '--role', 'admin'],

@@ -8,7 +8,7 @@ import { satisfies } from '../http/access.js';
 import { AppError } from '../http/errors.js';
 import { ErrorBody } from '../http/schemas.js';
 import { VERSION } from '../version.js';
-import { handleError, handleFrameworkError } from './errors.js';
+import { handleClientError, handleError, handleFrameworkError } from './errors.js';
 import { registerMetrics } from './metrics.js';
 import { registerAreaRoutes } from './routes.js';
 import type { App, AppContext, RouteEntry } from './types.js';
@@ -32,8 +32,10 @@ export async function buildApp(ctx: AppContext): Promise<BuiltApp> {
       const given = req.headers['x-request-id'];
       return typeof given === 'string' && REQUEST_ID.test(given) ? given : randomUUID();
     },
-    return503OnClosing: true,
+    // Answered below with the contract's body instead of Fastify's.
+    return503OnClosing: false,
     frameworkErrors: handleFrameworkError,
+    clientErrorHandler: handleClientError,
   }).withTypeProvider() as unknown as App;
 
   app.setValidatorCompiler(compileValidator);
@@ -57,6 +59,18 @@ export async function buildApp(ctx: AppContext): Promise<BuiltApp> {
     for (const method of [route.method].flat()) routes.push({ method, url: route.url, access });
     decorateSchema(route as { schema?: Record<string, unknown> }, access);
     if (!route.schema?.body && route.method !== 'GET') refuseBodyFields(route);
+  });
+
+  // Requests that arrive once shutdown began (on kept-alive connections): 503, and the connection
+  // closes so the client reconnects elsewhere. In-flight requests finish normally.
+  let closing = false;
+  app.addHook('preClose', async () => {
+    closing = true;
+  });
+  app.addHook('onRequest', async (_request, reply) => {
+    if (!closing) return;
+    reply.header('connection', 'close');
+    throw new AppError('SERVICE_UNAVAILABLE', 'The service is shutting down');
   });
 
   app.decorateRequest('principal', undefined as never);

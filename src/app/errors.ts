@@ -1,3 +1,5 @@
+import { STATUS_CODES } from 'node:http';
+import type { Socket } from 'node:net';
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
 import { AppError } from '../http/errors.js';
 import { validationDetails } from './validation.js';
@@ -79,4 +81,28 @@ export function handleFrameworkError(error: FastifyError, request: FastifyReques
 
 function withDetails(details: Record<string, unknown> | undefined) {
   return details === undefined ? {} : { details };
+}
+
+/**
+ * Requests Node's HTTP parser refuses before Fastify sees them (a malformed request line or header,
+ * a bad Content-Length, headers over 16 KiB, a client too slow to send its request): the contract's
+ * body too, written to the socket, which then closes. Fastify's default answers with its own body.
+ */
+export function handleClientError(err: NodeJS.ErrnoException, socket: Socket): void {
+  // A reset connection has nobody left to answer.
+  if (err.code === 'ECONNRESET' || socket.destroyed) return;
+  const [status, code, message] =
+    err.code === 'HPE_HEADER_OVERFLOW'
+      ? [431, 'HEADERS_TOO_LARGE', 'Request headers are too large']
+      : err.code === 'ERR_HTTP_REQUEST_TIMEOUT'
+        ? [408, 'REQUEST_TIMEOUT', 'The request was not received in time']
+        : [400, 'VALIDATION_ERROR', 'Malformed HTTP request'];
+  const body = JSON.stringify({ code, message });
+  if (socket.writable) {
+    socket.write(
+      `HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\nContent-Type: application/json; charset=utf-8\r\n` +
+        `Content-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
+    );
+  }
+  socket.destroy(err);
 }

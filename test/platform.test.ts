@@ -170,6 +170,19 @@ describe(`platform foundation (${dialectName})`, () => {
     expect(
       (await t.app.inject({ method: 'POST', url: '/api/v1/auth/mfa/setup', headers: auth })).statusCode,
     ).toBe(200);
+    // Content-Type: application/json with an empty body is no body: fine where none is taken, and
+    // a 400 from the schema where one is needed.
+    const json = { ...auth, 'content-type': 'application/json' };
+    const empty = await t.app.inject({
+      method: 'POST',
+      url: '/api/v1/auth/mfa/setup',
+      headers: json,
+      payload: '',
+    });
+    expect(empty.statusCode).toBe(200);
+    const needsBody = await t.app.inject({ method: 'POST', url: '/api/v1/role', headers: json, payload: '' });
+    expect(needsBody.statusCode).toBe(400);
+    expect(needsBody.json().code).toBe('VALIDATION_ERROR');
   });
 
   it('bounds list offsets at 10^9: a larger one is 400 on every list, never a 500 from the store', async () => {

@@ -72,15 +72,17 @@ describe(`authorization matrix (${dialectName})`, () => {
     const byScopes = new Map<string, TestPrincipal>();
     for (const r of t.routes) {
       if (r.access.kind !== 'scoped') continue;
-      // Mode any: the first listed scope alone must suffice; mode all: exactly all of them.
-      const needed = r.access.mode === 'any' ? [r.access.scopes[0]] : [...r.access.scopes];
-      const key = needed.join(',');
-      if (!byScopes.has(key)) byScopes.set(key, await principal(t, needed));
-      const res = await send(r, byScopes.get(key)!.headers);
-      expect(
-        [401, 403].includes(res.statusCode) && res.json().code?.startsWith('AUTH.'),
-        `${r.method} ${r.url}: ${res.body}`,
-      ).toBe(false);
+      // Mode any: each listed scope alone must suffice; mode all: exactly all of them.
+      const sets = r.access.mode === 'any' ? r.access.scopes.map((s) => [s]) : [[...r.access.scopes]];
+      for (const needed of sets) {
+        const key = needed.join(',');
+        if (!byScopes.has(key)) byScopes.set(key, await principal(t, needed));
+        const res = await send(r, byScopes.get(key)!.headers);
+        expect(
+          [401, 403].includes(res.statusCode) && res.json().code?.startsWith('AUTH.'),
+          `${r.method} ${r.url} with ${key}: ${res.body}`,
+        ).toBe(false);
+      }
     }
   });
 

@@ -52,6 +52,22 @@ describe('svc command', () => {
     );
   });
 
+  it('a kept development secret that was truncated stops the start instead of becoming a weak key', async () => {
+    const { mkdirSync, writeFileSync } = await import('node:fs');
+    const dataDir = join(dir, 'short-secret');
+    mkdirSync(dataDir, { recursive: true });
+    writeFileSync(join(dataDir, 'jwt-secret.key'), 'x\n');
+    const res = await runCli(['serve'], {
+      SVC_DATA_DIR: dataDir,
+      SVC_DATABASE_URL: `sqlite:${dir}/short.db`,
+      SVC_JWT_SECRET: '',
+    });
+    expect(res.code).toBe(1);
+    expect(res.stderr.trim()).toBe(
+      `svc: configuration error: ${join(dataDir, 'jwt-secret.key')} holds a secret shorter than 32 characters; delete it to generate a new one`,
+    );
+  });
+
   it('a start the environment prevents (port in use) fails with one line, not a stack', async () => {
     const net = await import('node:net');
     const blocker = net.createServer();

@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Logger } from 'pino';
-import type { Config } from '../config/config.js';
+import { type Config, ConfigError } from '../config/config.js';
 
 /**
  * Outside production a missing vault key or JWT secret is generated once into the data directory
@@ -19,7 +19,17 @@ export function withDevSecrets(config: Config, log: Logger): Config {
 
 function devSecret(dir: string, name: string, log: Logger): string {
   const path = join(dir, name);
-  if (existsSync(path)) return readFileSync(path, 'utf8').trim();
+  if (existsSync(path)) {
+    const kept = readFileSync(path, 'utf8').trim();
+    // The rule the environment's value meets (SVC_JWT_SECRET at least 32 characters): a truncated
+    // or emptied file must not become a weak key.
+    if (kept.length < 32) {
+      throw new ConfigError(
+        `${path} holds a secret shorter than 32 characters; delete it to generate a new one`,
+      );
+    }
+    return kept;
+  }
   mkdirSync(dir, { recursive: true });
   const secret = randomBytes(32).toString('base64url');
   writeFileSync(path, `${secret}\n`, { mode: 0o600 });

@@ -185,6 +185,23 @@ describe(`platform foundation (${dialectName})`, () => {
     expect(needsBody.json().code).toBe('VALIDATION_ERROR');
   });
 
+  it('a body that is not JSON is 415 UNSUPPORTED_MEDIA_TYPE, text/plain included', async () => {
+    const h = (await admin(t)).headers;
+    for (const type of ['text/plain', 'application/xml', 'application/x-www-form-urlencoded']) {
+      const res = await t.app.inject({
+        method: 'POST',
+        url: '/api/v1/role',
+        headers: { ...h, 'content-type': type },
+        payload: 'key=x',
+      });
+      expect(res.statusCode, type).toBe(415);
+      expect(res.json(), type).toEqual({
+        code: 'UNSUPPORTED_MEDIA_TYPE',
+        message: 'Request body must be application/json',
+      });
+    }
+  });
+
   it('bounds list offsets at 10^9: a larger one is 400 on every list, never a 500 from the store', async () => {
     const root = await admin(t);
     const get = (url: string) => t.app.inject({ method: 'GET', url, headers: root.headers });

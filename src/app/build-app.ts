@@ -175,6 +175,8 @@ function refuseNulCharacters(app: App): void {
   });
   const parseJson = app.getDefaultJsonParser('error', 'error');
   app.removeContentTypeParser('application/json');
+  // Bodies are JSON only: text/plain is 415 like every other media type, not a schema error.
+  app.removeContentTypeParser('text/plain');
   app.addContentTypeParser('application/json', { parseAs: 'string' }, (request, body, done) => {
     // Many clients send Content-Type: application/json on every request, a DELETE without a body
     // too: an empty body is no body (a route that needs one still answers 400 from its schema).

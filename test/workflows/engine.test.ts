@@ -2,14 +2,18 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createWorker } from '../../src/app/runtime.js';
 import { startTestApp, type TestApp } from '../helpers/app.js';
 import { dialectName } from '../helpers/store.js';
-import { type Api, api, nodesOf, onlyRun, pluginInstance, publish, runsOf, workflow } from './helpers.js';
+import {
+  type Api,
+  api,
+  job,
+  nodesOf,
+  onlyRun,
+  pluginInstance,
+  publish,
+  runsOf,
+  workflow,
+} from './helpers.js';
 import { wftestPluginDir } from './plugin.js';
-
-function job(t: TestApp, name: string) {
-  const j = t.ctx.services.jobs.find((x) => x.name === name);
-  if (!j) throw new Error(`no ${name} job`);
-  return j;
-}
 
 /** The `workflows` job as a pool: slow ACTIONs do not hold up other runs; a graceful stop waits for them. */
 describe(`workflow engine scheduling (${dialectName})`, () => {

@@ -72,7 +72,8 @@ export async function publish(t: TestApp, extra: Record<string, unknown> = {}): 
   );
 }
 
-function job(t: TestApp, name: string) {
+/** A worker job of the app by name (`outbox`, `workflows`), run step by step in tests. */
+export function job(t: TestApp, name: string) {
   const j = t.ctx.services.jobs.find((x) => x.name === name);
   if (!j) throw new Error(`no ${name} job`);
   return j;

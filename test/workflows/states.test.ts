@@ -5,6 +5,7 @@ import { dialectName } from '../helpers/store.js';
 import {
   type Api,
   api,
+  job,
   nodesOf,
   onlyRun,
   pluginInstance,
@@ -14,12 +15,6 @@ import {
   workflow,
 } from './helpers.js';
 import { wftestPluginDir } from './plugin.js';
-
-function job(t: TestApp, name: string) {
-  const j = t.ctx.services.jobs.find((x) => x.name === name);
-  if (!j) throw new Error(`no ${name} job`);
-  return j;
-}
 
 /** SPEC "Workflow run" and "Workflow run node" state tables: one test per row, through HTTP. */
 describe(`workflow state tables (${dialectName})`, () => {

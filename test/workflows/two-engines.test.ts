@@ -10,14 +10,8 @@ import {
   sqliteFileUrl,
   type TestDatabase,
 } from '../helpers/store.js';
-import { type Api, api, nodesOf, pluginInstance, publish, runsOf, workflow } from './helpers.js';
+import { type Api, api, job, nodesOf, pluginInstance, publish, runsOf, workflow } from './helpers.js';
 import { pluginCalls, wftestPluginDir } from './plugin.js';
-
-function job(t: TestApp, name: string) {
-  const j = t.ctx.services.jobs.find((x) => x.name === name);
-  if (!j) throw new Error(`no ${name} job`);
-  return j;
-}
 
 /**
  * Two engines (two app contexts, as two processes would be) on one store. The engine that creates a

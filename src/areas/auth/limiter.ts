@@ -28,17 +28,24 @@ export function createLimiter(deps: { st: AuthStore; clock: Clock; settings: Aut
     if (until) throw tooMany(until, at);
   }
 
+  /** Since when a key must have been quiet to start over. */
+  const quietSince = (at: Date) => iso(new Date(at.getTime() - settings.loginAttemptWindowSeconds * 1000));
+
+  /** The end of the next lock of a key locked `lockCount` times before: doubling, capped. */
+  function lockEnd(at: Date, lockCount: number | string): string {
+    const seconds = Math.min(
+      settings.loginLockSeconds * 2 ** Number(lockCount),
+      settings.loginLockMaxSeconds,
+    );
+    return iso(new Date(at.getTime() + seconds * 1000));
+  }
+
   async function fail(key: string | undefined, max: number): Promise<void> {
     if (!key) return;
     const at = clock.now();
-    const quietSince = iso(new Date(at.getTime() - settings.loginAttemptWindowSeconds * 1000));
-    const { failures, lock_count } = await st.recordFailure(key, iso(at), quietSince);
+    const { failures, lock_count } = await st.recordFailure(key, iso(at), quietSince(at));
     if (Number(failures) < max) return;
-    const seconds = Math.min(
-      settings.loginLockSeconds * 2 ** Number(lock_count),
-      settings.loginLockMaxSeconds,
-    );
-    await st.lock(key, max, iso(new Date(at.getTime() + seconds * 1000)));
+    await st.lock(key, max, lockEnd(at, lock_count));
   }
 
   function tooMany(until: string, at: Date): AppError {
@@ -58,16 +65,11 @@ export function createLimiter(deps: { st: AuthStore; clock: Clock; settings: Aut
   async function reserve(key: string, max: number): Promise<Reservation> {
     const at = clock.now();
     const now = iso(at);
-    const quietSince = iso(new Date(at.getTime() - settings.loginAttemptWindowSeconds * 1000));
-    const row = await st.reserveAttempt(key, now, quietSince);
+    const row = await st.reserveAttempt(key, now, quietSince(at));
     if (row.locked_until && row.locked_until > now) throw tooMany(row.locked_until, at);
     const failures = Number(row.failures);
     if (failures < max) return { key, max, lockedUntil: null };
-    const seconds = Math.min(
-      settings.loginLockSeconds * 2 ** Number(row.lock_count),
-      settings.loginLockMaxSeconds,
-    );
-    const lockedUntil = iso(new Date(at.getTime() + seconds * 1000));
+    const lockedUntil = lockEnd(at, row.lock_count);
     // Past max: the attempt that reached it is locking the key right now.
     if (failures > max) throw tooMany(lockedUntil, at);
     return { key, max, lockedUntil: (await st.lock(key, max, lockedUntil)) ? lockedUntil : null };

@@ -86,6 +86,38 @@ describe(`authorization matrix (${dialectName})`, () => {
     }
   });
 
+  it('only the scopes SPEC makes active guard a route; the reserved ones are enforced by no endpoint', () => {
+    // SPEC "Scope": the enforced (active) scopes; every other scope is reserved.
+    const active = new Set(
+      [
+        'user:read/write/delete',
+        'questionnaire:read/write/delete/manage',
+        'folder:read/write/delete',
+        'permission:read/write/delete',
+        'questionnaire_submission:read',
+        'enrollment:read/write/delete',
+        'device:read/write/delete',
+        'event_subscription:read/write/delete',
+        'workflow:read/write/delete/execute',
+        'plugin:read/write/delete',
+        'vault:read/write/delete',
+        'webhook:read/write/delete',
+        'analytics:read',
+        'config:read',
+        'auth:manage',
+      ].flatMap((group) => {
+        const [resource, actions] = group.split(':');
+        return actions.split('/').map((action) => `${resource}:${action}`);
+      }),
+    );
+    const reserved = t.routes.flatMap((r) =>
+      r.access.kind === 'scoped'
+        ? r.access.scopes.filter((s) => !active.has(s)).map((s) => `${r.method} ${r.url}: ${s}`)
+        : [],
+    );
+    expect(reserved).toEqual([]);
+  });
+
   it('API-key-only routes refuse a signed-in user', async () => {
     const p = await principal(t, []);
     for (const r of t.routes.filter((x) => x.access.kind === 'api_key')) {

@@ -101,7 +101,9 @@ export function registerSubmissionRoutes(api: App, ctx: AppContext): void {
         body: AmendBody,
         response: { 200: Submission, ...errors(404, 422) },
       },
-      config: anyScope('questionnaire_submission:write'),
+      // questionnaire_submission:write is reserved in SPEC (enforced by no endpoint): correcting the
+      // answers given to a questionnaire is editing that questionnaire's records.
+      config: anyScope('questionnaire:write'),
     },
     async (req) => svc.amend(req.params.id, req.body, req.principal),
   );
@@ -116,7 +118,8 @@ export function registerSubmissionRoutes(api: App, ctx: AppContext): void {
         params: IdParams,
         response: { 200: MessageBody, ...errors(404) },
       },
-      config: anyScope('questionnaire_submission:delete'),
+      // questionnaire_submission:delete is reserved in SPEC, like :write above.
+      config: anyScope('questionnaire:delete'),
     },
     async (req) => {
       await svc.remove(req.params.id, req.principal);

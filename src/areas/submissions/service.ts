@@ -183,7 +183,7 @@ export function createSubmissionService(deps: SubmissionDeps) {
   }
 
   /**
-   * A correction by staff (questionnaire_submission:write). New answers are validated against the
+   * A correction by staff (questionnaire:write). New answers are validated against the
    * questionnaire as it is now (any status; a deleted questionnaire no longer constrains them), and
    * questionnaire_revision moves to the revision they were checked against.
    */

@@ -26,7 +26,12 @@ describe(`password reset and change (${dialectName})`, () => {
     });
     return { t, smtp };
   }
-  const request = (t: TestApp, email: string) => call(t, 'POST', '/auth/password_reset/request', { email });
+  /** Asks for a reset, then waits for the token and mail issued after the answer. */
+  const request = async (t: TestApp, email: string) => {
+    const res = await call(t, 'POST', '/auth/password_reset/request', { email });
+    await t.ctx.services.auth.flushMail();
+    return res;
+  };
   const confirm = (t: TestApp, token: string, new_password: string) =>
     call(t, 'POST', '/auth/password_reset/confirm', { token, new_password });
 

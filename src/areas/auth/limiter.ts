@@ -43,9 +43,10 @@ export function createLimiter(deps: { st: AuthStore; clock: Clock; settings: Aut
   async function fail(key: string | undefined, max: number): Promise<void> {
     if (!key) return;
     const at = clock.now();
-    const { failures, lock_count } = await st.recordFailure(key, iso(at), quietSince(at));
-    if (Number(failures) < max) return;
-    await st.lock(key, max, lockEnd(at, lock_count));
+    const row = await st.countAttempt(key, iso(at), quietSince(at));
+    // Already locked (nothing counted), or not yet at the limit.
+    if ((row.locked_until && row.locked_until > iso(at)) || Number(row.failures) < max) return;
+    await st.lock(key, max, lockEnd(at, row.lock_count));
   }
 
   function tooMany(until: string, at: Date): AppError {
@@ -65,7 +66,7 @@ export function createLimiter(deps: { st: AuthStore; clock: Clock; settings: Aut
   async function reserve(key: string, max: number): Promise<Reservation> {
     const at = clock.now();
     const now = iso(at);
-    const row = await st.reserveAttempt(key, now, quietSince(at));
+    const row = await st.countAttempt(key, now, quietSince(at));
     if (row.locked_until && row.locked_until > now) throw tooMany(row.locked_until, at);
     const failures = Number(row.failures);
     if (failures < max) return { key, max, lockedUntil: null };

@@ -143,32 +143,13 @@ export function createAuthStore(store: Store) {
         .pop();
     },
     /**
-     * Counts one failure atomically (an upsert, so concurrent processes never lose a count). A key
-     * quiet since `quietSince` (no failure, no lock) starts over: failures and the lock doubling reset.
+     * Counts one attempt (a failure, or one reserved before its outcome is known) under `key`, unless
+     * the key is locked now: an upsert, so concurrent processes never lose a count and concurrent
+     * requests each see their own. A key quiet since `quietSince` (no failure, and no lock within the
+     * window: a lock longer than the window does not reset the doubling by itself) starts over.
+     * Answers the count, the locks so far and the lock in force.
      */
-    async recordFailure(key: string, now: string, quietSince: string) {
-      // Quiet means no failure and no lock within the window: a lock longer than the window does
-      // not reset the doubling by itself.
-      const stale = sql<boolean>`(${sql.ref('auth_attempt.last_failure_at')} < ${quietSince} and (${sql.ref('auth_attempt.locked_until')} is null or ${sql.ref('auth_attempt.locked_until')} < ${quietSince}))`;
-      return db
-        .insertInto('auth_attempt')
-        .values({ key, failures: 1, last_failure_at: now, locked_until: null, lock_count: 0 })
-        .onConflict((oc) =>
-          oc.column('key').doUpdateSet({
-            failures: sql`case when ${stale} then 1 else ${sql.ref('auth_attempt.failures')} + 1 end`,
-            lock_count: sql`case when ${stale} then 0 else ${sql.ref('auth_attempt.lock_count')} end`,
-            last_failure_at: now,
-          }),
-        )
-        .returning(['failures', 'lock_count'])
-        .executeTakeFirstOrThrow();
-    },
-    /**
-     * Counts one attempt under `key` before its outcome is known, unless the key is locked now: an
-     * upsert, so concurrent requests each see their own count (a burst cannot slip past the limit
-     * while the password checks run). Answers the count and whether the key was locked.
-     */
-    async reserveAttempt(key: string, now: string, quietSince: string) {
+    async countAttempt(key: string, now: string, quietSince: string) {
       const ref = (c: 'failures' | 'lock_count' | 'last_failure_at' | 'locked_until') =>
         sql.ref(`auth_attempt.${c}`);
       const locked = sql<boolean>`(${ref('locked_until')} is not null and ${ref('locked_until')} > ${now})`;

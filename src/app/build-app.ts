@@ -198,10 +198,12 @@ function refuseNulCharacters(app: App): void {
 }
 
 /** Deepest nesting of arrays and objects a JSON body may have. */
-export const MAX_JSON_DEPTH = 128;
+const MAX_JSON_DEPTH = 128;
 
 /** Whether the JSON text opens more than `max` arrays or objects inside each other (strings skipped). */
 function nestedDeeperThan(text: string, max: number): boolean {
+  // Nesting past `max` takes more than `max` opening brackets: most bodies end the check here.
+  if (text.length <= max) return false;
   let depth = 0;
   let inString = false;
   for (let i = 0; i < text.length; i++) {

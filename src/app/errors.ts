@@ -21,7 +21,6 @@ const FASTIFY_CODES: Record<string, { status: number; code: string; message: str
     code: 'VALIDATION_ERROR',
     message: 'Request body is not valid JSON',
   },
-  FST_ERR_CTP_EMPTY_JSON_BODY: { status: 400, code: 'VALIDATION_ERROR', message: 'Request body is empty' },
   FST_ERR_CTP_INVALID_CONTENT_LENGTH: {
     status: 400,
     code: 'VALIDATION_ERROR',

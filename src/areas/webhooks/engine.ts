@@ -440,9 +440,9 @@ export function createDeliveryEngine(opts: EngineOptions): DeliveryEngine {
   /** Hands claimed deliveries that were never sent back to the store, uncounted. */
   async function giveBack(rows: db.DeliveryRow[]): Promise<void> {
     try {
-      const byLease = new Map<string, db.DeliveryRow[]>();
-      for (const r of rows) byLease.set(r.locked_by ?? '', [...(byLease.get(r.locked_by ?? '') ?? []), r]);
-      for (const [lease, claimed] of byLease) await db.releaseUnsent(store.db, claimed, lease);
+      const byLease = new Map<string, string[]>();
+      for (const r of rows) byLease.set(r.locked_by ?? '', [...(byLease.get(r.locked_by ?? '') ?? []), r.id]);
+      for (const [lease, ids] of byLease) await db.releaseUnsent(store.db, ids, lease);
     } catch (err) {
       // Their leases expire instead; the reaper then counts one attempt too many, nothing worse.
       log.error({ err, count: rows.length }, 'returning unsent webhook deliveries failed');

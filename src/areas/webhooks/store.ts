@@ -399,36 +399,28 @@ export async function claimDue(
 
 /**
  * Claimed deliveries this worker never sent: lease released, the claim's attempt uncounted. A manual
- * retry may have reset `attempts` to 0 meanwhile (the generation moved on): that count is the retry's,
- * so only `total_attempts` gives the claim back then.
+ * retry may have reset `attempts` to 0 meanwhile (it leaves the lease alone, so nobody claimed since):
+ * that 0 is the retry's fresh count and stays; only `total_attempts` gives the claim back then.
  */
-export async function releaseUnsent(
-  db: Db,
-  claimed: ReadonlyArray<{ id: string; generation: number }>,
-  token: string,
-): Promise<void> {
-  const byGeneration = new Map<number, string[]>();
-  for (const c of claimed) byGeneration.set(c.generation, [...(byGeneration.get(c.generation) ?? []), c.id]);
-  for (const [generation, ids] of byGeneration) {
-    for (let i = 0; i < ids.length; i += 500) {
-      await db
-        .updateTable('webhook_delivery')
-        .set((eb) => ({
-          attempts: eb
-            .case()
-            .when('generation', '=', generation)
-            .then(eb('attempts', '-', 1))
-            .else(eb.ref('attempts'))
-            .end(),
-          total_attempts: eb('total_attempts', '-', 1),
-          locked_until: null,
-          locked_by: null,
-          locked_at: null,
-        }))
-        .where('id', 'in', ids.slice(i, i + 500))
-        .where('locked_by', '=', token)
-        .execute();
-    }
+export async function releaseUnsent(db: Db, ids: readonly string[], token: string): Promise<void> {
+  for (let i = 0; i < ids.length; i += 500) {
+    await db
+      .updateTable('webhook_delivery')
+      .set((eb) => ({
+        attempts: eb
+          .case()
+          .when('attempts', '>', 0)
+          .then(eb('attempts', '-', 1))
+          .else(0)
+          .end(),
+        total_attempts: eb('total_attempts', '-', 1),
+        locked_until: null,
+        locked_by: null,
+        locked_at: null,
+      }))
+      .where('id', 'in', ids.slice(i, i + 500))
+      .where('locked_by', '=', token)
+      .execute();
   }
 }
 

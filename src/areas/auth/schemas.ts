@@ -1,9 +1,10 @@
 import { type Static, Type } from '@sinclair/typebox';
 import { Id, ListQuery, ListResponse, Nullable, QueryBoolean, Timestamp } from '../../http/schemas.js';
+import { MIN_PASSWORD_LENGTH } from '../../lib/email.js';
 
 const Email = Type.String({ minLength: 1, maxLength: 320 });
 /** Same rule as identity's user passwords. */
-const NewPassword = Type.String({ minLength: 8, maxLength: 1024 });
+const NewPassword = Type.String({ minLength: MIN_PASSWORD_LENGTH, maxLength: 1024 });
 /** One-time tokens are checked against their exact format in the service; the schema only bounds size. */
 const OpaqueToken = Type.String({ minLength: 1, maxLength: 200 });
 const TotpCode = Type.String({ minLength: 1, maxLength: 16, description: '6-digit TOTP code' });

@@ -1,8 +1,9 @@
 import { Type } from '@sinclair/typebox';
 import { AuditFields, Id, Nullable, Timestamp } from '../../http/schemas.js';
+import { MIN_PASSWORD_LENGTH } from '../../lib/email.js';
 
 export const Email = Type.String({ format: 'email', maxLength: 320 });
-export const Password = Type.String({ minLength: 8, maxLength: 1024 });
+export const Password = Type.String({ minLength: MIN_PASSWORD_LENGTH, maxLength: 1024 });
 export const RoleKey = Type.String({ pattern: '^[a-z][a-z0-9_-]{0,63}$' });
 export const ScopeKey = Type.String({ minLength: 3, maxLength: 100 });
 

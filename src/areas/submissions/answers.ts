@@ -50,7 +50,7 @@ function schemaInvalid(questionnaireId: string, reason: string): AppError {
   return new AppError(
     'SUBMISSION.ANSWERS_SCHEMA_INVALID',
     `The questionnaire's answers_schema cannot be used to validate answers: ${reason}`,
-    { questionnaire_id: questionnaireId },
+    { questionnaire_id: questionnaireId, reason },
   );
 }
 
@@ -120,10 +120,7 @@ export function answersSchemaProblem(payload: Record<string, unknown> | null | u
     compile('', schema);
     return null;
   } catch (err) {
-    return (err as AppError).message.replace(
-      /^The questionnaire's answers_schema cannot be used to validate answers: /,
-      '',
-    );
+    return String((err as AppError).details?.reason);
   }
 }
 

@@ -1,6 +1,6 @@
 /**
  * Chooses the JSONLogic library (docs/workflows.md "JSONLogic"): runs every shared vector suite
- * (../shared/vectors/jsonlogic) against json-logic-engine (interpreted and compiled) and json-logic-js,
+ * (test/vectors/jsonlogic) against json-logic-engine (interpreted and compiled) and json-logic-js,
  * then times the expressions a workflow evaluates per event (edge conditions, COMPUTE logic).
  * `npm run bench -- jsonlogic [vectors-dir]`
  */
@@ -11,7 +11,7 @@ import jsonLogic from 'json-logic-js';
 import { compile } from '../../src/areas/workflows/jsonlogic.js';
 
 const dir = resolve(
-  process.argv[2] ?? new URL('../../../shared/vectors/jsonlogic', import.meta.url).pathname,
+  process.argv[2] ?? new URL('../../test/vectors/jsonlogic', import.meta.url).pathname,
 );
 
 interface Case {

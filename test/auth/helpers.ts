@@ -3,7 +3,7 @@ import { readFileSync } from 'node:fs';
 import { expect } from 'vitest';
 import type { TestApp } from '../helpers/app.js';
 
-export const VECTORS_DIR = new URL('../../../shared/vectors/totp/', import.meta.url);
+export const VECTORS_DIR = new URL('../vectors/totp/', import.meta.url);
 export const readVector = <T>(name: string): T =>
   JSON.parse(readFileSync(new URL(name, VECTORS_DIR), 'utf8'));
 

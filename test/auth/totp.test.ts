@@ -23,7 +23,7 @@ interface Rfc4226 {
 const rfc6238 = readVector<Rfc6238>('rfc6238.json');
 const rfc4226 = readVector<Rfc4226>('rfc4226.json');
 
-describe('TOTP against the RFC vectors (shared/vectors/totp)', () => {
+describe('TOTP against the RFC vectors (test/vectors/totp)', () => {
   it('the test-side HOTP reproduces RFC 4226 Appendix D', () => {
     const key = Buffer.from(rfc4226.secret_hex, 'hex');
     expect(base32Decode(rfc4226.secret_base32_derived).equals(key)).toBe(true);

@@ -5,8 +5,8 @@ import { describe, expect, it } from 'vitest';
 import { parseAllDocuments } from 'yaml';
 import { assertCloudEvent, isRfc3339, validateCloudEvent } from '../../src/areas/events/cloudevent.js';
 
-// Public vectors: ../shared/vectors/cloudevents (SOURCES.md there says where each file comes from).
-const VECTORS = new URL('../../../shared/vectors/cloudevents/', import.meta.url);
+// Public vectors: test/vectors/cloudevents (SOURCES.md there says where each file comes from).
+const VECTORS = new URL('../vectors/cloudevents/', import.meta.url);
 const read = (path: string) => readFileSync(new URL(path, VECTORS), 'utf8');
 
 interface SpecExample {

@@ -15,11 +15,11 @@ interface Vector {
 }
 
 const load = (file: string): Vector[] =>
-  JSON.parse(readFileSync(new URL(`../../../shared/vectors/json-patch/${file}`, import.meta.url), 'utf8'));
+  JSON.parse(readFileSync(new URL(`../vectors/json-patch/${file}`, import.meta.url), 'utf8'));
 
 /**
  * The revision diffs are RFC 6902 patches applied with fast-json-patch through our wrapper; the
- * json-patch-tests vectors (../shared/vectors/json-patch) check both against the RFC.
+ * json-patch-tests vectors (test/vectors/json-patch) check both against the RFC.
  */
 describe(`RFC 6902 patches (${dialectName})`, () => {
   for (const file of ['tests.json', 'spec_tests.json']) {

@@ -10,7 +10,7 @@ import {
   MultiFernet,
 } from '../../src/areas/vault/fernet.js';
 
-const VECTORS = fileURLToPath(new URL('../../../shared/vectors/fernet/', import.meta.url));
+const VECTORS = fileURLToPath(new URL('../vectors/fernet/', import.meta.url));
 const load = <T>(name: string): T[] => JSON.parse(readFileSync(`${VECTORS}${name}`, 'utf8'));
 const seconds = (rfc3339: string) => Date.parse(rfc3339) / 1000;
 

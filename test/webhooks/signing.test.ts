@@ -13,7 +13,7 @@ import {
 } from '../../src/areas/webhooks/signing.js';
 
 const VECTORS = fileURLToPath(
-  new URL('../../../shared/vectors/standard-webhooks/vectors.json', import.meta.url),
+  new URL('../vectors/standard-webhooks/vectors.json', import.meta.url),
 );
 const DOCS = fileURLToPath(new URL('../../docs/webhooks.md', import.meta.url));
 
@@ -56,7 +56,7 @@ beforeAll(async () => {
 });
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
-describe('Standard Webhooks vectors (shared/vectors/standard-webhooks)', () => {
+describe('Standard Webhooks vectors (test/vectors/standard-webhooks)', () => {
   it('has the vectors', () => {
     expect(vectors.sign_vectors.length).toBeGreaterThanOrEqual(2);
     expect(vectors.verify_vectors.length).toBeGreaterThanOrEqual(10);

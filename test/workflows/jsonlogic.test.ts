@@ -11,9 +11,9 @@ import {
   truthy,
 } from '../../src/areas/workflows/jsonlogic.js';
 
-/** The shared vectors the library was chosen by (../shared/vectors/jsonlogic, see its SOURCES.md). */
+/** The shared vectors the library was chosen by (test/vectors/jsonlogic, see its SOURCES.md). */
 const VECTORS = resolve(
-  process.env.SVC_JSONLOGIC_VECTORS ?? join(import.meta.dirname, '../../../shared/vectors/jsonlogic'),
+  process.env.SVC_JSONLOGIC_VECTORS ?? join(import.meta.dirname, '../vectors/jsonlogic'),
 );
 
 interface Case {

@@ -1,4 +1,4 @@
-import { mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -9,6 +9,59 @@ const dbUrl = `sqlite:${dir}/svc.db`;
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
 describe('svc command', () => {
+  it('--help on every command and subcommand prints its usage and exits 0 without side effects', async () => {
+    const quiet = join(dir, 'help');
+    const env = { SVC_DATABASE_URL: `sqlite:${quiet}/svc.db`, SVC_DATA_DIR: quiet, PORT: '1' };
+    const commands = [
+      ['serve'],
+      ['worker'],
+      ['migrate'],
+      ['user', 'create'],
+      ['api-key', 'create'],
+      ['vault', 'rotate-key'],
+    ];
+    const runs = await Promise.all(commands.map((c, i) => runCli([...c, i % 2 ? '-h' : '--help'], env)));
+    for (const [i, res] of runs.entries()) {
+      const name = commands[i].join(' ');
+      expect(res.code, name).toBe(0);
+      expect(res.stdout, name).toContain(`Usage: svc ${name}`);
+      expect(res.stdout, name).toContain('-h, --help');
+      expect(res.stderr, name).toBe('');
+    }
+    // Nothing was created, migrated, listened on or started.
+    expect(existsSync(quiet)).toBe(false);
+    const userHelp = runs[3].stdout;
+    expect(userHelp).toContain('--email <E>');
+    expect(userHelp).toContain('[--role <KEY> ...]');
+    expect(runs[5].stdout).toContain('Usage: svc vault rotate-key [--new-key <K>] [--new-key-file <PATH>]');
+
+    const [top, version, short, group, groupHelp] = await Promise.all([
+      runCli(['--help'], env),
+      runCli(['--version'], env),
+      runCli(['-v'], env),
+      runCli(['user'], env),
+      runCli(['vault', '--help'], env),
+    ]);
+    expect(top.code).toBe(0);
+    // Every command on its own line, its summary separated from its name.
+    for (const c of commands) expect(top.stdout).toMatch(new RegExp(`\\n  ${c.join(' ')} +\\w`));
+    expect(version.stdout.trim()).toMatch(/^\d+\.\d+\.\d+$/);
+    expect(short.stdout).toBe(version.stdout);
+    expect(group.code).toBe(2);
+    expect(group.stdout).toContain('svc user create --email <E>');
+    expect(groupHelp.code).toBe(0);
+    expect(groupHelp.stdout).toContain('svc vault rotate-key');
+    expect(existsSync(quiet)).toBe(false);
+    expect(readdirSync(dir).filter((f) => f.startsWith('help'))).toEqual([]);
+  });
+
+  it('an unknown option is one line pointing at --help', async () => {
+    const res = await runCli(['serve', '--bogus'], { SVC_DATABASE_URL: `sqlite:${dir}/never.db` });
+    expect(res.code).toBe(1);
+    expect(res.stderr.trim()).toBe("svc: Unknown option '--bogus' (see svc --help)");
+    expect(existsSync(join(dir, 'never.db'))).toBe(false);
+  });
+
   it('stops a start with one clear line naming a bad variable', async () => {
     const res = await runCli(['serve'], { PORT: 'eighty' });
     expect(res.code).toBe(1);

@@ -2,7 +2,5 @@ import { identityCommands } from '../areas/identity/cli.js';
 import { vaultRotateKeyCommand } from '../areas/vault/cli.js';
 import type { CliCommand } from './command.js';
 
-export { type CliCommand, CliError } from './command.js';
-
 /** Commands the areas contribute, listed in `svc --help`. */
 export const cliCommands: CliCommand[] = [...identityCommands, vaultRotateKeyCommand];

@@ -5,20 +5,58 @@ import { buildApp } from '../app/build-app.js';
 import { loggerOptions } from '../app/logger.js';
 import { closeContext, createContext, createWorker } from '../app/runtime.js';
 import type { AppContext } from '../app/types.js';
-import { ConfigError, loadConfig } from '../config/config.js';
+import { type Config, ConfigError, loadConfig } from '../config/config.js';
 import { migrateToLatest } from '../db/migrate.js';
 import { openStore } from '../db/store.js';
 import { AppError } from '../http/errors.js';
 import { VERSION } from '../version.js';
+import { type CliCommand, type CliOption, commandHelp, parseArgsOptions, synopsis } from './command.js';
 import { cliCommands } from './commands.js';
 
-const USAGE = `svc ${VERSION}
+/** A command of the `svc` binary: the three process roles here, plus what the areas contribute. */
+interface Entry {
+  name: string;
+  summary: string;
+  options: Record<string, CliOption>;
+  start(config: Config, values: Values): Promise<number>;
+}
+type Values = Record<string, string | string[] | boolean | undefined>;
 
-Usage:
-  svc serve             serve the API (and run the background worker unless SVC_WORKER=false)
-  svc worker            run the background worker only
-  svc migrate           apply pending database migrations
-${cliCommands.map((c) => `  ${c.usage.padEnd(22)}${c.summary}`).join('\n')}
+const entries: Entry[] = [
+  {
+    name: 'serve',
+    summary: 'serve the API (and run the background worker in-process unless SVC_WORKER=false)',
+    options: {},
+    start: async (config) => serve(await createContext(config), config.worker),
+  },
+  {
+    name: 'worker',
+    summary: 'run the background worker only (outbox drain, workflow timers, webhook retries)',
+    options: {},
+    start: async (config) => runWorkerOnly(await createContext(config)),
+  },
+  {
+    name: 'migrate',
+    summary: 'apply pending database migrations and exit',
+    options: {},
+    start: migrate,
+  },
+  ...cliCommands.map((c) => ({
+    ...c,
+    start: (config: Config, values: Values) => runOnce(config, c, values),
+  })),
+];
+
+const USAGE = `svc ${VERSION}: an access-controlled event, workflow and integration service
+
+Usage: svc <command> [options]
+
+Commands:
+${entries.map((e) => `  ${e.name.padEnd(18)}${e.summary}`).join('\n')}
+
+Options:
+  -h, --help        show this help (\`svc <command> --help\` shows a command's options)
+  -v, --version     print the version
 
 Configuration comes from the environment; see README.md.`;
 
@@ -28,37 +66,53 @@ async function main(argv: string[]): Promise<number> {
     console.log(USAGE);
     return command ? 0 : 1;
   }
-  if (command === '--version' || command === 'version') {
+  if (command === '--version' || command === '-v' || command === 'version') {
     console.log(VERSION);
     return 0;
   }
-  const config = loadConfig();
-  if (command === 'migrate') {
-    const store = openStore(config.databaseUrl);
-    try {
-      const applied = await migrateToLatest(store);
-      console.log(applied.length ? `applied: ${applied.join(', ')}` : 'migrations are up to date');
-    } finally {
-      await store.close();
+  const two = `${command} ${rest[0] ?? ''}`;
+  const entry = entries.find((e) => e.name === two || e.name === command);
+  if (!entry) {
+    // `svc user` or `svc user --help`: the group's subcommands.
+    const group = entries.filter((e) => e.name.startsWith(`${command} `));
+    const asked = rest.length === 0 || rest[0] === '--help' || rest[0] === '-h';
+    if (group.length > 0 && asked) {
+      const lines = group.map((e) => `  ${synopsis(e.name, e.options)}\n      ${e.summary}`);
+      console.log(`Usage: svc ${command} <subcommand> [options]\n\nSubcommands:\n${lines.join('\n')}`);
+      return rest.length === 0 ? 2 : 0;
     }
-    return 0;
-  }
-  if (command === 'serve') return serve(await createContext(config), config.worker);
-  if (command === 'worker') return runWorkerOnly(await createContext(config));
-  const sub = cliCommands.find((c) => c.name === `${command} ${rest[0] ?? ''}`.trim() || c.name === command);
-  if (!sub) {
     console.error(`svc: unknown command "${argv.join(' ')}"\n\n${USAGE}`);
     return 2;
   }
-  const args = sub.name.includes(' ') ? rest.slice(1) : rest;
-  const { values } = parseArgs({ args, options: sub.options, strict: true, allowPositionals: false });
-  // One-shot commands print their result on stdout; their logs go to stderr.
+  const args = entry.name.includes(' ') ? rest.slice(1) : rest;
+  const { values } = parseArgs({ args, options: parseArgsOptions(entry.options), strict: true });
+  // Help never loads the configuration, opens the store or starts anything.
+  if (values.help) {
+    console.log(commandHelp(entry.name, entry.summary, entry.options));
+    return 0;
+  }
+  return entry.start(loadConfig(), values as Values);
+}
+
+async function migrate(config: Config): Promise<number> {
+  const store = openStore(config.databaseUrl);
+  try {
+    const applied = await migrateToLatest(store);
+    console.log(applied.length ? `applied: ${applied.join(', ')}` : 'migrations are up to date');
+  } finally {
+    await store.close();
+  }
+  return 0;
+}
+
+/** A one-shot area command: prints its result on stdout; its logs go to stderr. */
+async function runOnce(config: Config, command: CliCommand, values: Values): Promise<number> {
   const ctx = await createContext(config, {
     log: pino(loggerOptions(config.logLevel), pino.destination(2)),
     startup: false,
   });
   try {
-    await sub.run(ctx, values as Record<string, string | string[] | boolean | undefined>);
+    await command.run(ctx, values);
   } finally {
     await closeContext(ctx);
   }
@@ -131,11 +185,8 @@ main(process.argv.slice(2)).then(
   (err) => {
     // One clear line for configuration and usage mistakes; a stack only for the unexpected.
     if (err instanceof ConfigError) console.error(`svc: configuration error: ${err.message}`);
-    else if (
-      err?.code === 'ERR_PARSE_ARGS_UNKNOWN_OPTION' ||
-      err?.code === 'ERR_PARSE_ARGS_INVALID_OPTION_VALUE'
-    )
-      console.error(`svc: ${err.message}`);
+    else if (typeof err?.code === 'string' && err.code.startsWith('ERR_PARSE_ARGS_'))
+      console.error(`svc: ${err.message} (see svc --help)`);
     else if (err?.code === 'SVC_CLI' || err instanceof AppError) console.error(`svc: ${err.message}`);
     // A system error at start (address in use, host unknown, store unreachable or unopenable) is the
     // environment's, not a bug: one line saying what failed.

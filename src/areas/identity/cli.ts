@@ -10,13 +10,17 @@ const text = (v: unknown, name: string): string => {
 export const identityCommands: CliCommand[] = [
   {
     name: 'user create',
-    usage: 'user create',
-    summary: '--email E --password P [--name N] [--role KEY ...]',
+    summary: 'create a user, with the rules of POST /user; prints the user as JSON',
     options: {
-      email: { type: 'string' },
-      password: { type: 'string' },
-      name: { type: 'string' },
-      role: { type: 'string', multiple: true },
+      email: { type: 'string', value: 'E', required: true, help: "the user's email address" },
+      password: { type: 'string', value: 'P', required: true, help: 'at least 8 characters' },
+      name: { type: 'string', value: 'N', help: 'display name' },
+      role: {
+        type: 'string',
+        value: 'KEY',
+        multiple: true,
+        help: 'a role key to grant (repeatable), e.g. admin',
+      },
     },
     async run(ctx, v) {
       try {
@@ -35,14 +39,17 @@ export const identityCommands: CliCommand[] = [
   },
   {
     name: 'api-key create',
-    usage: 'api-key create',
-    summary: '--email E --name N --scope S ... [--expires-in SECONDS]',
+    summary: "create an API key for a user, within the user's own scopes; prints the token once",
     options: {
-      email: { type: 'string' },
-      name: { type: 'string' },
-      description: { type: 'string' },
-      scope: { type: 'string', multiple: true },
-      'expires-in': { type: 'string' },
+      email: { type: 'string', value: 'E', required: true, help: 'the email of the user who owns the key' },
+      name: { type: 'string', value: 'N', required: true, help: 'a name for the key' },
+      description: { type: 'string', value: 'D', help: 'a description' },
+      scope: { type: 'string', value: 'S', multiple: true, required: true, help: 'a scope key (repeatable)' },
+      'expires-in': {
+        type: 'string',
+        value: 'SECONDS',
+        help: 'lifetime in seconds (default 7776000, 90 days)',
+      },
     },
     async run(ctx, v) {
       const identity = ctx.services.identity;

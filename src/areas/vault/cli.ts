@@ -1,5 +1,5 @@
 import { readFileSync } from 'node:fs';
-import { type CliCommand, CliError } from '../../cli/commands.js';
+import { type CliCommand, CliError } from '../../cli/command.js';
 
 /**
  * `svc vault rotate-key --new-key <K>` (or `--new-key-file <path>`, which keeps the key out of the
@@ -9,11 +9,14 @@ import { type CliCommand, CliError } from '../../cli/commands.js';
  */
 export const vaultRotateKeyCommand: CliCommand = {
   name: 'vault rotate-key',
-  usage: 'vault rotate-key --new-key <K>',
-  summary: 're-encrypt vault SECRETs and MFA secrets under a new vault.encryption_key',
+  summary: 're-encrypt vault SECRETs and MFA secrets under a new vault key, in one transaction',
   options: {
-    'new-key': { type: 'string' },
-    'new-key-file': { type: 'string' },
+    'new-key': { type: 'string', value: 'K', help: 'the new key (give this or --new-key-file)' },
+    'new-key-file': {
+      type: 'string',
+      value: 'PATH',
+      help: 'a file holding the new key (keeps it out of shell history and the process list)',
+    },
   },
   async run(ctx, values) {
     const inline = values['new-key'];

@@ -10,9 +10,7 @@ import { LogicEngine } from 'json-logic-engine';
 import jsonLogic from 'json-logic-js';
 import { compile } from '../../src/areas/workflows/jsonlogic.js';
 
-const dir = resolve(
-  process.argv[2] ?? new URL('../../test/vectors/jsonlogic', import.meta.url).pathname,
-);
+const dir = resolve(process.argv[2] ?? new URL('../../test/vectors/jsonlogic', import.meta.url).pathname);
 
 interface Case {
   rule: unknown;

@@ -12,9 +12,7 @@ import {
   standardWebhooksSecret,
 } from '../../src/areas/webhooks/signing.js';
 
-const VECTORS = fileURLToPath(
-  new URL('../vectors/standard-webhooks/vectors.json', import.meta.url),
-);
+const VECTORS = fileURLToPath(new URL('../vectors/standard-webhooks/vectors.json', import.meta.url));
 const DOCS = fileURLToPath(new URL('../../docs/webhooks.md', import.meta.url));
 
 interface SignVector {

@@ -6,8 +6,8 @@ import { migrationsApplied } from '../db/migrate.js';
 import { ping } from '../db/store.js';
 import { satisfies } from '../http/access.js';
 import { AppError } from '../http/errors.js';
+import { describeOperation, openapiOptions } from '../http/openapi.js';
 import { ErrorBody } from '../http/schemas.js';
-import { VERSION } from '../version.js';
 import { handleClientError, handleError, handleFrameworkError } from './errors.js';
 import { registerMetrics } from './metrics.js';
 import { registerAreaRoutes } from './routes.js';
@@ -52,12 +52,18 @@ export async function buildApp(ctx: AppContext): Promise<BuiltApp> {
   });
 
   const routes: RouteEntry[] = [];
+  const operationIds = new Set<string>();
   app.addHook('onRoute', (route) => {
     if (!route.url.startsWith(API_PREFIX) || route.method === 'HEAD') return;
     const access = route.config?.access;
     if (!access) throw new Error(`route ${route.method} ${route.url} declares no access`);
     for (const method of [route.method].flat()) routes.push({ method, url: route.url, access });
-    decorateSchema(route as { schema?: Record<string, unknown> }, access);
+    route.schema ??= {};
+    describeOperation(
+      { method: String(route.method), url: route.url, schema: route.schema as Record<string, unknown> },
+      access,
+      operationIds,
+    );
     if (!route.schema?.body && route.method !== 'GET') refuseBodyFields(route);
   });
 
@@ -99,22 +105,7 @@ export async function buildApp(ctx: AppContext): Promise<BuiltApp> {
   });
 
   registerMetrics(app as never);
-  await app.register(swagger, {
-    openapi: {
-      openapi: '3.1.0',
-      info: {
-        title: 'svc',
-        version: VERSION,
-        description: 'Access-controlled event, workflow and integration service.',
-      },
-      components: {
-        securitySchemes: {
-          bearer: { type: 'http', scheme: 'bearer', description: 'JWT access token or svc_key_ API key' },
-          apiKey: { type: 'apiKey', in: 'header', name: 'X-API-KEY' },
-        },
-      },
-    },
-  });
+  await app.register(swagger, openapiOptions);
   await app.register(swaggerUi, { routePrefix: '/docs', uiConfig: { deepLinking: true } });
 
   app.get('/healthz', { schema: { hide: true }, config: { access: { kind: 'public' } } }, async () => ({
@@ -140,28 +131,6 @@ export async function buildApp(ctx: AppContext): Promise<BuiltApp> {
   );
   await app.ready();
   return { app, routes };
-}
-
-/** Adds to a route's OpenAPI entry what its access implies: security, scopes and the error answers. */
-function decorateSchema(route: { schema?: Record<string, unknown> }, access: RouteEntry['access']) {
-  route.schema ??= {};
-  const schema = route.schema;
-  if (schema.hide) return;
-  schema.response ??= {};
-  const response = schema.response as Record<string, unknown>;
-  const errorRef = { $ref: 'ErrorBody#' };
-  response['400'] ??= errorRef;
-  if (access.kind !== 'public') {
-    const scopes = access.kind === 'scoped' ? [...access.scopes] : [];
-    schema.security = [{ bearer: scopes }, { apiKey: scopes }];
-    response['401'] ??= errorRef;
-    response['403'] ??= errorRef;
-    if (access.kind === 'scoped') {
-      schema['x-required-scopes'] = { scopes, mode: access.mode };
-      const line = `Requires ${access.mode === 'all' ? 'all' : 'any'} of: \`${scopes.join('`, `')}\`.`;
-      schema.description = schema.description ? `${schema.description}\n\n${line}` : line;
-    }
-  }
 }
 
 /**

@@ -26,6 +26,7 @@ export function registerAnalyticsRoutes(api: App, ctx: AppContext): void {
     '/analytics/dashboard/bi/embedded_uuid/embed',
     {
       schema: {
+        operationId: 'getDashboardEmbedUrl',
         tags: ['analytics'],
         summary: 'Signed, expiring embed URL of the configured BI dashboard',
         description:

@@ -52,6 +52,8 @@ export function authRoutes(app: App, auth: AuthService): void {
     '/auth/login/credentials',
     {
       schema: {
+        operationId: 'loginWithCredentials',
+        summary: 'Sign in with email and password',
         tags,
         description: 'Email and password. With MFA enabled the answer is `mfa_required` and an `mfa_token`.',
         body: CredentialsBody,
@@ -61,11 +63,16 @@ export function authRoutes(app: App, auth: AuthService): void {
     },
     async (req) => auth.loginWithCredentials(req.body.email, req.body.password, meta(req)),
   );
-  for (const url of ['/auth/login/mfa_verify', '/auth/login/mfa/verify_login']) {
+  for (const [url, operationId, alias] of [
+    ['/auth/login/mfa_verify', 'verifyMfaLogin', ''],
+    ['/auth/login/mfa/verify_login', 'verifyMfaLoginAlias', ' (alias)'],
+  ]) {
     app.post(
       url,
       {
         schema: {
+          operationId,
+          summary: `Finish an MFA sign-in with a TOTP code${alias}`,
           tags,
           description: 'Second step of an MFA sign-in: the `mfa_token` and a TOTP code.',
           body: MfaVerifyLoginBody,
@@ -80,6 +87,8 @@ export function authRoutes(app: App, auth: AuthService): void {
     '/auth/login/external_idp',
     {
       schema: {
+        operationId: 'loginWithExternalIdp',
+        summary: "Sign in with an external identity provider's ID token",
         tags,
         description: 'Sign in with an OIDC ID token of the configured identity provider.',
         body: ExternalIdpBody,
@@ -93,6 +102,8 @@ export function authRoutes(app: App, auth: AuthService): void {
     '/auth/refresh',
     {
       schema: {
+        operationId: 'refreshTokens',
+        summary: 'Exchange a refresh token for a new token pair',
         tags,
         description: 'Rotates a refresh token. A used token presented again ends its whole session.',
         body: RefreshBody,
@@ -106,6 +117,8 @@ export function authRoutes(app: App, auth: AuthService): void {
     '/auth/logout',
     {
       schema: {
+        operationId: 'logout',
+        summary: 'Sign out: revoke a refresh token',
         tags,
         description: 'Ends the current session and its refresh tokens.',
         response: { 200: Message },
@@ -118,17 +131,43 @@ export function authRoutes(app: App, auth: AuthService): void {
   // ---- MFA
   app.post(
     '/auth/mfa/setup',
-    { schema: { tags, response: { 200: MfaSetupResponse } }, config: authenticated() },
+    {
+      schema: {
+        operationId: 'setUpMfa',
+        summary: 'Start MFA set-up: a new TOTP secret and its otpauth URI',
+        tags,
+        response: { 200: MfaSetupResponse },
+      },
+      config: authenticated(),
+    },
     async (req) => auth.mfaSetup(req.principal),
   );
   app.post(
     '/auth/mfa/verify',
-    { schema: { tags, body: MfaCodeBody, response: { 200: MfaVerifyResponse } }, config: authenticated() },
+    {
+      schema: {
+        operationId: 'verifyMfaSetup',
+        summary: 'Check a TOTP code against the pending MFA secret',
+        tags,
+        body: MfaCodeBody,
+        response: { 200: MfaVerifyResponse },
+      },
+      config: authenticated(),
+    },
     async (req) => auth.mfaVerify(req.principal, req.body.code, meta(req)),
   );
   app.patch(
     '/auth/mfa/enable',
-    { schema: { tags, body: MfaEnableBody, response: { 200: MfaEnableResponse } }, config: authenticated() },
+    {
+      schema: {
+        operationId: 'enableMfa',
+        summary: 'Enable or disable MFA',
+        tags,
+        body: MfaEnableBody,
+        response: { 200: MfaEnableResponse },
+      },
+      config: authenticated(),
+    },
     async (req) => auth.mfaEnable(req.principal, req.body, meta(req)),
   );
 
@@ -137,6 +176,8 @@ export function authRoutes(app: App, auth: AuthService): void {
     '/auth/password_reset/request',
     {
       schema: {
+        operationId: 'requestPasswordReset',
+        summary: 'Ask for a password reset mail',
         tags,
         description: 'Mails a one-time reset token. The answer is the same whether or not the email exists.',
         body: ResetRequestBody,
@@ -148,13 +189,24 @@ export function authRoutes(app: App, auth: AuthService): void {
   );
   app.post(
     '/auth/password_reset/confirm',
-    { schema: { tags, body: ResetConfirmBody, response: { 200: Message } }, config: publicAccess() },
+    {
+      schema: {
+        operationId: 'confirmPasswordReset',
+        summary: 'Set a new password with a reset token',
+        tags,
+        body: ResetConfirmBody,
+        response: { 200: Message },
+      },
+      config: publicAccess(),
+    },
     async (req) => auth.confirmPasswordReset(req.body.token, req.body.new_password, meta(req)),
   );
   app.post(
     '/user/change_password',
     {
       schema: {
+        operationId: 'changePassword',
+        summary: 'Change your own password',
         tags: ['users'],
         description: "Changes the caller's own password; every other session of the account ends.",
         body: ChangePasswordBody,
@@ -170,7 +222,13 @@ export function authRoutes(app: App, auth: AuthService): void {
   app.get(
     '/refresh_token',
     {
-      schema: { tags, querystring: RefreshTokenListQuery, response: { 200: RefreshTokenList } },
+      schema: {
+        operationId: 'listRefreshTokens',
+        summary: 'List your refresh tokens (sessions)',
+        tags,
+        querystring: RefreshTokenListQuery,
+        response: { 200: RefreshTokenList },
+      },
       config: anyScope('auth:manage'),
     },
     async (req) => {
@@ -185,7 +243,13 @@ export function authRoutes(app: App, auth: AuthService): void {
   app.get(
     '/refresh_token/:id',
     {
-      schema: { tags, params: IdParams, response: { 200: RefreshTokenRecord } },
+      schema: {
+        operationId: 'getRefreshToken',
+        summary: 'Get a refresh token record',
+        tags,
+        params: IdParams,
+        response: { 200: RefreshTokenRecord },
+      },
       config: anyScope('auth:manage'),
     },
     async (req) => auth.getRefreshToken(req.params.id),
@@ -194,6 +258,8 @@ export function authRoutes(app: App, auth: AuthService): void {
     '/refresh_token/:id',
     {
       schema: {
+        operationId: 'revokeRefreshToken',
+        summary: 'Revoke a refresh token',
         tags,
         description: 'Revokes the token and its whole family (the sign-in session), then soft-deletes it.',
         params: IdParams,
@@ -208,7 +274,13 @@ export function authRoutes(app: App, auth: AuthService): void {
   app.get(
     '/auth/user/:id/settings',
     {
-      schema: { tags, params: IdParams, response: { 200: UserAuthSettings } },
+      schema: {
+        operationId: 'getUserAuthSettings',
+        summary: "A user's sign-in settings",
+        tags,
+        params: IdParams,
+        response: { 200: UserAuthSettings },
+      },
       config: anyScope('auth:manage'),
     },
     async (req) => auth.getUserSettings(req.params.id),
@@ -217,6 +289,8 @@ export function authRoutes(app: App, auth: AuthService): void {
     '/auth/user/:id/settings',
     {
       schema: {
+        operationId: 'updateUserAuthSettings',
+        summary: "Change a user's sign-in settings",
         tags,
         description: 'Token lifetimes of the user, and whether the password must be reset before signing in.',
         params: IdParams,
@@ -232,7 +306,13 @@ export function authRoutes(app: App, auth: AuthService): void {
   app.post(
     '/auth/device/register',
     {
-      schema: { tags, body: DeviceRegisterBody, response: { 200: DeviceRegistration } },
+      schema: {
+        operationId: 'registerDevice',
+        summary: 'Start registering a device: a registration token',
+        tags,
+        body: DeviceRegisterBody,
+        response: { 200: DeviceRegistration },
+      },
       config: anyScope('auth:manage'),
     },
     async (req) => auth.registerDevice(req.principal.userId, req.body),
@@ -241,6 +321,8 @@ export function authRoutes(app: App, auth: AuthService): void {
     '/auth/device/login',
     {
       schema: {
+        operationId: 'loginWithDevice',
+        summary: 'Sign in as a registered device',
         tags,
         description: 'Exchanges a registration token (once) for tokens bound to the device.',
         body: DeviceLoginBody,
@@ -252,13 +334,24 @@ export function authRoutes(app: App, auth: AuthService): void {
   );
   app.post(
     '/auth/device/consent',
-    { schema: { tags, body: DeviceConsentBody, response: { 200: Device } }, config: authenticated() },
+    {
+      schema: {
+        operationId: 'consentToDevice',
+        summary: 'Approve or refuse a device registration',
+        tags,
+        body: DeviceConsentBody,
+        response: { 200: Device },
+      },
+      config: authenticated(),
+    },
     async (req) => auth.recordConsent(req.principal, req.body),
   );
   app.delete(
     '/auth/device/:id',
     {
       schema: {
+        operationId: 'revokeDevice',
+        summary: 'Revoke a device',
         tags,
         description: "The device's own user removes it; its sessions end.",
         params: IdParams,
@@ -271,7 +364,13 @@ export function authRoutes(app: App, auth: AuthService): void {
   app.get(
     '/device',
     {
-      schema: { tags: deviceTags, querystring: DeviceListQuery, response: { 200: DeviceList } },
+      schema: {
+        operationId: 'listDevices',
+        summary: 'List devices',
+        tags: deviceTags,
+        querystring: DeviceListQuery,
+        response: { 200: DeviceList },
+      },
       config: anyScope('device:read'),
     },
     async (req) => {
@@ -286,7 +385,13 @@ export function authRoutes(app: App, auth: AuthService): void {
   app.get(
     '/device/:id',
     {
-      schema: { tags: deviceTags, params: IdParams, response: { 200: Device } },
+      schema: {
+        operationId: 'getDevice',
+        summary: 'Get a device',
+        tags: deviceTags,
+        params: IdParams,
+        response: { 200: Device },
+      },
       config: anyScope('device:read'),
     },
     async (req) => auth.getDevice(req.params.id),
@@ -294,7 +399,14 @@ export function authRoutes(app: App, auth: AuthService): void {
   app.patch(
     '/device/:id',
     {
-      schema: { tags: deviceTags, params: IdParams, body: DevicePatchBody, response: { 200: Device } },
+      schema: {
+        operationId: 'updateDevice',
+        summary: 'Update a device',
+        tags: deviceTags,
+        params: IdParams,
+        body: DevicePatchBody,
+        response: { 200: Device },
+      },
       config: anyScope('device:write'),
     },
     async (req) => auth.updateDevice(req.principal.userId, req.params.id, req.body),
@@ -302,7 +414,13 @@ export function authRoutes(app: App, auth: AuthService): void {
   app.delete(
     '/device/:id',
     {
-      schema: { tags: deviceTags, params: IdParams, response: { 200: Device } },
+      schema: {
+        operationId: 'deleteDevice',
+        summary: 'Delete a device (soft)',
+        tags: deviceTags,
+        params: IdParams,
+        response: { 200: Device },
+      },
       config: anyScope('device:delete'),
     },
     async (req) => auth.deleteDevice(req.principal.userId, req.params.id),

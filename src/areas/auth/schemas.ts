@@ -18,18 +18,24 @@ export const CredentialsBody = Type.Object(
     email: Email,
     password: Type.String({ minLength: 1, maxLength: 1024 }),
   },
-  { additionalProperties: false },
+  {
+    examples: [{ email: 'ada@example.com', password: 'correct horse battery staple' }],
+    additionalProperties: false,
+  },
 );
 
 /** CONTRACTS §3 token response. */
-export const TokenResponse = Type.Object({
-  access_token: Type.String(),
-  token_type: Type.Literal('bearer'),
-  expires_in: Type.Integer({ description: 'access token lifetime, seconds' }),
-  refresh_token: Type.String(),
-  refresh_expires_at: Timestamp,
-  refresh_expires_in: Type.Integer({ description: 'refresh token lifetime, seconds' }),
-});
+export const TokenResponse = Type.Object(
+  {
+    access_token: Type.String(),
+    token_type: Type.Literal('bearer'),
+    expires_in: Type.Integer({ description: 'access token lifetime, seconds' }),
+    refresh_token: Type.String(),
+    refresh_expires_at: Timestamp,
+    refresh_expires_in: Type.Integer({ description: 'refresh token lifetime, seconds' }),
+  },
+  { $id: 'TokenResponse' },
+);
 
 export const MfaRequired = Type.Object({
   mfa_required: Type.Literal(true),
@@ -37,60 +43,83 @@ export const MfaRequired = Type.Object({
   expires_in: Type.Integer({ description: 'seconds the mfa_token stays valid' }),
 });
 
-export const LoginResponse = Type.Union([TokenResponse, MfaRequired]);
+export const LoginResponse = Type.Union([TokenResponse, MfaRequired], { $id: 'LoginResponse' });
 
 export const MfaVerifyLoginBody = Type.Object(
   { mfa_token: OpaqueToken, code: TotpCode },
-  { additionalProperties: false },
+  { examples: [{ mfa_token: 'mfa_2bT9x0Qe7Lr4Vn1Kc8Zs5Wd3', code: '492039' }], additionalProperties: false },
 );
 
-export const RefreshBody = Type.Object({ refresh_token: OpaqueToken }, { additionalProperties: false });
+export const RefreshBody = Type.Object(
+  { refresh_token: OpaqueToken },
+  { examples: [{ refresh_token: 'rt_5Yb0nP2qXv8Lm3Rk9Tc1Hs7Wd4Fg6Aj' }], additionalProperties: false },
+);
 
 export const ExternalIdpBody = Type.Object(
   { id_token: Type.String({ minLength: 1, maxLength: 16_384 }) },
-  { additionalProperties: false },
+  {
+    examples: [{ id_token: 'eyJhbGciOiJSUzI1NiIsImtpZCI6ImsxIn0.eyJzdWIiOiJhZGEifQ.c2lnbmF0dXJl' }],
+    additionalProperties: false,
+  },
 );
 
 export const MfaSetupResponse = Type.Object({
   secret: Type.String({ description: 'base32 TOTP secret (shown once)' }),
   otpauth_url: Type.String(),
 });
-export const MfaCodeBody = Type.Object({ code: TotpCode }, { additionalProperties: false });
+export const MfaCodeBody = Type.Object(
+  { code: TotpCode },
+  { examples: [{ code: '492039' }], additionalProperties: false },
+);
 export const MfaVerifyResponse = Type.Object({ verified: Type.Literal(true) });
 export const MfaEnableBody = Type.Object(
   { enabled: Type.Boolean(), code: Type.Optional(TotpCode) },
-  { additionalProperties: false },
+  { examples: [{ enabled: true, code: '492039' }], additionalProperties: false },
 );
 export const MfaEnableResponse = Type.Object({ mfa_enabled: Type.Boolean() });
 
-export const ResetRequestBody = Type.Object({ email: Email }, { additionalProperties: false });
+export const ResetRequestBody = Type.Object(
+  { email: Email },
+  { examples: [{ email: 'ada@example.com' }], additionalProperties: false },
+);
 export const ResetConfirmBody = Type.Object(
   { token: OpaqueToken, new_password: NewPassword },
-  { additionalProperties: false },
+  {
+    examples: [{ token: 'prt_8Qm2Zx5Kc1Vb7Nn4Lr0Ts3Wd9', new_password: 'a new and longer passphrase' }],
+    additionalProperties: false,
+  },
 );
 export const ChangePasswordBody = Type.Object(
   { current_password: Type.String({ minLength: 1, maxLength: 1024 }), new_password: NewPassword },
-  { additionalProperties: false },
+  {
+    examples: [
+      { current_password: 'correct horse battery staple', new_password: 'a new and longer passphrase' },
+    ],
+    additionalProperties: false,
+  },
 );
 export const Message = Type.Object({ message: Type.String() });
 
 // ---- refresh token records
-export const RefreshTokenRecord = Type.Object({
-  id: Type.String(),
-  user_id: Type.String(),
-  session_id: Type.String({ description: 'the sign-in session: the rotation family' }),
-  parent_id: Nullable(Type.String()),
-  device_id: Nullable(Type.String()),
-  auth_path: AuthPath,
-  expires_at: Timestamp,
-  ip_address: Nullable(Type.String()),
-  user_agent: Nullable(Type.String()),
-  created_at: Timestamp,
-  used_at: Nullable(Timestamp),
-  revoked_at: Nullable(Timestamp),
-  revoked_reason: Nullable(Type.String()),
-  deleted_at: Nullable(Timestamp),
-});
+export const RefreshTokenRecord = Type.Object(
+  {
+    id: Type.String(),
+    user_id: Type.String(),
+    session_id: Type.String({ description: 'the sign-in session: the rotation family' }),
+    parent_id: Nullable(Type.String()),
+    device_id: Nullable(Type.String()),
+    auth_path: AuthPath,
+    expires_at: Timestamp,
+    ip_address: Nullable(Type.String()),
+    user_agent: Nullable(Type.String()),
+    created_at: Timestamp,
+    used_at: Nullable(Timestamp),
+    revoked_at: Nullable(Timestamp),
+    revoked_reason: Nullable(Type.String()),
+    deleted_at: Nullable(Timestamp),
+  },
+  { $id: 'RefreshTokenRecord' },
+);
 export const RefreshTokenListQuery = ListQuery(
   ['created_at', 'expires_at', 'used_at', 'revoked_at'],
   {
@@ -106,24 +135,27 @@ export type RefreshTokenListQuery = Static<typeof RefreshTokenListQuery>;
 export const RefreshTokenList = ListResponse('refresh_tokens', RefreshTokenRecord);
 
 // ---- devices
-export const Device = Type.Object({
-  id: Type.String(),
-  user_id: Type.String(),
-  name: Type.String(),
-  status: Type.Union([Type.Literal('PENDING'), Type.Literal('REGISTERED')]),
-  registration_expires_at: Timestamp,
-  registered_at: Nullable(Timestamp),
-  registered_by: Nullable(Type.String()),
-  consent_given: Type.Boolean(),
-  consent_at: Nullable(Timestamp),
-  last_login_at: Nullable(Timestamp),
-  access_token_ttl_seconds: Ttl,
-  refresh_token_ttl_seconds: Ttl,
-  created_at: Timestamp,
-  updated_at: Timestamp,
-  updated_by: Nullable(Type.String()),
-  deleted_at: Nullable(Timestamp),
-});
+export const Device = Type.Object(
+  {
+    id: Type.String(),
+    user_id: Type.String(),
+    name: Type.String(),
+    status: Type.Union([Type.Literal('PENDING'), Type.Literal('REGISTERED')]),
+    registration_expires_at: Timestamp,
+    registered_at: Nullable(Timestamp),
+    registered_by: Nullable(Type.String()),
+    consent_given: Type.Boolean(),
+    consent_at: Nullable(Timestamp),
+    last_login_at: Nullable(Timestamp),
+    access_token_ttl_seconds: Ttl,
+    refresh_token_ttl_seconds: Ttl,
+    created_at: Timestamp,
+    updated_at: Timestamp,
+    updated_by: Nullable(Type.String()),
+    deleted_at: Nullable(Timestamp),
+  },
+  { $id: 'Device' },
+);
 export const DeviceRegisterBody = Type.Object(
   {
     user_id: Id,
@@ -131,16 +163,28 @@ export const DeviceRegisterBody = Type.Object(
     access_token_ttl_seconds: Type.Optional(Ttl),
     refresh_token_ttl_seconds: Type.Optional(Ttl),
   },
-  { additionalProperties: false },
+  {
+    examples: [
+      {
+        user_id: '019a6f3e-8c1d-7b2a-9f4e-2d5c8b7a1e03',
+        name: 'Ward tablet 3',
+        refresh_token_ttl_seconds: 2592000,
+      },
+    ],
+    additionalProperties: false,
+  },
 );
-export const DeviceRegistration = Type.Object({
-  device_id: Type.String(),
-  registration_token: Type.String({ description: 'one-time; exchange with POST /auth/device/login' }),
-  expires_at: Timestamp,
-});
+export const DeviceRegistration = Type.Object(
+  {
+    device_id: Type.String(),
+    registration_token: Type.String({ description: 'one-time; exchange with POST /auth/device/login' }),
+    expires_at: Timestamp,
+  },
+  { $id: 'DeviceRegistration' },
+);
 export const DeviceLoginBody = Type.Object(
   { registration_token: OpaqueToken },
-  { additionalProperties: false },
+  { examples: [{ registration_token: 'drt_3Jk8Lp1Mn6Qr0St5Uv2Wx9Yz4' }], additionalProperties: false },
 );
 export const DeviceLoginResponse = Type.Object({
   ...TokenResponse.properties,
@@ -148,7 +192,10 @@ export const DeviceLoginResponse = Type.Object({
 });
 export const DeviceConsentBody = Type.Object(
   { device_id: Type.Optional(Id), consent_given: Type.Boolean() },
-  { additionalProperties: false },
+  {
+    examples: [{ device_id: '019a6f40-1b7e-7d35-a0c2-7e1f9d4b3c58', consent_given: true }],
+    additionalProperties: false,
+  },
 );
 export const DevicePatchBody = Type.Object(
   {
@@ -156,7 +203,7 @@ export const DevicePatchBody = Type.Object(
     access_token_ttl_seconds: Type.Optional(Ttl),
     refresh_token_ttl_seconds: Type.Optional(Ttl),
   },
-  { additionalProperties: false, minProperties: 1 },
+  { examples: [{ name: 'Ward tablet 3 (night shift)' }], additionalProperties: false, minProperties: 1 },
 );
 export const DeviceListQuery = ListQuery(
   ['created_at', 'updated_at', 'name', 'last_login_at'],
@@ -167,18 +214,25 @@ export type DeviceListQuery = Static<typeof DeviceListQuery>;
 export const DeviceList = ListResponse('devices', Device);
 
 // ---- per-user settings
-export const UserAuthSettings = Type.Object({
-  user_id: Type.String(),
-  mfa_enabled: Type.Boolean(),
-  password_reset_required: Type.Boolean(),
-  access_token_ttl_seconds: Ttl,
-  refresh_token_ttl_seconds: Ttl,
-});
+export const UserAuthSettings = Type.Object(
+  {
+    user_id: Type.String(),
+    mfa_enabled: Type.Boolean(),
+    password_reset_required: Type.Boolean(),
+    access_token_ttl_seconds: Ttl,
+    refresh_token_ttl_seconds: Ttl,
+  },
+  { $id: 'UserAuthSettings' },
+);
 export const UserAuthSettingsPatch = Type.Object(
   {
     access_token_ttl_seconds: Type.Optional(Ttl),
     refresh_token_ttl_seconds: Type.Optional(Ttl),
     password_reset_required: Type.Optional(Type.Boolean()),
   },
-  { additionalProperties: false, minProperties: 1 },
+  {
+    examples: [{ refresh_token_ttl_seconds: 86400, password_reset_required: false }],
+    additionalProperties: false,
+    minProperties: 1,
+  },
 );

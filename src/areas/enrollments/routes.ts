@@ -30,6 +30,7 @@ export function registerEnrollmentRoutes(api: App, ctx: AppContext): void {
     '/enrollment',
     {
       schema: {
+        operationId: 'listEnrollments',
         tags,
         summary: 'List enrollments',
         description:
@@ -53,6 +54,7 @@ export function registerEnrollmentRoutes(api: App, ctx: AppContext): void {
     '/enrollment',
     {
       schema: {
+        operationId: 'createEnrollments',
         tags,
         summary: 'Enroll a responder into questionnaires',
         description:
@@ -69,6 +71,7 @@ export function registerEnrollmentRoutes(api: App, ctx: AppContext): void {
     '/enrollment/:id',
     {
       schema: {
+        operationId: 'getEnrollment',
         tags,
         summary: 'Get an enrollment',
         description:
@@ -85,6 +88,7 @@ export function registerEnrollmentRoutes(api: App, ctx: AppContext): void {
     '/enrollment/:id',
     {
       schema: {
+        operationId: 'updateEnrollment',
         tags,
         summary: 'Update an enrollment or change its status',
         description:
@@ -102,6 +106,7 @@ export function registerEnrollmentRoutes(api: App, ctx: AppContext): void {
     '/enrollment/:id',
     {
       schema: {
+        operationId: 'deleteEnrollment',
         tags,
         summary: 'Delete an enrollment (soft)',
         description:
@@ -121,6 +126,7 @@ export function registerEnrollmentRoutes(api: App, ctx: AppContext): void {
     '/enrollment_user',
     {
       schema: {
+        operationId: 'listEnrollmentUsers',
         tags,
         summary: 'Users with enrollments',
         description:
@@ -144,6 +150,7 @@ export function registerEnrollmentRoutes(api: App, ctx: AppContext): void {
     '/enrollment_consent',
     {
       schema: {
+        operationId: 'consentToEnrollment',
         tags,
         summary: 'Consent to, decline or withdraw from your own enrollment',
         body: ConsentBody,
@@ -158,6 +165,7 @@ export function registerEnrollmentRoutes(api: App, ctx: AppContext): void {
     '/enrollment_fetch',
     {
       schema: {
+        operationId: 'fetchOwnEnrollments',
         tags,
         summary: 'Your own enrollments with their questionnaires',
         querystring: EnrollmentFetchQuery,

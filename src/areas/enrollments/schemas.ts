@@ -29,25 +29,28 @@ const ConsentVersion = Type.String({
 });
 const Reason = Type.String({ minLength: 1, maxLength: 2000 });
 
-export const Enrollment = Type.Object({
-  id: Type.String(),
-  user_id: Type.String({ description: 'The enrolled responder.' }),
-  questionnaire_ids: Type.Array(Type.String()),
-  status: EnrollmentStatusSchema,
-  consent_required: Type.Boolean({
-    description: 'false: consent was recorded outside the app and the enrollment started ENROLLED.',
-  }),
-  consent_version: Nullable(Type.String()),
-  consented_at: Nullable(Timestamp),
-  starts_at: Nullable(Timestamp),
-  ends_at: Nullable(Timestamp),
-  schedule: Nullable(JsonObject),
-  metadata: Nullable(JsonObject),
-  status_reason: Nullable(Type.String()),
-  status_changed_at: Timestamp,
-  created_by: Type.String(),
-  ...AuditFields,
-});
+export const Enrollment = Type.Object(
+  {
+    id: Type.String(),
+    user_id: Type.String({ description: 'The enrolled responder.' }),
+    questionnaire_ids: Type.Array(Type.String()),
+    status: EnrollmentStatusSchema,
+    consent_required: Type.Boolean({
+      description: 'false: consent was recorded outside the app and the enrollment started ENROLLED.',
+    }),
+    consent_version: Nullable(Type.String()),
+    consented_at: Nullable(Timestamp),
+    starts_at: Nullable(Timestamp),
+    ends_at: Nullable(Timestamp),
+    schedule: Nullable(JsonObject),
+    metadata: Nullable(JsonObject),
+    status_reason: Nullable(Type.String()),
+    status_changed_at: Timestamp,
+    created_by: Type.String(),
+    ...AuditFields,
+  },
+  { $id: 'Enrollment' },
+);
 
 export const CreateEnrollmentBody = Type.Object(
   {
@@ -60,7 +63,18 @@ export const CreateEnrollmentBody = Type.Object(
     schedule: Type.Optional(Nullable(JsonObject)),
     metadata: Type.Optional(Nullable(JsonObject)),
   },
-  { additionalProperties: false },
+  {
+    examples: [
+      {
+        user_id: '019a6f3e-8c1d-7b2a-9f4e-2d5c8b7a1e03',
+        questionnaire_ids: ['019a6f40-1b7e-7d35-a0c2-7e1f9d4b3c58'],
+        consent_required: true,
+        consent_version: '2026-01',
+        starts_at: '2026-12-01T00:00:00Z',
+      },
+    ],
+    additionalProperties: false,
+  },
 );
 
 export const UpdateEnrollmentBody = Type.Object(
@@ -74,7 +88,11 @@ export const UpdateEnrollmentBody = Type.Object(
     schedule: Type.Optional(Nullable(JsonObject)),
     metadata: Type.Optional(Nullable(JsonObject)),
   },
-  { additionalProperties: false, minProperties: 1 },
+  {
+    examples: [{ status: 'COMPLETED', status_reason: 'All questionnaires answered' }],
+    additionalProperties: false,
+    minProperties: 1,
+  },
 );
 
 const EnrollmentFilters = {
@@ -123,7 +141,12 @@ export const ConsentBody = Type.Object(
     consent_version: Type.Optional(ConsentVersion),
     reason: Type.Optional(Reason),
   },
-  { additionalProperties: false },
+  {
+    examples: [
+      { enrollment_id: '019a6f40-1b7e-7d35-a0c2-7e1f9d4b3c58', consent: true, consent_version: '2026-01' },
+    ],
+    additionalProperties: false,
+  },
 );
 
 const FetchedQuestionnaire = Type.Object({

@@ -14,6 +14,7 @@ export function registerEventRoutes(api: App, ctx: AppContext): void {
     '/event_definition',
     {
       schema: {
+        operationId: 'listEventDefinitions',
         tags: ['events'],
         summary: 'List the event definition registry',
         description: 'Every event type the service emits, with the JSON Schema of its data and examples.',
@@ -29,6 +30,7 @@ export function registerEventRoutes(api: App, ctx: AppContext): void {
     '/event_delivery_task',
     {
       schema: {
+        operationId: 'listEventDeliveryTasks',
         tags: ['events'],
         summary: 'List outbox tasks',
         description: 'The transactional outbox: one task per published event and its processing state.',

@@ -38,6 +38,8 @@ export function identityRoutes(app: App, identity: IdentityService): void {
     '/user',
     {
       schema: {
+        operationId: 'listUsers',
+        summary: 'List users',
         tags: ['users'],
         querystring: ListQuery(
           ['email', 'name', ...AUDIT_SORT],
@@ -64,20 +66,42 @@ export function identityRoutes(app: App, identity: IdentityService): void {
   app.post(
     '/user',
     {
-      schema: { tags: ['users'], body: CreateUserBody, response: { 200: User } },
+      schema: {
+        operationId: 'createUser',
+        summary: 'Create a user',
+        tags: ['users'],
+        body: CreateUserBody,
+        response: { 200: User },
+      },
       config: anyScope('user:write'),
     },
     async (req) => identity.createUser(req.principal.userId, req.body),
   );
   app.get(
     '/user/:id',
-    { schema: { tags: ['users'], params: IdParams, response: { 200: User } }, config: anyScope('user:read') },
+    {
+      schema: {
+        operationId: 'getUser',
+        summary: 'Get a user',
+        tags: ['users'],
+        params: IdParams,
+        response: { 200: User },
+      },
+      config: anyScope('user:read'),
+    },
     async (req) => identity.getUser(req.params.id),
   );
   app.patch(
     '/user/:id',
     {
-      schema: { tags: ['users'], params: IdParams, body: UpdateUserBody, response: { 200: User } },
+      schema: {
+        operationId: 'updateUser',
+        summary: 'Update a user',
+        tags: ['users'],
+        params: IdParams,
+        body: UpdateUserBody,
+        response: { 200: User },
+      },
       config: anyScope('user:write'),
     },
     async (req) => identity.updateUser(req.principal.userId, req.params.id, req.body),
@@ -85,7 +109,13 @@ export function identityRoutes(app: App, identity: IdentityService): void {
   app.delete(
     '/user/:id',
     {
-      schema: { tags: ['users'], params: IdParams, response: { 200: User } },
+      schema: {
+        operationId: 'deleteUser',
+        summary: 'Delete a user (soft)',
+        tags: ['users'],
+        params: IdParams,
+        response: { 200: User },
+      },
       config: anyScope('user:delete'),
     },
     async (req) => identity.deleteUser(req.principal.userId, req.params.id),
@@ -94,7 +124,15 @@ export function identityRoutes(app: App, identity: IdentityService): void {
   // ---- current user (open endpoint: authenticated, no scope)
   app.get(
     '/current_user',
-    { schema: { tags: ['users'], response: { 200: CurrentUser } }, config: authenticated() },
+    {
+      schema: {
+        operationId: 'getCurrentUser',
+        summary: 'The signed-in user, with roles and effective scopes',
+        tags: ['users'],
+        response: { 200: CurrentUser },
+      },
+      config: authenticated(),
+    },
     async (req) => {
       const [user, roles] = await Promise.all([
         identity.getUser(req.principal.userId),
@@ -109,6 +147,8 @@ export function identityRoutes(app: App, identity: IdentityService): void {
     '/role',
     {
       schema: {
+        operationId: 'listRoles',
+        summary: 'List roles',
         tags: ['roles'],
         querystring: ListQuery(
           ['key', 'name', ...AUDIT_SORT],
@@ -135,20 +175,42 @@ export function identityRoutes(app: App, identity: IdentityService): void {
   app.post(
     '/role',
     {
-      schema: { tags: ['roles'], body: CreateRoleBody, response: { 200: Role } },
+      schema: {
+        operationId: 'createRole',
+        summary: 'Create a role',
+        tags: ['roles'],
+        body: CreateRoleBody,
+        response: { 200: Role },
+      },
       config: anyScope('user:write'),
     },
     async (req) => identity.createRole(req.principal.userId, req.body),
   );
   app.get(
     '/role/:id',
-    { schema: { tags: ['roles'], params: IdParams, response: { 200: Role } }, config: anyScope('user:read') },
+    {
+      schema: {
+        operationId: 'getRole',
+        summary: 'Get a role',
+        tags: ['roles'],
+        params: IdParams,
+        response: { 200: Role },
+      },
+      config: anyScope('user:read'),
+    },
     async (req) => identity.getRole(req.params.id),
   );
   app.patch(
     '/role/:id',
     {
-      schema: { tags: ['roles'], params: IdParams, body: UpdateRoleBody, response: { 200: Role } },
+      schema: {
+        operationId: 'updateRole',
+        summary: 'Update a role',
+        tags: ['roles'],
+        params: IdParams,
+        body: UpdateRoleBody,
+        response: { 200: Role },
+      },
       config: anyScope('user:write'),
     },
     async (req) => identity.updateRole(req.principal.userId, req.params.id, req.body),
@@ -156,7 +218,13 @@ export function identityRoutes(app: App, identity: IdentityService): void {
   app.delete(
     '/role/:id',
     {
-      schema: { tags: ['roles'], params: IdParams, response: { 200: MessageBody } },
+      schema: {
+        operationId: 'deleteRole',
+        summary: 'Delete a role (soft)',
+        tags: ['roles'],
+        params: IdParams,
+        response: { 200: MessageBody },
+      },
       config: anyScope('user:delete'),
     },
     async (req) => {
@@ -167,7 +235,13 @@ export function identityRoutes(app: App, identity: IdentityService): void {
   app.get(
     '/role/:id/scope',
     {
-      schema: { tags: ['roles'], params: IdParams, response: { 200: PersistedRoleScopes } },
+      schema: {
+        operationId: 'getRoleScopes',
+        summary: 'The scopes granted to a role',
+        tags: ['roles'],
+        params: IdParams,
+        response: { 200: PersistedRoleScopes },
+      },
       config: anyScope('user:read'),
     },
     async (req) => identity.persistedRoleScopes(req.params.id),
@@ -176,6 +250,8 @@ export function identityRoutes(app: App, identity: IdentityService): void {
     '/role/:id/scope',
     {
       schema: {
+        operationId: 'putRoleScopes',
+        summary: 'Replace the scopes granted to a role',
         tags: ['roles'],
         params: IdParams,
         body: PutRoleScopesBody,
@@ -191,6 +267,8 @@ export function identityRoutes(app: App, identity: IdentityService): void {
     '/user_role',
     {
       schema: {
+        operationId: 'listUserRoles',
+        summary: 'List user-role assignments',
         tags: ['roles'],
         querystring: ListQuery(
           AUDIT_SORT,
@@ -213,7 +291,13 @@ export function identityRoutes(app: App, identity: IdentityService): void {
   app.post(
     '/user_role',
     {
-      schema: { tags: ['roles'], body: CreateUserRoleBody, response: { 200: UserRole } },
+      schema: {
+        operationId: 'createUserRole',
+        summary: 'Give a user a role',
+        tags: ['roles'],
+        body: CreateUserRoleBody,
+        response: { 200: UserRole },
+      },
       config: anyScope('user:write'),
     },
     async (req) => identity.assignRole(req.principal.userId, req.body),
@@ -221,7 +305,13 @@ export function identityRoutes(app: App, identity: IdentityService): void {
   app.get(
     '/user_role/:id',
     {
-      schema: { tags: ['roles'], params: IdParams, response: { 200: UserRole } },
+      schema: {
+        operationId: 'getUserRole',
+        summary: 'Get a user-role assignment',
+        tags: ['roles'],
+        params: IdParams,
+        response: { 200: UserRole },
+      },
       config: anyScope('user:read'),
     },
     async (req) => identity.getUserRole(req.params.id),
@@ -229,7 +319,13 @@ export function identityRoutes(app: App, identity: IdentityService): void {
   app.delete(
     '/user_role/:id',
     {
-      schema: { tags: ['roles'], params: IdParams, response: { 200: MessageBody } },
+      schema: {
+        operationId: 'deleteUserRole',
+        summary: 'Take a role from a user',
+        tags: ['roles'],
+        params: IdParams,
+        response: { 200: MessageBody },
+      },
       config: anyScope('user:delete'),
     },
     async (req) => {
@@ -242,7 +338,12 @@ export function identityRoutes(app: App, identity: IdentityService): void {
   app.get(
     '/scope',
     {
-      schema: { tags: ['scopes'], response: { 200: Type.Object({ scopes: Type.Array(Scope) }) } },
+      schema: {
+        operationId: 'listScopes',
+        summary: 'List the scope catalogue',
+        tags: ['scopes'],
+        response: { 200: Type.Object({ scopes: Type.Array(Scope) }) },
+      },
       config: anyScope('user:read'),
     },
     async () => ({ scopes: [...identity.scopeCatalogue()] }),
@@ -251,6 +352,8 @@ export function identityRoutes(app: App, identity: IdentityService): void {
     '/role_scope',
     {
       schema: {
+        operationId: 'getRoleScopeTable',
+        summary: 'The role-scope table of every role',
         tags: ['scopes'],
         response: {
           200: Type.Object({
@@ -276,6 +379,8 @@ export function identityRoutes(app: App, identity: IdentityService): void {
     '/role_scope_entry',
     {
       schema: {
+        operationId: 'listRoleScopeEntries',
+        summary: 'List role-scope grants',
         tags: ['scopes'],
         querystring: ListQuery(
           ['scope_key', ...AUDIT_SORT],
@@ -302,7 +407,13 @@ export function identityRoutes(app: App, identity: IdentityService): void {
   app.post(
     '/role_scope_entry',
     {
-      schema: { tags: ['scopes'], body: CreateRoleScopeBody, response: { 200: RoleScopeEntry } },
+      schema: {
+        operationId: 'createRoleScopeEntry',
+        summary: 'Grant a scope to a role',
+        tags: ['scopes'],
+        body: CreateRoleScopeBody,
+        response: { 200: RoleScopeEntry },
+      },
       config: anyScope('user:write'),
     },
     async (req) => identity.addRoleScope(req.principal.userId, req.body),
@@ -310,7 +421,13 @@ export function identityRoutes(app: App, identity: IdentityService): void {
   app.get(
     '/role_scope_entry/:id',
     {
-      schema: { tags: ['scopes'], params: IdParams, response: { 200: RoleScopeEntry } },
+      schema: {
+        operationId: 'getRoleScopeEntry',
+        summary: 'Get a role-scope grant',
+        tags: ['scopes'],
+        params: IdParams,
+        response: { 200: RoleScopeEntry },
+      },
       config: anyScope('user:read'),
     },
     async (req) => identity.getRoleScopeEntry(req.params.id),
@@ -318,7 +435,13 @@ export function identityRoutes(app: App, identity: IdentityService): void {
   app.delete(
     '/role_scope_entry/:id',
     {
-      schema: { tags: ['scopes'], params: IdParams, response: { 200: MessageBody } },
+      schema: {
+        operationId: 'deleteRoleScopeEntry',
+        summary: 'Revoke a scope from a role',
+        tags: ['scopes'],
+        params: IdParams,
+        response: { 200: MessageBody },
+      },
       config: anyScope('user:write'),
     },
     async (req) => {
@@ -331,7 +454,13 @@ export function identityRoutes(app: App, identity: IdentityService): void {
   app.post(
     '/api_key',
     {
-      schema: { tags: ['api keys'], body: CreateApiKeyBody, response: { 200: CreatedApiKey } },
+      schema: {
+        operationId: 'createApiKey',
+        summary: 'Create an API key (the token is answered once)',
+        tags: ['api keys'],
+        body: CreateApiKeyBody,
+        response: { 200: CreatedApiKey },
+      },
       config: anyScope('auth:manage'),
     },
     async (req) => identity.createApiKey(req.principal, req.body),
@@ -340,6 +469,8 @@ export function identityRoutes(app: App, identity: IdentityService): void {
     '/api_key',
     {
       schema: {
+        operationId: 'listApiKeys',
+        summary: 'List your API keys',
         tags: ['api keys'],
         querystring: ListQuery(
           ['name', 'expires_at', 'created_at'],
@@ -362,7 +493,13 @@ export function identityRoutes(app: App, identity: IdentityService): void {
   app.get(
     '/api_key/:id',
     {
-      schema: { tags: ['api keys'], params: IdParams, response: { 200: ApiKey } },
+      schema: {
+        operationId: 'getApiKey',
+        summary: 'Get an API key',
+        tags: ['api keys'],
+        params: IdParams,
+        response: { 200: ApiKey },
+      },
       config: anyScope('auth:manage'),
     },
     async (req) => identity.getApiKey(req.principal, req.params.id),
@@ -370,7 +507,13 @@ export function identityRoutes(app: App, identity: IdentityService): void {
   app.delete(
     '/api_key/:id',
     {
-      schema: { tags: ['api keys'], params: IdParams, response: { 200: ApiKey } },
+      schema: {
+        operationId: 'deleteApiKey',
+        summary: 'Revoke an API key',
+        tags: ['api keys'],
+        params: IdParams,
+        response: { 200: ApiKey },
+      },
       config: anyScope('auth:manage'),
     },
     async (req) => identity.revokeApiKey(req.principal, req.params.id),

@@ -7,35 +7,53 @@ export const Password = Type.String({ minLength: MIN_PASSWORD_LENGTH, maxLength:
 export const RoleKey = Type.String({ pattern: '^[a-z][a-z0-9_-]{0,63}$' });
 export const ScopeKey = Type.String({ minLength: 3, maxLength: 100 });
 
-export const User = Type.Object({
-  id: Id,
-  email: Type.String(),
-  name: Nullable(Type.String()),
-  mfa_enabled: Type.Boolean(),
-  ...AuditFields,
-});
+export const User = Type.Object(
+  {
+    id: Id,
+    email: Type.String(),
+    name: Nullable(Type.String()),
+    mfa_enabled: Type.Boolean(),
+    ...AuditFields,
+  },
+  { $id: 'User' },
+);
 
-export const Role = Type.Object({
-  id: Id,
-  key: Type.String(),
-  name: Type.String(),
-  description: Nullable(Type.String()),
-  is_builtin: Type.Boolean(),
-  ...AuditFields,
-});
+export const Role = Type.Object(
+  {
+    id: Id,
+    key: Type.String(),
+    name: Type.String(),
+    description: Nullable(Type.String()),
+    is_builtin: Type.Boolean(),
+    ...AuditFields,
+  },
+  { $id: 'Role' },
+);
 
-export const UserRole = Type.Object({ id: Id, user_id: Id, role_id: Id, ...AuditFields });
+export const UserRole = Type.Object(
+  { id: Id, user_id: Id, role_id: Id, ...AuditFields },
+  { $id: 'UserRole' },
+);
 
-export const RoleScopeEntry = Type.Object({ id: Id, role_id: Id, scope_key: Type.String(), ...AuditFields });
+export const RoleScopeEntry = Type.Object(
+  { id: Id, role_id: Id, scope_key: Type.String(), ...AuditFields },
+  { $id: 'RoleScopeEntry' },
+);
 
-export const Scope = Type.Object({ key: Type.String(), name: Type.String(), description: Type.String() });
+export const Scope = Type.Object(
+  { key: Type.String(), name: Type.String(), description: Type.String() },
+  { $id: 'Scope' },
+);
 
-export const CurrentUser = Type.Object({
-  ...User.properties,
-  roles: Type.Array(Role),
-  scopes: Type.Array(Type.String()),
-  auth_path: Type.String(),
-});
+export const CurrentUser = Type.Object(
+  {
+    ...User.properties,
+    roles: Type.Array(Role),
+    scopes: Type.Array(Type.String()),
+    auth_path: Type.String(),
+  },
+  { $id: 'CurrentUser' },
+);
 
 export const CreateUserBody = Type.Object(
   {
@@ -44,7 +62,17 @@ export const CreateUserBody = Type.Object(
     name: Type.Optional(Nullable(Type.String({ maxLength: 200 }))),
     role_keys: Type.Optional(Type.Array(RoleKey, { maxItems: 50 })),
   },
-  { additionalProperties: false },
+  {
+    examples: [
+      {
+        email: 'ada@example.com',
+        password: 'correct horse battery staple',
+        name: 'Ada Lovelace',
+        role_keys: ['admin'],
+      },
+    ],
+    additionalProperties: false,
+  },
 );
 
 export const UpdateUserBody = Type.Object(
@@ -53,7 +81,7 @@ export const UpdateUserBody = Type.Object(
     name: Type.Optional(Nullable(Type.String({ maxLength: 200 }))),
     password: Type.Optional(Password),
   },
-  { additionalProperties: false, minProperties: 1 },
+  { examples: [{ name: 'Ada King' }], additionalProperties: false, minProperties: 1 },
 );
 
 export const CreateRoleBody = Type.Object(
@@ -62,7 +90,10 @@ export const CreateRoleBody = Type.Object(
     name: Type.String({ minLength: 1, maxLength: 200 }),
     description: Type.Optional(Nullable(Type.String({ maxLength: 2000 }))),
   },
-  { additionalProperties: false },
+  {
+    examples: [{ key: 'auditor', name: 'Auditor', description: 'Reads everything, changes nothing' }],
+    additionalProperties: false,
+  },
 );
 
 export const UpdateRoleBody = Type.Object(
@@ -70,17 +101,32 @@ export const UpdateRoleBody = Type.Object(
     name: Type.Optional(Type.String({ minLength: 1, maxLength: 200 })),
     description: Type.Optional(Nullable(Type.String({ maxLength: 2000 }))),
   },
-  { additionalProperties: false, minProperties: 1 },
+  {
+    examples: [{ description: 'Reads everything except the vault' }],
+    additionalProperties: false,
+    minProperties: 1,
+  },
 );
 
-export const CreateUserRoleBody = Type.Object({ user_id: Id, role_id: Id }, { additionalProperties: false });
+export const CreateUserRoleBody = Type.Object(
+  { user_id: Id, role_id: Id },
+  {
+    examples: [
+      { user_id: '019a6f3e-8c1d-7b2a-9f4e-2d5c8b7a1e03', role_id: '019a6f3e-9a44-7c10-8e21-5b0d3f6c2a17' },
+    ],
+    additionalProperties: false,
+  },
+);
 export const CreateRoleScopeBody = Type.Object(
   { role_id: Id, scope_key: ScopeKey },
-  { additionalProperties: false },
+  {
+    examples: [{ role_id: '019a6f3e-9a44-7c10-8e21-5b0d3f6c2a17', scope_key: 'user:read' }],
+    additionalProperties: false,
+  },
 );
 export const PutRoleScopesBody = Type.Object(
   { scope_keys: Type.Array(ScopeKey, { maxItems: 200 }) },
-  { additionalProperties: false },
+  { examples: [{ scope_keys: ['user:read', 'role:read', 'workflow:read'] }], additionalProperties: false },
 );
 export const RoleScopeDiff = Type.Object({
   role_id: Id,
@@ -91,20 +137,26 @@ export const RoleScopeDiff = Type.Object({
 });
 export const PersistedRoleScopes = Type.Object({ role_id: Id, scope_keys: Type.Array(Type.String()) });
 
-export const ApiKey = Type.Object({
-  id: Id,
-  user_id: Id,
-  name: Type.String(),
-  description: Nullable(Type.String()),
-  token_hint: Type.String(),
-  scope_keys: Type.Array(Type.String()),
-  expires_at: Timestamp,
-  is_revoked: Type.Boolean(),
-  revoked_at: Nullable(Timestamp),
-  last_used_at: Nullable(Timestamp),
-  created_at: Timestamp,
-});
-export const CreatedApiKey = Type.Object({ ...ApiKey.properties, token: Type.String() });
+export const ApiKey = Type.Object(
+  {
+    id: Id,
+    user_id: Id,
+    name: Type.String(),
+    description: Nullable(Type.String()),
+    token_hint: Type.String(),
+    scope_keys: Type.Array(Type.String()),
+    expires_at: Timestamp,
+    is_revoked: Type.Boolean(),
+    revoked_at: Nullable(Timestamp),
+    last_used_at: Nullable(Timestamp),
+    created_at: Timestamp,
+  },
+  { $id: 'ApiKey' },
+);
+export const CreatedApiKey = Type.Object(
+  { ...ApiKey.properties, token: Type.String() },
+  { $id: 'CreatedApiKey' },
+);
 /**
  * API key lifetime bounds, seconds. The minimum is SPEC Limits; the maximum (100 years of 365 days)
  * keeps `expires_at` a 4-digit-year ISO timestamp, which text comparison and `toISOString` need.
@@ -121,5 +173,15 @@ export const CreateApiKeyBody = Type.Object(
       description: 'Lifetime in seconds: at least 3600, at most 3153600000 (100 years).',
     }),
   },
-  { additionalProperties: false },
+  {
+    examples: [
+      {
+        name: 'ci deploys',
+        description: 'Used by the deploy pipeline',
+        scope_keys: ['event_subscription:read', 'workflow:read'],
+        expires_in: 7776000,
+      },
+    ],
+    additionalProperties: false,
+  },
 );

@@ -28,6 +28,7 @@ export function registerPluginRoutes(api: App, ctx: AppContext): void {
     {
       config: anyScope('plugin:read'),
       schema: {
+        operationId: 'listPluginDefinitions',
         tags,
         summary: 'List plugin definitions (discovered at start-up, read-only)',
         querystring: DefinitionListQuery,
@@ -42,6 +43,7 @@ export function registerPluginRoutes(api: App, ctx: AppContext): void {
     {
       config: anyScope('plugin:read'),
       schema: {
+        operationId: 'getPluginDefinition',
         tags,
         summary: 'Get a plugin definition',
         params: IdParams,
@@ -56,6 +58,7 @@ export function registerPluginRoutes(api: App, ctx: AppContext): void {
     {
       config: anyScope('plugin:write'),
       schema: {
+        operationId: 'createPluginInstance',
         tags,
         summary:
           "Create a plugin instance (config_json is validated against the definition's instance_config_schema)",
@@ -71,6 +74,7 @@ export function registerPluginRoutes(api: App, ctx: AppContext): void {
     {
       config: anyScope('plugin:read'),
       schema: {
+        operationId: 'listPluginInstances',
         tags,
         summary: 'List plugin instances',
         querystring: InstanceListQuery,
@@ -85,6 +89,7 @@ export function registerPluginRoutes(api: App, ctx: AppContext): void {
     {
       config: anyScope('plugin:read'),
       schema: {
+        operationId: 'getPluginInstance',
         tags,
         summary: 'Get a plugin instance',
         params: IdParams,
@@ -99,6 +104,7 @@ export function registerPluginRoutes(api: App, ctx: AppContext): void {
     {
       config: anyScope('plugin:write'),
       schema: {
+        operationId: 'updatePluginInstance',
         tags,
         summary: 'Update a plugin instance (a new config_json is validated and re-hashed)',
         params: IdParams,
@@ -115,6 +121,7 @@ export function registerPluginRoutes(api: App, ctx: AppContext): void {
       // SPEC's table says plugin:write, its list of enforced scopes has plugin:delete: either suffices.
       config: anyScope('plugin:write', 'plugin:delete'),
       schema: {
+        operationId: 'deletePluginInstance',
         tags,
         summary: 'Delete a plugin instance (soft; workflow nodes using it fail at run time)',
         params: IdParams,
@@ -132,6 +139,7 @@ export function registerPluginRoutes(api: App, ctx: AppContext): void {
     {
       config: anyScope('plugin:write'),
       schema: {
+        operationId: 'invokePluginInstance',
         tags,
         summary: 'Invoke an action of a plugin instance; answers {output}',
         description:

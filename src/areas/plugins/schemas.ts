@@ -44,7 +44,7 @@ export const PluginDefinitionSchema = Type.Object(
     created_at: Timestamp,
     updated_at: Timestamp,
   },
-  { additionalProperties: false },
+  { $id: 'PluginDefinition', additionalProperties: false },
 );
 
 const Search = Type.String({
@@ -91,7 +91,7 @@ export const PluginInstanceSchema = Type.Object(
     enabled: Type.Boolean(),
     ...AuditFields,
   },
-  { additionalProperties: false },
+  { $id: 'PluginInstance', additionalProperties: false },
 );
 
 export const CreateInstance = Type.Object(
@@ -101,7 +101,17 @@ export const CreateInstance = Type.Object(
     enabled: Type.Boolean(),
     config_json: Type.Optional(ConfigJson),
   },
-  { additionalProperties: false },
+  {
+    examples: [
+      {
+        plugin_definition_id: '019a6f3e-9a44-7c10-8e21-5b0d3f6c2a17',
+        display_name: 'Orders API',
+        enabled: true,
+        config_json: {},
+      },
+    ],
+    additionalProperties: false,
+  },
 );
 export type CreateInstance = Static<typeof CreateInstance>;
 
@@ -111,7 +121,7 @@ export const UpdateInstance = Type.Object(
     config_json: Type.Optional(ConfigJson),
     enabled: Type.Optional(Type.Boolean()),
   },
-  { additionalProperties: false, minProperties: 1 },
+  { examples: [{ enabled: false }], additionalProperties: false, minProperties: 1 },
 );
 export type UpdateInstance = Static<typeof UpdateInstance>;
 
@@ -143,7 +153,19 @@ export const InvokeBody = Type.Object(
       Type.Unknown({ description: "Validated against the action's input_schema; default {}" }),
     ),
   },
-  { additionalProperties: false },
+  {
+    examples: [
+      {
+        action: 'request',
+        payload: {
+          method: 'GET',
+          url: 'https://api.example.com/orders/42',
+          headers: { Authorization: 'Bearer $secret:ORDERS_API_TOKEN' },
+        },
+      },
+    ],
+    additionalProperties: false,
+  },
 );
 export type InvokeBody = Static<typeof InvokeBody>;
 

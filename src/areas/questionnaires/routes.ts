@@ -45,6 +45,8 @@ export function registerQuestionnaireRoutes(api: App, ctx: AppContext): void {
     '/questionnaire',
     {
       schema: {
+        operationId: 'listQuestionnaires',
+        summary: 'List questionnaires you can see',
         tags,
         querystring: ListQuery(QUESTIONNAIRE_SORT, questionnaireFilters, { sortBy: 'created_at' }),
         response: { 200: ListResponse('questionnaires', Questionnaire) },
@@ -61,6 +63,8 @@ export function registerQuestionnaireRoutes(api: App, ctx: AppContext): void {
     '/questionnaire/deleted',
     {
       schema: {
+        operationId: 'listDeletedQuestionnaires',
+        summary: 'List deleted questionnaires',
         tags,
         description: 'Soft-deleted questionnaires (restore them with POST /questionnaire/{id}/restore).',
         querystring: ListQuery([...QUESTIONNAIRE_SORT, 'deleted_at'], questionnaireFilters, {
@@ -79,7 +83,13 @@ export function registerQuestionnaireRoutes(api: App, ctx: AppContext): void {
   api.post(
     '/questionnaire',
     {
-      schema: { tags, body: CreateQuestionnaireBody, response: { 200: Questionnaire } },
+      schema: {
+        operationId: 'createQuestionnaire',
+        summary: 'Create a questionnaire (a draft)',
+        tags,
+        body: CreateQuestionnaireBody,
+        response: { 200: Questionnaire },
+      },
       config: anyScope('questionnaire:write'),
     },
     async (req) => questionnaires.create(req.principal, req.body),
@@ -87,7 +97,13 @@ export function registerQuestionnaireRoutes(api: App, ctx: AppContext): void {
   api.get(
     '/questionnaire/:id',
     {
-      schema: { tags, params: Params, response: { 200: Questionnaire } },
+      schema: {
+        operationId: 'getQuestionnaire',
+        summary: 'Get a questionnaire',
+        tags,
+        params: Params,
+        response: { 200: Questionnaire },
+      },
       config: anyScope('questionnaire:read'),
     },
     async (req) => questionnaires.getFor(req.principal, req.params.id),
@@ -96,6 +112,8 @@ export function registerQuestionnaireRoutes(api: App, ctx: AppContext): void {
     '/questionnaire/:id',
     {
       schema: {
+        operationId: 'updateQuestionnaire',
+        summary: 'Update a questionnaire draft',
         tags,
         description:
           'Edits a questionnaire. Content (payload, config, schedule_payload) changes only in DRAFT; name, description, folder_id and metadata in any status.',
@@ -111,6 +129,8 @@ export function registerQuestionnaireRoutes(api: App, ctx: AppContext): void {
     '/questionnaire/:id',
     {
       schema: {
+        operationId: 'deleteQuestionnaire',
+        summary: 'Delete a questionnaire (soft)',
         tags,
         description: 'Soft delete (a DELETE revision).',
         params: Params,
@@ -124,6 +144,8 @@ export function registerQuestionnaireRoutes(api: App, ctx: AppContext): void {
     '/questionnaire/:id/restore',
     {
       schema: {
+        operationId: 'restoreQuestionnaire',
+        summary: 'Restore a deleted questionnaire',
         tags,
         description:
           'Restores a soft-deleted questionnaire (a RESTORE revision); into the root if its folder is gone.',
@@ -138,6 +160,8 @@ export function registerQuestionnaireRoutes(api: App, ctx: AppContext): void {
     '/questionnaire/:id/publish',
     {
       schema: {
+        operationId: 'publishQuestionnaire',
+        summary: 'Publish a questionnaire (a new revision)',
         tags,
         description: 'DRAFT or ARCHIVED → PUBLISHED.',
         params: Params,
@@ -151,6 +175,8 @@ export function registerQuestionnaireRoutes(api: App, ctx: AppContext): void {
     '/questionnaire/:id/archive',
     {
       schema: {
+        operationId: 'archiveQuestionnaire',
+        summary: 'Archive a questionnaire',
         tags,
         description: 'DRAFT or PUBLISHED → ARCHIVED.',
         params: Params,
@@ -164,6 +190,8 @@ export function registerQuestionnaireRoutes(api: App, ctx: AppContext): void {
     '/questionnaire/:id/fork',
     {
       schema: {
+        operationId: 'forkQuestionnaire',
+        summary: 'Copy a questionnaire into a new draft',
         tags,
         description:
           'Creates a new DRAFT from this questionnaire (or from its state at revision_id), in the same lineage (a FORK revision).',
@@ -185,6 +213,8 @@ export function registerQuestionnaireRoutes(api: App, ctx: AppContext): void {
     '/questionnaire/:id/revision',
     {
       schema: {
+        operationId: 'listQuestionnaireRevisions',
+        summary: "List a questionnaire's revisions",
         tags,
         params: Params,
         querystring: ListQuery(['sequence', 'created_at'], revisionFilters, { sortBy: 'sequence' }),
@@ -205,7 +235,13 @@ export function registerQuestionnaireRoutes(api: App, ctx: AppContext): void {
   api.get(
     '/questionnaire/:id/revision/:revision_id',
     {
-      schema: { tags, params: RevisionParams, response: { 200: Revision } },
+      schema: {
+        operationId: 'getQuestionnaireRevision',
+        summary: 'Get a questionnaire revision (its JSON Patch)',
+        tags,
+        params: RevisionParams,
+        response: { 200: Revision },
+      },
       config: anyScope('questionnaire:read'),
     },
     async (req) => questionnaires.getRevision(req.principal, req.params.id, req.params.revision_id),
@@ -214,6 +250,8 @@ export function registerQuestionnaireRoutes(api: App, ctx: AppContext): void {
     '/questionnaire/:id/revision/:revision_id/snapshot',
     {
       schema: {
+        operationId: 'getQuestionnaireRevisionSnapshot',
+        summary: 'The questionnaire as it was at a revision',
         tags,
         description:
           'The full questionnaire state right after this revision, rebuilt by applying revisions 1..n.',
@@ -231,6 +269,8 @@ export function registerQuestionnaireRoutes(api: App, ctx: AppContext): void {
     '/folder',
     {
       schema: {
+        operationId: 'listFolders',
+        summary: 'List folders',
         tags: folderTags,
         querystring: ListQuery(FOLDER_SORT, folderFilters, { sortBy: 'name', sortDir: 'asc' }),
         response: { 200: ListResponse('folders', Folder) },
@@ -243,11 +283,16 @@ export function registerQuestionnaireRoutes(api: App, ctx: AppContext): void {
       return envelope('folders', await folders.list(req.principal, page, filters), page);
     },
   );
-  for (const url of ['/folder/tree', '/folder_tree']) {
+  for (const [url, operationId, alias] of [
+    ['/folder/tree', 'getFolderTree', ''],
+    ['/folder_tree', 'getFolderTreeAlias', ' (alias)'],
+  ]) {
     api.get(
       url,
       {
         schema: {
+          operationId,
+          summary: `The folder tree${alias}`,
           tags: folderTags,
           description:
             'The folder tree. include_questionnaires (needs questionnaire:read too) adds questionnaire nodes without payload, schedule_payload and config; by default ARCHIVED ones are left out (include_archived, or questionnaire_status_id to pick one status).',
@@ -270,7 +315,13 @@ export function registerQuestionnaireRoutes(api: App, ctx: AppContext): void {
   api.post(
     '/folder',
     {
-      schema: { tags: folderTags, body: CreateFolderBody, response: { 200: Folder } },
+      schema: {
+        operationId: 'createFolder',
+        summary: 'Create a folder',
+        tags: folderTags,
+        body: CreateFolderBody,
+        response: { 200: Folder },
+      },
       config: anyScope('folder:write'),
     },
     async (req) => folders.create(req.principal, req.body),
@@ -278,7 +329,13 @@ export function registerQuestionnaireRoutes(api: App, ctx: AppContext): void {
   api.get(
     '/folder/:id',
     {
-      schema: { tags: folderTags, params: Params, response: { 200: Folder } },
+      schema: {
+        operationId: 'getFolder',
+        summary: 'Get a folder',
+        tags: folderTags,
+        params: Params,
+        response: { 200: Folder },
+      },
       config: anyScope('folder:read'),
     },
     async (req) => folders.get(req.principal, req.params.id),
@@ -287,6 +344,8 @@ export function registerQuestionnaireRoutes(api: App, ctx: AppContext): void {
     '/folder/:id',
     {
       schema: {
+        operationId: 'updateFolder',
+        summary: 'Update or move a folder',
         tags: folderTags,
         description:
           'Renames, moves (parent_id; never under itself or a descendant: FOLDER.CYCLE) or reconfigures a folder.',
@@ -302,6 +361,8 @@ export function registerQuestionnaireRoutes(api: App, ctx: AppContext): void {
     '/folder/:id',
     {
       schema: {
+        operationId: 'deleteFolder',
+        summary: 'Delete a folder (soft)',
         tags: folderTags,
         description: 'Soft-deletes an empty folder (else 409 FOLDER.NOT_EMPTY).',
         params: Params,
@@ -316,6 +377,7 @@ export function registerQuestionnaireRoutes(api: App, ctx: AppContext): void {
   const kinds = [
     {
       path: '/folder_permission',
+      object: 'Folder',
       key: 'folder_permissions',
       field: 'folder_id',
       service: permissions.folder,
@@ -324,6 +386,7 @@ export function registerQuestionnaireRoutes(api: App, ctx: AppContext): void {
     },
     {
       path: '/questionnaire_permission',
+      object: 'Questionnaire',
       key: 'questionnaire_permissions',
       field: 'questionnaire_id',
       service: permissions.questionnaire,
@@ -337,6 +400,8 @@ export function registerQuestionnaireRoutes(api: App, ctx: AppContext): void {
       k.path,
       {
         schema: {
+          operationId: `list${k.object}Permissions`,
+          summary: `List ${k.object.toLowerCase()} permissions`,
           tags: permTags,
           querystring: ListQuery(PERMISSION_SORT, permissionFilters(k.field), { sortBy: 'created_at' }),
           response: { 200: ListResponse(k.key, k.item) },
@@ -355,6 +420,8 @@ export function registerQuestionnaireRoutes(api: App, ctx: AppContext): void {
       k.path,
       {
         schema: {
+          operationId: `create${k.object}Permission`,
+          summary: `Grant a permission on a ${k.object.toLowerCase()}`,
           tags: permTags,
           description:
             'Grants a user or a role a level on the object; needs MANAGE on it. 409 PERMISSION.EXISTS for a second active grant.',
@@ -371,7 +438,13 @@ export function registerQuestionnaireRoutes(api: App, ctx: AppContext): void {
     api.get(
       `${k.path}/:id`,
       {
-        schema: { tags: permTags, params: Params, response: { 200: k.item } },
+        schema: {
+          operationId: `get${k.object}Permission`,
+          summary: `Get a ${k.object.toLowerCase()} permission`,
+          tags: permTags,
+          params: Params,
+          response: { 200: k.item },
+        },
         config: anyScope('permission:read'),
       },
       async (req) => k.service.get(req.principal, req.params.id),
@@ -379,7 +452,14 @@ export function registerQuestionnaireRoutes(api: App, ctx: AppContext): void {
     api.patch(
       `${k.path}/:id`,
       {
-        schema: { tags: permTags, params: Params, body: UpdatePermissionBody, response: { 200: k.item } },
+        schema: {
+          operationId: `update${k.object}Permission`,
+          summary: `Change a ${k.object.toLowerCase()} permission's level`,
+          tags: permTags,
+          params: Params,
+          body: UpdatePermissionBody,
+          response: { 200: k.item },
+        },
         config: anyScope('permission:write'),
       },
       async (req) => k.service.update(req.principal, req.params.id, req.body),
@@ -387,7 +467,13 @@ export function registerQuestionnaireRoutes(api: App, ctx: AppContext): void {
     api.delete(
       `${k.path}/:id`,
       {
-        schema: { tags: permTags, params: Params, response: { 200: k.item } },
+        schema: {
+          operationId: `delete${k.object}Permission`,
+          summary: `Revoke a ${k.object.toLowerCase()} permission`,
+          tags: permTags,
+          params: Params,
+          response: { 200: k.item },
+        },
         config: anyScope('permission:delete'),
       },
       async (req) => k.service.remove(req.principal, req.params.id),
@@ -400,6 +486,8 @@ export function registerQuestionnaireRoutes(api: App, ctx: AppContext): void {
     '/config',
     {
       schema: {
+        operationId: 'getConfig',
+        summary: "The platform's default questionnaire configuration",
         tags: configTags,
         description: 'Public app config (no secrets).',
         response: { 200: AppConfig },
@@ -412,6 +500,8 @@ export function registerQuestionnaireRoutes(api: App, ctx: AppContext): void {
     '/config/questionnaire/:id',
     {
       schema: {
+        operationId: 'getQuestionnaireConfig',
+        summary: "A questionnaire's effective configuration",
         tags: configTags,
         description:
           'Effective config: defaults, then each folder from the root down, then the questionnaire (JSON Merge Patch). Callers without questionnaire:read see PUBLISHED questionnaires only.',
@@ -426,6 +516,8 @@ export function registerQuestionnaireRoutes(api: App, ctx: AppContext): void {
     '/config/folder/:id',
     {
       schema: {
+        operationId: 'getFolderConfig',
+        summary: "A folder's effective configuration",
         tags: configTags,
         description:
           'Effective config of a folder: defaults, then each folder from the root down to this one.',

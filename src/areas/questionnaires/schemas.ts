@@ -60,12 +60,15 @@ const questionnaireCore = {
   ...Audit,
 };
 
-export const Questionnaire = Type.Object({
-  ...questionnaireCore,
-  payload: JsonObject,
-  config: JsonObject,
-  schedule_payload: JsonObject,
-});
+export const Questionnaire = Type.Object(
+  {
+    ...questionnaireCore,
+    payload: JsonObject,
+    config: JsonObject,
+    schedule_payload: JsonObject,
+  },
+  { $id: 'Questionnaire' },
+);
 
 export const TreeQuestionnaire = Type.Object(questionnaireCore);
 
@@ -79,7 +82,17 @@ export const CreateQuestionnaireBody = Type.Object(
     schedule_payload: Type.Optional(JsonObject),
     metadata: Type.Optional(JsonObject),
   },
-  { additionalProperties: false },
+  {
+    examples: [
+      {
+        name: 'Daily check-in',
+        description: 'Five short questions',
+        folder_id: '019a6f40-1b7e-7d35-a0c2-7e1f9d4b3c58',
+        payload: { questions: [{ id: 'score', type: 'number' }] },
+      },
+    ],
+    additionalProperties: false,
+  },
 );
 
 export const UpdateQuestionnaireBody = Type.Object(
@@ -99,7 +112,11 @@ export const UpdateQuestionnaireBody = Type.Object(
       }),
     ),
   },
-  { additionalProperties: false, minProperties: 1 },
+  {
+    examples: [{ description: 'Six short questions', base_sequence: 3 }],
+    additionalProperties: false,
+    minProperties: 1,
+  },
 );
 
 export const ForkBody = Type.Object(
@@ -109,7 +126,7 @@ export const ForkBody = Type.Object(
     folder_id: Type.Optional(Nullable(Ref)),
     revision_id: Type.Optional(Ref),
   },
-  { additionalProperties: false },
+  { examples: [{ name: 'Daily check-in (v2)' }], additionalProperties: false },
 );
 
 const PatchOperation = Type.Object({
@@ -120,26 +137,29 @@ const PatchOperation = Type.Object({
 });
 const Patch = Type.Array(PatchOperation);
 
-export const Revision = Type.Object({
-  id: Id,
-  questionnaire_id: Id,
-  sequence: Type.Integer({ minimum: 1 }),
-  operation: RevisionOperation,
-  lineage_root_id: Type.String(),
-  status: QuestionnaireStatus,
-  diffs: Type.Object(
-    {
-      payload: Patch,
-      config: Patch,
-      schedule_payload: Patch,
-      metadata: Patch,
-      attributes: Patch,
-    },
-    { description: 'RFC 6902 patches from the state before this change to the state after it' },
-  ),
-  created_at: Timestamp,
-  created_by: Nullable(Type.String()),
-});
+export const Revision = Type.Object(
+  {
+    id: Id,
+    questionnaire_id: Id,
+    sequence: Type.Integer({ minimum: 1 }),
+    operation: RevisionOperation,
+    lineage_root_id: Type.String(),
+    status: QuestionnaireStatus,
+    diffs: Type.Object(
+      {
+        payload: Patch,
+        config: Patch,
+        schedule_payload: Patch,
+        metadata: Patch,
+        attributes: Patch,
+      },
+      { description: 'RFC 6902 patches from the state before this change to the state after it' },
+    ),
+    created_at: Timestamp,
+    created_by: Nullable(Type.String()),
+  },
+  { $id: 'QuestionnaireRevision' },
+);
 
 export const Snapshot = Type.Object({
   questionnaire_id: Id,
@@ -189,17 +209,20 @@ export const revisionFilters = {
 
 // ---- folders
 
-export const Folder = Type.Object({
-  id: Id,
-  name: Type.String(),
-  description: Nullable(Type.String()),
-  parent_id: Nullable(Type.String()),
-  config: Type.Object(
-    {},
-    { additionalProperties: true, description: "This folder's layer of the effective config" },
-  ),
-  ...Audit,
-});
+export const Folder = Type.Object(
+  {
+    id: Id,
+    name: Type.String(),
+    description: Nullable(Type.String()),
+    parent_id: Nullable(Type.String()),
+    config: Type.Object(
+      {},
+      { additionalProperties: true, description: "This folder's layer of the effective config" },
+    ),
+    ...Audit,
+  },
+  { $id: 'Folder' },
+);
 
 export const CreateFolderBody = Type.Object(
   {
@@ -208,7 +231,7 @@ export const CreateFolderBody = Type.Object(
     parent_id: Type.Optional(Nullable(Ref)),
     config: Type.Optional(JsonObject),
   },
-  { additionalProperties: false },
+  { examples: [{ name: 'Cardiology', parent_id: null }], additionalProperties: false },
 );
 
 export const UpdateFolderBody = Type.Object(
@@ -218,7 +241,7 @@ export const UpdateFolderBody = Type.Object(
     parent_id: Type.Optional(Nullable(Ref)),
     config: Type.Optional(JsonObject),
   },
-  { additionalProperties: false, minProperties: 1 },
+  { examples: [{ name: 'Cardiology (archive)' }], additionalProperties: false, minProperties: 1 },
 );
 
 export const folderFilters = {
@@ -263,13 +286,19 @@ const grantFields = {
   level: PermissionLevel,
 };
 
-export const FolderPermission = Type.Object({ id: Id, folder_id: Id, ...grantFields, ...Audit });
-export const QuestionnairePermission = Type.Object({
-  id: Id,
-  questionnaire_id: Id,
-  ...grantFields,
-  ...Audit,
-});
+export const FolderPermission = Type.Object(
+  { id: Id, folder_id: Id, ...grantFields, ...Audit },
+  { $id: 'FolderPermission' },
+);
+export const QuestionnairePermission = Type.Object(
+  {
+    id: Id,
+    questionnaire_id: Id,
+    ...grantFields,
+    ...Audit,
+  },
+  { $id: 'QuestionnairePermission' },
+);
 
 const grantee = {
   user_id: Type.Optional(Ref),
@@ -279,13 +308,36 @@ const grantee = {
 
 export const CreateFolderPermissionBody = Type.Object(
   { folder_id: Ref, ...grantee },
-  { additionalProperties: false, description: 'Exactly one of user_id and role_id' },
+  {
+    examples: [
+      {
+        folder_id: '019a6f40-1b7e-7d35-a0c2-7e1f9d4b3c58',
+        role_id: '019a6f3e-9a44-7c10-8e21-5b0d3f6c2a17',
+        level: 'VIEW',
+      },
+    ],
+    additionalProperties: false,
+    description: 'Exactly one of user_id and role_id',
+  },
 );
 export const CreateQuestionnairePermissionBody = Type.Object(
   { questionnaire_id: Ref, ...grantee },
-  { additionalProperties: false, description: 'Exactly one of user_id and role_id' },
+  {
+    examples: [
+      {
+        questionnaire_id: '019a6f40-1b7e-7d35-a0c2-7e1f9d4b3c58',
+        user_id: '019a6f3e-8c1d-7b2a-9f4e-2d5c8b7a1e03',
+        level: 'EDIT',
+      },
+    ],
+    additionalProperties: false,
+    description: 'Exactly one of user_id and role_id',
+  },
 );
-export const UpdatePermissionBody = Type.Object({ level: PermissionLevel }, { additionalProperties: false });
+export const UpdatePermissionBody = Type.Object(
+  { level: PermissionLevel },
+  { examples: [{ level: 'MANAGE' }], additionalProperties: false },
+);
 
 export const permissionFilters = (objectField: 'folder_id' | 'questionnaire_id') => ({
   [objectField]: Type.Optional(Ref),

@@ -25,6 +25,7 @@ export function registerSubmissionRoutes(api: App, ctx: AppContext): void {
     '/questionnaire_submission',
     {
       schema: {
+        operationId: 'createSubmission',
         tags,
         summary: 'Submit answers to a published questionnaire',
         description:
@@ -41,6 +42,7 @@ export function registerSubmissionRoutes(api: App, ctx: AppContext): void {
     '/questionnaire_submission/anonymous',
     {
       schema: {
+        operationId: 'createAnonymousSubmission',
         tags,
         summary: 'Submit answers anonymously (API keys only)',
         body: AnonymousSubmitBody,
@@ -55,6 +57,7 @@ export function registerSubmissionRoutes(api: App, ctx: AppContext): void {
     '/questionnaire_submission',
     {
       schema: {
+        operationId: 'listSubmissions',
         tags,
         summary: 'List submissions',
         description:
@@ -78,6 +81,7 @@ export function registerSubmissionRoutes(api: App, ctx: AppContext): void {
     '/questionnaire_submission/:id',
     {
       schema: {
+        operationId: 'getSubmission',
         tags,
         summary: 'Get a submission',
         description: 'A submission of a questionnaire the caller cannot see is 404, like a missing one.',
@@ -93,6 +97,7 @@ export function registerSubmissionRoutes(api: App, ctx: AppContext): void {
     '/questionnaire_submission/:id',
     {
       schema: {
+        operationId: 'correctSubmission',
         tags,
         summary: 'Correct a submission (staff)',
         description:
@@ -112,6 +117,7 @@ export function registerSubmissionRoutes(api: App, ctx: AppContext): void {
     '/questionnaire_submission/:id',
     {
       schema: {
+        operationId: 'deleteSubmission',
         tags,
         summary: 'Delete a submission (soft)',
         description: 'A restricted caller needs EDIT on the questionnaire. Emits svc.submission.deleted.',

@@ -20,7 +20,13 @@ export function subscriptionRoutes(app: App, subscriptions: SubscriptionService)
   app.post(
     '/event_subscription',
     {
-      schema: { tags, body: CreateSubscription, response: { 200: Subscription } },
+      schema: {
+        operationId: 'createEventSubscription',
+        summary: 'Create an event subscription',
+        tags,
+        body: CreateSubscription,
+        response: { 200: Subscription },
+      },
       config: anyScope('event_subscription:write'),
     },
     async (req) => subscriptions.create(req.principal.userId, req.body),
@@ -28,7 +34,13 @@ export function subscriptionRoutes(app: App, subscriptions: SubscriptionService)
   app.get(
     '/event_subscription',
     {
-      schema: { tags, querystring: SubscriptionQuery, response: { 200: SubscriptionList } },
+      schema: {
+        operationId: 'listEventSubscriptions',
+        summary: 'List event subscriptions',
+        tags,
+        querystring: SubscriptionQuery,
+        response: { 200: SubscriptionList },
+      },
       config: anyScope('event_subscription:read'),
     },
     async (req) => subscriptions.list(req.query),
@@ -36,7 +48,13 @@ export function subscriptionRoutes(app: App, subscriptions: SubscriptionService)
   app.get(
     '/event_subscription/:id',
     {
-      schema: { tags, params: SubscriptionParams, response: { 200: Subscription } },
+      schema: {
+        operationId: 'getEventSubscription',
+        summary: 'Get an event subscription',
+        tags,
+        params: SubscriptionParams,
+        response: { 200: Subscription },
+      },
       config: anyScope('event_subscription:read'),
     },
     async (req) => subscriptions.get(req.params.id),
@@ -44,7 +62,14 @@ export function subscriptionRoutes(app: App, subscriptions: SubscriptionService)
   app.patch(
     '/event_subscription/:id',
     {
-      schema: { tags, params: SubscriptionParams, body: UpdateSubscription, response: { 200: Subscription } },
+      schema: {
+        operationId: 'updateEventSubscription',
+        summary: 'Update an event subscription',
+        tags,
+        params: SubscriptionParams,
+        body: UpdateSubscription,
+        response: { 200: Subscription },
+      },
       config: anyScope('event_subscription:write'),
     },
     async (req) => subscriptions.update(req.principal.userId, req.params.id, req.body),
@@ -53,6 +78,8 @@ export function subscriptionRoutes(app: App, subscriptions: SubscriptionService)
     '/event_subscription/:id',
     {
       schema: {
+        operationId: 'deleteEventSubscription',
+        summary: 'Delete an event subscription (soft)',
         tags,
         description: 'Soft delete: runs already running finish; no new runs start.',
         params: SubscriptionParams,
@@ -65,7 +92,13 @@ export function subscriptionRoutes(app: App, subscriptions: SubscriptionService)
   app.get(
     '/event_subscription/:id/graph',
     {
-      schema: { tags, params: SubscriptionParams, response: { 200: Graph } },
+      schema: {
+        operationId: 'getEventSubscriptionGraph',
+        summary: "Get a subscription's workflow graph",
+        tags,
+        params: SubscriptionParams,
+        response: { 200: Graph },
+      },
       config: anyScope('workflow:read'),
     },
     async (req) => subscriptions.getGraph(req.params.id),
@@ -74,6 +107,8 @@ export function subscriptionRoutes(app: App, subscriptions: SubscriptionService)
     '/event_subscription/:id/graph',
     {
       schema: {
+        operationId: 'putEventSubscriptionGraph',
+        summary: "Replace a subscription's workflow graph (validated, then saved whole)",
         tags,
         description:
           'Replaces the graph atomically: old nodes and edges are soft-deleted, new ones get server ids (see id_map). Runs already started finish on the graph they started with.',

@@ -26,30 +26,43 @@ const SubscriptionFields = {
   condition_jsonlogic: Type.Optional(Nullable(JsonObject)),
 };
 
-export const CreateSubscription = Type.Object(SubscriptionFields, { additionalProperties: false });
+export const CreateSubscription = Type.Object(SubscriptionFields, {
+  examples: [
+    {
+      name: 'Alert on high scores',
+      event_type: 'svc.submission.created',
+      condition_jsonlogic: { '>': [{ var: 'event.data.answers.score' }, 5] },
+    },
+  ],
+  additionalProperties: false,
+});
 export type CreateSubscription = Static<typeof CreateSubscription>;
 
 const PatchFields = Type.Partial(Type.Object(SubscriptionFields));
 export const UpdateSubscription = Type.Object(PatchFields.properties, {
+  examples: [{ enabled: false }],
   additionalProperties: false,
   minProperties: 1,
 });
 export type UpdateSubscription = Static<typeof UpdateSubscription>;
 
-export const Subscription = Type.Object({
-  id: Type.String(),
-  name: Type.String(),
-  event_type: Type.String(),
-  description: Nullable(Type.String()),
-  enabled: Type.Boolean(),
-  source_filter: Nullable(Type.String()),
-  subject_filter: Nullable(Type.String()),
-  condition_jsonlogic: Nullable(JsonObject),
-  created_at: Timestamp,
-  updated_at: Timestamp,
-  updated_by: Nullable(Type.String()),
-  deleted_at: Nullable(Timestamp),
-});
+export const Subscription = Type.Object(
+  {
+    id: Type.String(),
+    name: Type.String(),
+    event_type: Type.String(),
+    description: Nullable(Type.String()),
+    enabled: Type.Boolean(),
+    source_filter: Nullable(Type.String()),
+    subject_filter: Nullable(Type.String()),
+    condition_jsonlogic: Nullable(JsonObject),
+    created_at: Timestamp,
+    updated_at: Timestamp,
+    updated_by: Nullable(Type.String()),
+    deleted_at: Nullable(Timestamp),
+  },
+  { $id: 'EventSubscription' },
+);
 
 export const SUBSCRIPTION_SORT = ['created_at', 'updated_at', 'name', 'event_type', 'enabled'] as const;
 
@@ -109,7 +122,22 @@ export const PutGraphBody = Type.Object(
     nodes: Type.Optional(Type.Array(NodeIn, { maxItems: 500 })),
     edges: Type.Optional(Type.Array(EdgeIn, { maxItems: 2000 })),
   },
-  { additionalProperties: false },
+  {
+    examples: [
+      {
+        nodes: [
+          {
+            key: 'derive',
+            type: 'COMPUTE',
+            config: { logic: { doubled: { '*': [{ var: 'event.data.answers.score' }, 2] } } },
+          },
+          { key: 'done', type: 'END' },
+        ],
+        edges: [{ from_node_id: 'derive', to_node_id: 'done' }],
+      },
+    ],
+    additionalProperties: false,
+  },
 );
 export type PutGraphBody = Static<typeof PutGraphBody>;
 
@@ -143,15 +171,18 @@ export const Edge = Type.Object({
   created_at: Timestamp,
 });
 
-export const Graph = Type.Object({
-  subscription: Subscription,
-  nodes: Type.Array(Node),
-  edges: Type.Array(Edge),
-  /** Dot paths expressions can use: the event envelope, `event.data.*` from the event definition's
-   * data schema, and `nodes.<key>.output` (with an ACTION's output_schema properties). */
-  available_paths: Type.Array(Type.String()),
-  /** PUT only: client node/edge ids (or keys) to the server ids. */
-  id_map: Type.Optional(Type.Record(Type.String(), Type.String())),
-});
+export const Graph = Type.Object(
+  {
+    subscription: Subscription,
+    nodes: Type.Array(Node),
+    edges: Type.Array(Edge),
+    /** Dot paths expressions can use: the event envelope, `event.data.*` from the event definition's
+     * data schema, and `nodes.<key>.output` (with an ACTION's output_schema properties). */
+    available_paths: Type.Array(Type.String()),
+    /** PUT only: client node/edge ids (or keys) to the server ids. */
+    id_map: Type.Optional(Type.Record(Type.String(), Type.String())),
+  },
+  { $id: 'WorkflowGraph' },
+);
 
 export const SubscriptionParams = Type.Object({ id: Id }, { additionalProperties: false });

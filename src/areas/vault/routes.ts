@@ -23,6 +23,7 @@ export function registerVaultRoutes(api: App, ctx: AppContext): void {
     {
       config: anyScope('vault:write'),
       schema: {
+        operationId: 'createVaultEntry',
         tags,
         summary: 'Create a vault entry (a SECRET is encrypted and answered as ******)',
         body: CreateVaultEntry,
@@ -37,6 +38,7 @@ export function registerVaultRoutes(api: App, ctx: AppContext): void {
     {
       config: anyScope('vault:read'),
       schema: {
+        operationId: 'listVaultEntries',
         tags,
         summary: 'List vault entries',
         querystring: VaultListQuery,
@@ -51,6 +53,7 @@ export function registerVaultRoutes(api: App, ctx: AppContext): void {
     {
       config: anyScope('vault:read'),
       schema: {
+        operationId: 'getVaultEntry',
         tags,
         summary: 'Get a vault entry',
         params: VaultIdParams,
@@ -65,6 +68,7 @@ export function registerVaultRoutes(api: App, ctx: AppContext): void {
     {
       config: anyScope('vault:write'),
       schema: {
+        operationId: 'updateVaultEntry',
         tags,
         summary: 'Update a vault entry (omitting value keeps it; SECRET to VAR needs a new value)',
         params: VaultIdParams,
@@ -80,6 +84,7 @@ export function registerVaultRoutes(api: App, ctx: AppContext): void {
     {
       config: anyScope('vault:delete'),
       schema: {
+        operationId: 'deleteVaultEntry',
         tags,
         summary: 'Delete a vault entry (soft)',
         params: VaultIdParams,

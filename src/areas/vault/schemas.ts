@@ -26,7 +26,7 @@ export const VaultEntry = Type.Object(
     enabled: Type.Boolean(),
     ...AuditFields,
   },
-  { additionalProperties: false },
+  { $id: 'VaultEntry', additionalProperties: false },
 );
 export type VaultEntry = Static<typeof VaultEntry>;
 
@@ -38,7 +38,17 @@ export const CreateVaultEntry = Type.Object(
     description: Type.Optional(Nullable(Description)),
     enabled: Type.Optional(Type.Boolean()),
   },
-  { additionalProperties: false },
+  {
+    examples: [
+      {
+        key: 'ORDERS_API_TOKEN',
+        kind: 'SECRET',
+        value: 'tok_live_4f9a2c',
+        description: 'Bearer token of the orders API',
+      },
+    ],
+    additionalProperties: false,
+  },
 );
 export type CreateVaultEntry = Static<typeof CreateVaultEntry>;
 
@@ -50,7 +60,7 @@ export const UpdateVaultEntry = Type.Object(
     description: Type.Optional(Nullable(Description)),
     enabled: Type.Optional(Type.Boolean()),
   },
-  { additionalProperties: false, minProperties: 1 },
+  { examples: [{ value: 'tok_live_7b1e8d' }], additionalProperties: false, minProperties: 1 },
 );
 export type UpdateVaultEntry = Static<typeof UpdateVaultEntry>;
 

@@ -33,6 +33,7 @@ export function registerWebhookRoutes(api: App, ctx: AppContext): void {
     {
       config: anyScope('webhook:write'),
       schema: {
+        operationId: 'createWebhook',
         tags,
         summary: 'Create a webhook (the only answer besides rotate_secret that shows the secret)',
         body: CreateWebhook,
@@ -47,6 +48,7 @@ export function registerWebhookRoutes(api: App, ctx: AppContext): void {
     {
       config: anyScope('webhook:read'),
       schema: {
+        operationId: 'listWebhooks',
         tags,
         summary: 'List webhooks',
         querystring: WebhookListQuery,
@@ -61,6 +63,7 @@ export function registerWebhookRoutes(api: App, ctx: AppContext): void {
     {
       config: anyScope('webhook:read'),
       schema: {
+        operationId: 'getWebhook',
         tags,
         summary: 'Get a webhook',
         params: WebhookIdParams,
@@ -75,6 +78,7 @@ export function registerWebhookRoutes(api: App, ctx: AppContext): void {
     {
       config: anyScope('webhook:write'),
       schema: {
+        operationId: 'updateWebhook',
         tags,
         summary: 'Update a webhook (the secret cannot be changed here: use rotate_secret)',
         params: WebhookIdParams,
@@ -90,6 +94,7 @@ export function registerWebhookRoutes(api: App, ctx: AppContext): void {
     {
       config: anyScope('webhook:delete'),
       schema: {
+        operationId: 'deleteWebhook',
         tags,
         summary: 'Delete a webhook (soft; its queued deliveries keep retrying)',
         params: WebhookIdParams,
@@ -104,6 +109,7 @@ export function registerWebhookRoutes(api: App, ctx: AppContext): void {
     {
       config: anyScope('webhook:write'),
       schema: {
+        operationId: 'rotateWebhookSecret',
         tags,
         summary: 'Replace the signing secret; the old one signs nothing from now on',
         params: WebhookIdParams,
@@ -118,6 +124,7 @@ export function registerWebhookRoutes(api: App, ctx: AppContext): void {
     {
       config: anyScope('webhook:read'),
       schema: {
+        operationId: 'listWebhookDeliveries',
         tags,
         summary: "List a webhook's deliveries, newest first",
         params: WebhookIdParams,
@@ -133,6 +140,7 @@ export function registerWebhookRoutes(api: App, ctx: AppContext): void {
     {
       config: anyScope('webhook:read'),
       schema: {
+        operationId: 'getWebhookDelivery',
         tags,
         summary: 'Get one delivery with its attempt log',
         params: DeliveryParams,
@@ -147,6 +155,7 @@ export function registerWebhookRoutes(api: App, ctx: AppContext): void {
     {
       config: anyScope('webhook:read'),
       schema: {
+        operationId: 'listWebhookDeliveryAttempts',
         tags,
         summary: "List a delivery's attempts, newest first",
         params: DeliveryParams,
@@ -162,6 +171,7 @@ export function registerWebhookRoutes(api: App, ctx: AppContext): void {
     {
       config: anyScope('webhook:write'),
       schema: {
+        operationId: 'retryWebhookDelivery',
         tags,
         summary: 'Send a delivery again: PENDING, attempts reset to 0, due now, error cleared',
         params: DeliveryParams,

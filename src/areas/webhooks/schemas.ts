@@ -42,7 +42,7 @@ const WebhookFields = {
 };
 
 /** A webhook as list, get and update answer it: `secret_hint`, never the secret. */
-export const Webhook = Type.Object(WebhookFields, { additionalProperties: false });
+export const Webhook = Type.Object(WebhookFields, { $id: 'Webhook', additionalProperties: false });
 export type Webhook = Static<typeof Webhook>;
 
 /** As create and rotate_secret answer it: the only two places the full secret is shown. */
@@ -53,7 +53,7 @@ export const WebhookWithSecret = Type.Object(
       description: '64 hex characters, the HMAC-SHA256 signing key. Shown only now: store it.',
     }),
   },
-  { additionalProperties: false },
+  { $id: 'WebhookWithSecret', additionalProperties: false },
 );
 export type WebhookWithSecret = Static<typeof WebhookWithSecret>;
 
@@ -65,7 +65,17 @@ export const CreateWebhook = Type.Object(
     description: Type.Optional(Nullable(Description)),
     enabled: Type.Optional(Type.Boolean()),
   },
-  { additionalProperties: false },
+  {
+    examples: [
+      {
+        name: 'Audit sink',
+        url: 'https://hooks.example.com/svc',
+        event_types: ['svc.submission.created', 'svc.user.created'],
+        description: 'Copies events to the audit system',
+      },
+    ],
+    additionalProperties: false,
+  },
 );
 export type CreateWebhook = Static<typeof CreateWebhook>;
 
@@ -77,7 +87,7 @@ export const UpdateWebhook = Type.Object(
     description: Type.Optional(Nullable(Description)),
     enabled: Type.Optional(Type.Boolean()),
   },
-  { additionalProperties: false, minProperties: 1 },
+  { examples: [{ event_types: ['*'] }], additionalProperties: false, minProperties: 1 },
 );
 export type UpdateWebhook = Static<typeof UpdateWebhook>;
 
@@ -142,7 +152,7 @@ const DeliveryFields = {
   updated_at: Timestamp,
 };
 
-export const Delivery = Type.Object(DeliveryFields, { additionalProperties: false });
+export const Delivery = Type.Object(DeliveryFields, { $id: 'WebhookDelivery', additionalProperties: false });
 export type Delivery = Static<typeof Delivery>;
 
 /** One delivery with its attempt log (additive to the spec's fields). */
@@ -151,7 +161,7 @@ export const DeliveryDetail = Type.Object(
     ...DeliveryFields,
     attempts_log: Type.Array(DeliveryAttempt, { description: 'Every attempt, oldest first.' }),
   },
-  { additionalProperties: false },
+  { $id: 'WebhookDeliveryDetail', additionalProperties: false },
 );
 export type DeliveryDetail = Static<typeof DeliveryDetail>;
 

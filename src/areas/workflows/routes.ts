@@ -24,6 +24,8 @@ export function workflowRoutes(app: App, workflows: WorkflowService): void {
     '/event_subscription/:id/test',
     {
       schema: {
+        operationId: 'testEventSubscription',
+        summary: "Simulate a subscription's graph on an event, without side effects",
         tags,
         description:
           'Simulates the subscription graph against an event: same states as a run, nothing persisted, plugins not called, delays skipped; node failures are reported inside a 200 answer.',
@@ -40,20 +42,41 @@ export function workflowRoutes(app: App, workflows: WorkflowService): void {
   app.get(
     '/workflow_run',
     {
-      schema: { tags, querystring: RunQuery, response: { 200: RunList } },
+      schema: {
+        operationId: 'listWorkflowRuns',
+        summary: 'List workflow runs',
+        tags,
+        querystring: RunQuery,
+        response: { 200: RunList },
+      },
       config: anyScope('workflow:read'),
     },
     async (req) => workflows.list(req.query),
   );
   app.get(
     '/workflow_run/:id',
-    { schema: { tags, params: RunParams, response: { 200: Run } }, config: anyScope('workflow:read') },
+    {
+      schema: {
+        operationId: 'getWorkflowRun',
+        summary: 'Get a workflow run',
+        tags,
+        params: RunParams,
+        response: { 200: Run },
+      },
+      config: anyScope('workflow:read'),
+    },
     async (req) => workflows.get(req.params.id),
   );
   app.get(
     '/workflow_run/:id/node',
     {
-      schema: { tags, params: RunParams, response: { 200: RunNodeList } },
+      schema: {
+        operationId: 'listWorkflowRunNodes',
+        summary: 'The node states of a run',
+        tags,
+        params: RunParams,
+        response: { 200: RunNodeList },
+      },
       config: anyScope('workflow:read'),
     },
     async (req) => workflows.nodes(req.params.id),
@@ -61,7 +84,14 @@ export function workflowRoutes(app: App, workflows: WorkflowService): void {
   app.post(
     '/workflow_run/:id/context',
     {
-      schema: { tags, params: RunParams, body: ContextBody, response: { 200: ContextResponse } },
+      schema: {
+        operationId: 'getWorkflowRunContext',
+        summary: "The context a run's expressions see, with its available paths",
+        tags,
+        params: RunParams,
+        body: ContextBody,
+        response: { 200: ContextResponse },
+      },
       config: anyScope('workflow:execute'),
     },
     async (req) => workflows.context(req.params.id, req.body.node_key),
@@ -70,6 +100,8 @@ export function workflowRoutes(app: App, workflows: WorkflowService): void {
     '/workflow/evaluate',
     {
       schema: {
+        operationId: 'evaluateExpression',
+        summary: 'Evaluate a JSONLogic expression against a context',
         tags,
         description:
           'Evaluates a JSONLogic expression against `data` (direct mode) or against the context a node of a run saw (`workflow_run_id` + `node_key`).',

@@ -8,20 +8,23 @@ export const NODE_STATUSES = ['pending', 'running', 'completed', 'failed', 'skip
 
 const Any = Type.Unknown();
 
-export const Run = Type.Object({
-  id: Type.String(),
-  event_subscription_id: Type.String(),
-  graph_version: Type.Integer({ description: 'The graph version the run started with (and finishes on).' }),
-  event_id: Type.String(),
-  event_type: Type.String(),
-  trigger_event: JsonObject,
-  status: Type.Union(RUN_STATUSES.map((s) => Type.Literal(s))),
-  started_at: Nullable(Timestamp),
-  completed_at: Nullable(Timestamp),
-  error: Nullable(Type.String()),
-  created_at: Timestamp,
-  updated_at: Timestamp,
-});
+export const Run = Type.Object(
+  {
+    id: Type.String(),
+    event_subscription_id: Type.String(),
+    graph_version: Type.Integer({ description: 'The graph version the run started with (and finishes on).' }),
+    event_id: Type.String(),
+    event_type: Type.String(),
+    trigger_event: JsonObject,
+    status: Type.Union(RUN_STATUSES.map((s) => Type.Literal(s))),
+    started_at: Nullable(Timestamp),
+    completed_at: Nullable(Timestamp),
+    error: Nullable(Type.String()),
+    created_at: Timestamp,
+    updated_at: Timestamp,
+  },
+  { $id: 'WorkflowRun' },
+);
 
 const SkipReason = Type.Object({
   message: Type.String(),
@@ -30,24 +33,27 @@ const SkipReason = Type.Object({
   ),
 });
 
-export const RunNode = Type.Object({
-  id: Type.String(),
-  workflow_run_id: Type.String(),
-  node_id: Type.String(),
-  node_key: Type.String(),
-  node_type: Type.String(),
-  position: Type.Integer({ description: 'Traversal (Kahn) order of the node in the run.' }),
-  status: Type.Union(NODE_STATUSES.map((s) => Type.Literal(s))),
-  input: Any,
-  output: Any,
-  error: Nullable(Type.String()),
-  skip_reason: Nullable(SkipReason),
-  started_at: Nullable(Timestamp),
-  completed_at: Nullable(Timestamp),
-  attempts: Type.Integer(),
-  resume_at: Nullable(Timestamp),
-  created_at: Timestamp,
-});
+export const RunNode = Type.Object(
+  {
+    id: Type.String(),
+    workflow_run_id: Type.String(),
+    node_id: Type.String(),
+    node_key: Type.String(),
+    node_type: Type.String(),
+    position: Type.Integer({ description: 'Traversal (Kahn) order of the node in the run.' }),
+    status: Type.Union(NODE_STATUSES.map((s) => Type.Literal(s))),
+    input: Any,
+    output: Any,
+    error: Nullable(Type.String()),
+    skip_reason: Nullable(SkipReason),
+    started_at: Nullable(Timestamp),
+    completed_at: Nullable(Timestamp),
+    attempts: Type.Integer(),
+    resume_at: Nullable(Timestamp),
+    created_at: Timestamp,
+  },
+  { $id: 'WorkflowRunNode' },
+);
 
 export const RUN_SORT = [
   'created_at',
@@ -82,7 +88,7 @@ const Context = Type.Object({
 
 export const ContextBody = Type.Object(
   { node_key: Type.String({ minLength: 1, maxLength: 200 }) },
-  { additionalProperties: false },
+  { examples: [{ node_key: 'derive' }], additionalProperties: false },
 );
 export const ContextResponse = Type.Object({ context: Context, available_paths: Type.Array(Type.String()) });
 
@@ -93,7 +99,7 @@ export const EvaluateBody = Type.Object(
     workflow_run_id: Type.Optional(Type.String({ minLength: 1, maxLength: 200 })),
     node_key: Type.Optional(Type.String({ minLength: 1, maxLength: 200 })),
   },
-  { additionalProperties: false },
+  { examples: [{ expression: { '+': [{ var: 'a' }, 1] }, data: { a: 41 } }], additionalProperties: false },
 );
 export type EvaluateBody = Static<typeof EvaluateBody>;
 export const EvaluateResponse = Type.Object({
@@ -118,7 +124,23 @@ export const CloudEventIn = Type.Object(
   { additionalProperties: false, patternProperties: { '^[a-z0-9]{1,20}$': Any } },
 );
 
-export const TestBody = Type.Object({ event: CloudEventIn }, { additionalProperties: false });
+export const TestBody = Type.Object(
+  { event: CloudEventIn },
+  {
+    examples: [
+      {
+        event: {
+          specversion: '1.0',
+          id: 'evt-1',
+          source: '/svc/submissions',
+          type: 'svc.submission.created',
+          data: { answers: { score: 7 } },
+        },
+      },
+    ],
+    additionalProperties: false,
+  },
+);
 export type TestBody = Static<typeof TestBody>;
 
 const SimulatedNode = Type.Object({

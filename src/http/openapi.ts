@@ -1,0 +1,175 @@
+import type { FastifyDynamicSwaggerOptions } from '@fastify/swagger';
+import { VERSION } from '../version.js';
+import type { Access } from './access.js';
+
+/**
+ * The OpenAPI document's shape: what every operation must declare (summary, operationId, tags), what
+ * its access implies (security, 401/403), what its path implies (404), and the document-level facts
+ * (servers, licence, tag descriptions). Routes declare their own summary and operationId next to the
+ * schema; `describeOperation` adds the rest and refuses a route that forgot them, at start-up.
+ */
+
+const TAGS: Array<{ name: string; description: string }> = [
+  {
+    name: 'auth',
+    description: 'Sign-in: credentials, MFA, refresh tokens, password reset, external IdP, devices',
+  },
+  { name: 'users', description: 'Users and the signed-in user' },
+  { name: 'roles', description: 'Roles and who holds them' },
+  { name: 'scopes', description: 'The scope catalogue and what each role grants' },
+  { name: 'api keys', description: 'Long-lived keys that never exceed their creator' },
+  { name: 'devices', description: 'Registered devices' },
+  { name: 'vault', description: 'Encrypted secrets and variables referenced as $secret: and $var:' },
+  { name: 'plugins', description: 'Plugin definitions, configured instances, and invoking an action' },
+  { name: 'events', description: 'Event types and the outbox' },
+  {
+    name: 'event subscriptions',
+    description: 'What runs when an event arrives: conditions and workflow graphs',
+  },
+  { name: 'workflows', description: 'Runs, their nodes, simulation and the expression evaluator' },
+  { name: 'webhooks', description: 'Signed HTTP deliveries of events, with retries and a delivery log' },
+  { name: 'questionnaires', description: 'Questionnaires, their revisions and publishing' },
+  { name: 'folders', description: 'The folder tree questionnaires live in' },
+  { name: 'permissions', description: 'Who may see or manage a folder or questionnaire' },
+  { name: 'config', description: 'Effective questionnaire configuration' },
+  { name: 'enrollments', description: 'Responders enrolled into questionnaires, and their consent' },
+  { name: 'submissions', description: 'Answers to published questionnaires' },
+  { name: 'analytics', description: 'Embedded BI dashboards' },
+];
+
+export const openapiOptions: FastifyDynamicSwaggerOptions = {
+  openapi: {
+    openapi: '3.1.0',
+    info: {
+      title: 'svc',
+      version: VERSION,
+      description:
+        'Access-controlled event, workflow and integration service. Authenticate with a JWT access token ' +
+        '(`POST /api/v1/auth/login/credentials`) or an API key (`Authorization: Bearer svc_key_...` or ' +
+        '`X-API-KEY`). Every error answers `{code, message, details?}` (the ErrorBody schema).',
+      // package.json says UNLICENSED: no SPDX licence applies, so a LicenseRef (SPDX's form for others).
+      license: { name: 'Proprietary (UNLICENSED)', identifier: 'LicenseRef-Proprietary' },
+    },
+    servers: [{ url: '/', description: 'this svc instance' }],
+    tags: TAGS,
+    components: {
+      securitySchemes: {
+        bearer: { type: 'http', scheme: 'bearer', description: 'JWT access token or svc_key_ API key' },
+        apiKey: { type: 'apiKey', in: 'header', name: 'X-API-KEY' },
+      },
+    },
+  },
+  // Schemas carrying an $id (ErrorBody and the records) become named components instead of def-N.
+  refResolver: {
+    buildLocalReference: (json, _baseUri, _fragment, i) =>
+      typeof json.$id === 'string' ? json.$id : `def-${i}`,
+  },
+  transform: ({ schema, url }) => ({ schema: documentedSchema(schema as Record<string, unknown>), url }),
+  transformObject: (doc) => describeResponses(unwrapNamed((doc as { openapiObject: object }).openapiObject)),
+};
+
+const errorRef = { $ref: 'ErrorBody#' };
+
+/**
+ * Adds to a route's schema what its access and path imply, in place (the route's serialisers use the
+ * same responses): security and the 400/401/403/404 answers. Called once per route at registration;
+ * `operationIds` holds the ids of the app's routes so far (each must be unique).
+ */
+export function describeOperation(
+  route: { method: string; url: string; schema: Record<string, unknown> },
+  access: Access,
+  operationIds: Set<string>,
+): void {
+  const { method, url, schema } = route;
+  if (schema.hide) return;
+  const id = schema.operationId;
+  if (typeof schema.summary !== 'string' || typeof id !== 'string' || !Array.isArray(schema.tags)) {
+    throw new Error(`route ${method} ${url} declares no summary, operationId or tags`);
+  }
+  if (operationIds.has(id)) throw new Error(`route ${method} ${url}: operationId ${id} is already used`);
+  operationIds.add(id);
+  schema.response ??= {};
+  const response = schema.response as Record<string, unknown>;
+  response['400'] ??= errorRef;
+  if (url.includes('/:')) response['404'] ??= errorRef;
+  if (access.kind === 'public') {
+    schema.security = [];
+    return;
+  }
+  const scopes = access.kind === 'scoped' ? [...access.scopes] : [];
+  schema.security = [{ bearer: scopes }, { apiKey: scopes }];
+  response['401'] ??= errorRef;
+  response['403'] ??= errorRef;
+  if (access.kind === 'scoped') {
+    schema['x-required-scopes'] = { scopes, mode: access.mode };
+    const line = `Requires ${access.mode === 'all' ? 'all' : 'any'} of: \`${scopes.join('`, `')}\`.`;
+    schema.description = schema.description ? `${schema.description}\n\n${line}` : line;
+  }
+}
+
+/**
+ * The document's copy of a route schema. Query parameters that have a default are optional to a
+ * client (the server fills them in): TypeBox lists them as required, which would make generated
+ * clients demand `limit`, `offset`, `sort_by` and `sort_dir` on every list call.
+ */
+function documentedSchema(schema: Record<string, unknown>): Record<string, unknown> {
+  const out: Record<string, unknown> = { ...schema };
+  const query = schema.querystring as
+    | { properties?: Record<string, { default?: unknown }>; required?: string[] }
+    | undefined;
+  if (query?.properties && query.required) {
+    const required = query.required.filter((p) => query.properties?.[p]?.default === undefined);
+    out.querystring = { ...query, required };
+  }
+  // @fastify/swagger names a schema that has an $id only where it is nested: a named record answered
+  // or sent whole is nested one level here, and `unwrapNamed` turns the wrapper into a plain $ref.
+  if (named(schema.body)) out.body = { allOf: [schema.body] };
+  if (schema.response && typeof schema.response === 'object') {
+    out.response = Object.fromEntries(
+      Object.entries(schema.response).map(([status, s]) => [status, named(s) ? { allOf: [s] } : s]),
+    );
+  }
+  return out;
+}
+
+const RESPONSE_TEXT: Record<string, string> = {
+  '200': 'OK',
+  '202': 'Accepted',
+  '400': 'Invalid request (the body names the field and what is allowed)',
+  '401': 'Not authenticated, or the credential is invalid or expired',
+  '403': 'Authenticated, but lacking a required scope (details.required_scopes names them)',
+  '404': 'No such resource, or not one the caller may see',
+  '409': 'Conflicts with the current state',
+  '422': 'Understood but cannot be carried out',
+  '503': 'Not available now (details say why)',
+};
+
+/** Gives each answer a description of what its status means instead of "Default Response". */
+function describeResponses(doc: unknown): Record<string, unknown> {
+  const paths = (
+    doc as { paths: Record<string, Record<string, { responses?: Record<string, { description?: string }> }>> }
+  ).paths;
+  for (const operations of Object.values(paths)) {
+    for (const op of Object.values(operations)) {
+      for (const [status, answer] of Object.entries(op.responses ?? {})) {
+        if (answer.description === 'Default Response') answer.description = RESPONSE_TEXT[status] ?? 'Answer';
+      }
+    }
+  }
+  return doc as Record<string, unknown>;
+}
+
+const named = (s: unknown): boolean => typeof (s as { $id?: unknown } | undefined)?.$id === 'string';
+
+/** `{allOf: [{$ref}]}` (the wrapper `documentedSchema` adds) becomes `{$ref}`, everywhere in the document. */
+function unwrapNamed(node: unknown): unknown {
+  if (Array.isArray(node)) return node.map(unwrapNamed);
+  if (!node || typeof node !== 'object') return node;
+  const o = node as Record<string, unknown>;
+  const keys = Object.keys(o);
+  if (keys.length === 1 && Array.isArray(o.allOf) && o.allOf.length === 1) {
+    const only = o.allOf[0] as Record<string, unknown>;
+    if (Object.keys(only).length === 1 && typeof only.$ref === 'string') return only;
+  }
+  return Object.fromEntries(keys.map((k) => [k, unwrapNamed(o[k])]));
+}

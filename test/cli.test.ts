@@ -210,8 +210,11 @@ describe('svc command', () => {
       SVC_BOOTSTRAP_ADMIN_EMAIL: 'root@example.test',
       SVC_BOOTSTRAP_ADMIN_PASSWORD: 'root-password',
     });
+    let output = '';
+    child.stdout?.on('data', (d) => (output += d));
     const line = await waitForOutput(child, /listening on/);
     const address = /listening on (http:\/\/[^ ]+)/.exec(line)![1];
+    expect(line).toContain('worker: in-process');
     expect((await fetch(`${address}/healthz`)).status).toBe(200);
     const login = await fetch(`${address}/api/v1/auth/login/credentials`, {
       method: 'POST',
@@ -224,5 +227,14 @@ describe('svc command', () => {
     child.kill('SIGTERM');
     await clean;
     expect(await exited).toBe(0);
+    // One listening line; the probe logged nothing at info, the sign-in one line.
+    const lines = output
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l) as { msg: string; path?: string });
+    expect(lines.filter((l) => /listening/i.test(l.msg))).toHaveLength(1);
+    expect(lines.filter((l) => l.msg === 'request').map((l) => l.path)).toEqual([
+      '/api/v1/auth/login/credentials',
+    ]);
   });
 });

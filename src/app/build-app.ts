@@ -1,15 +1,15 @@
 import { randomUUID } from 'node:crypto';
 import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
-import Fastify from 'fastify';
+import Fastify, { type FastifyReply, type FastifyRequest, LogController } from 'fastify';
 import { migrationsApplied } from '../db/migrate.js';
 import { ping } from '../db/store.js';
 import { satisfies } from '../http/access.js';
 import { AppError } from '../http/errors.js';
-import { describeOperation, openapiOptions } from '../http/openapi.js';
+import { describeOperation, docsPageOptions, openapiOptions } from '../http/openapi.js';
 import { ErrorBody } from '../http/schemas.js';
 import { handleClientError, handleError, handleFrameworkError } from './errors.js';
-import { registerMetrics } from './metrics.js';
+import { registerHttpMetrics } from './metrics.js';
 import { registerAreaRoutes } from './routes.js';
 import type { App, AppContext, RouteEntry } from './types.js';
 import { compileValidator } from './validation.js';
@@ -36,6 +36,7 @@ export async function buildApp(ctx: AppContext): Promise<BuiltApp> {
     return503OnClosing: false,
     frameworkErrors: handleFrameworkError,
     clientErrorHandler: handleClientError,
+    logController: new OneLinePerRequest(),
   }).withTypeProvider() as unknown as App;
 
   app.setValidatorCompiler(compileValidator);
@@ -104,9 +105,9 @@ export async function buildApp(ctx: AppContext): Promise<BuiltApp> {
     request.principal = principal;
   });
 
-  registerMetrics(app as never);
+  registerHttpMetrics(app as never, ctx.services.metrics);
   await app.register(swagger, openapiOptions);
-  await app.register(swaggerUi, { routePrefix: '/docs', uiConfig: { deepLinking: true } });
+  await app.register(swaggerUi, docsPageOptions);
 
   app.get('/healthz', { schema: { hide: true }, config: { access: { kind: 'public' } } }, async () => ({
     status: 'ok',
@@ -131,6 +132,30 @@ export async function buildApp(ctx: AppContext): Promise<BuiltApp> {
   );
   await app.ready();
   return { app, routes };
+}
+
+/** Probes and the docs page's files: routine, so their lines are debug; the API's requests are info. */
+const ROUTINE = /^\/(healthz|readyz|metrics|docs)(\/|\?|$)/;
+
+/**
+ * One log line per answered request (Fastify writes two: received and completed): method, path,
+ * route, status and duration; never the query string, which may carry search terms.
+ */
+class OneLinePerRequest extends LogController {
+  override incomingRequest(): void {}
+  override routeNotFound(): void {}
+  override requestCompleted(error: Error | null, request: FastifyRequest, reply: FastifyReply): void {
+    const line = {
+      method: request.method,
+      path: request.url.split('?', 1)[0],
+      route: request.routeOptions.url,
+      status: reply.statusCode,
+      ms: Math.round(reply.elapsedTime * 10) / 10,
+    };
+    if (error) reply.log.error({ ...line, err: error }, 'request failed');
+    else if (ROUTINE.test(request.url)) reply.log.debug(line, 'request');
+    else reply.log.info(line, 'request');
+  }
 }
 
 /**

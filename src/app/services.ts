@@ -1,21 +1,26 @@
 import type { Logger } from 'pino';
+import type { Registry } from 'prom-client';
 import { type AnalyticsService, createAnalyticsService } from '../areas/analytics/service.js';
 import { type AuthService, createAuthService } from '../areas/auth/service.js';
 import { createEnrollmentService, type EnrollmentService } from '../areas/enrollments/service.js';
 import type { EventHandler } from '../areas/events/handlers.js';
+import { createOutboxMetrics } from '../areas/events/metrics.js';
 import { createOutboxJob } from '../areas/events/outbox.js';
 import { createEventPublisher } from '../areas/events/publish.js';
 import { createEventRegistry } from '../areas/events/registry.js';
 import { createEventsService, type EventsService } from '../areas/events/service.js';
 import { createOutboxSignal } from '../areas/events/signal.js';
 import { createIdentityService, type IdentityService } from '../areas/identity/service.js';
+import { createPluginMetrics } from '../areas/plugins/metrics.js';
 import { createPluginService, type PluginService } from '../areas/plugins/service.js';
 import { createQuestionnaireArea, type QuestionnaireArea } from '../areas/questionnaires/area.js';
 import { createSubmissionService, type SubmissionService } from '../areas/submissions/service.js';
 import { createSubscriptionService, type SubscriptionService } from '../areas/subscriptions/service.js';
 import { createVaultService, type VaultService } from '../areas/vault/service.js';
+import { createWebhookMetrics } from '../areas/webhooks/metrics.js';
 import { createWebhookService, type WebhookService } from '../areas/webhooks/service.js';
 import { createWorkflowEngine, WORKFLOWS_JOB, type WorkflowEngine } from '../areas/workflows/engine.js';
+import { createWorkflowMetrics } from '../areas/workflows/metrics.js';
 import { createWorkflowService, type WorkflowService } from '../areas/workflows/service.js';
 import type { Config } from '../config/config.js';
 import type { Store } from '../db/store.js';
@@ -23,6 +28,7 @@ import type { Authenticator } from '../http/access.js';
 import type { Clock } from '../lib/clock.js';
 import { Wakeups } from '../worker/wakeups.js';
 import type { Job } from '../worker/worker.js';
+import { createMetricsRegistry } from './metrics.js';
 
 /**
  * The composition root: every area's service, built once in dependency order and passed
@@ -30,6 +36,8 @@ import type { Job } from '../worker/worker.js';
  */
 export interface Services {
   wakeups: Wakeups;
+  /** What /metrics serves: the pipeline's metrics (each area registers its own) and HTTP's. */
+  metrics: Registry;
   /** publish (inside a transaction), the event definition registry, the outbox task list. */
   events: EventsService;
   authenticate: Authenticator;
@@ -77,6 +85,7 @@ export interface ServiceDeps {
 
 export function createServices(deps: ServiceDeps): Services {
   const wakeups = new Wakeups();
+  const metrics = createMetricsRegistry();
   const eventRegistry = createEventRegistry();
   const outboxSignal = createOutboxSignal({ store: deps.store, wakeups, log: deps.log });
   const events = createEventsService({
@@ -99,6 +108,7 @@ export function createServices(deps: ServiceDeps): Services {
       wakeups,
       handlers: eventHandlers,
       signal: outboxSignal,
+      metrics: createOutboxMetrics(metrics, deps.store, deps.clock),
     },
     { intervalMs: deps.config.outboxDrainIntervalMs, leaseMs: deps.config.outboxLeaseMs },
   );
@@ -136,6 +146,7 @@ export function createServices(deps: ServiceDeps): Services {
     retryIntervalMs: deps.config.webhookRetryIntervalMs,
     allowPrivate: deps.config.allowPrivateNetworks,
     wake: () => wakeups.wake('webhooks'),
+    metrics: createWebhookMetrics(metrics),
   });
   const vault = createVaultService({
     store: deps.store,
@@ -152,6 +163,7 @@ export function createServices(deps: ServiceDeps): Services {
     pluginDir: deps.config.pluginDir,
     pluginServices: deps.config.pluginServices,
     allowPrivateNetworks: deps.config.allowPrivateNetworks,
+    metrics: createPluginMetrics(metrics),
   });
   eventHandlers.push(webhooks.dispatcher);
   const auth = createAuthService({
@@ -176,6 +188,7 @@ export function createServices(deps: ServiceDeps): Services {
     subscriptions,
     actions: plugins,
     vault,
+    metrics: createWorkflowMetrics(metrics),
     wake: () => wakeups.wake(WORKFLOWS_JOB),
     leaseMs: deps.config.workflowLeaseMs,
     pollIntervalMs: deps.config.workflowPollIntervalMs,
@@ -189,6 +202,7 @@ export function createServices(deps: ServiceDeps): Services {
   });
   return {
     wakeups,
+    metrics,
     events,
     authenticate: identity.authenticate,
     identity,

@@ -122,12 +122,15 @@ async function runOnce(config: Config, command: CliCommand, values: Values): Pro
 async function serve(ctx: AppContext, withWorker: boolean): Promise<number> {
   const { app } = await buildApp(ctx);
   const worker = withWorker ? createWorker(ctx) : undefined;
-  const address = await app.listen({ port: ctx.config.port, host: ctx.config.host });
+  // Fastify writes the one listening line (per address it binds), in our words.
+  await app.listen({
+    port: ctx.config.port,
+    host: ctx.config.host,
+    listenTextResolver: (address) =>
+      `svc ${VERSION} listening on ${address} (docs at ${address}/docs, store: ${ctx.store.dialect}, ` +
+      `worker: ${worker ? 'in-process' : 'off'})`,
+  });
   worker?.start();
-  ctx.log.info(
-    { address, worker: Boolean(worker) },
-    `svc ${VERSION} listening on ${address} (docs at ${address}/docs, store: ${ctx.store.dialect})`,
-  );
   await untilSignal(ctx, async () => {
     // Stop accepting and finish in-flight requests, then let the worker finish its current steps.
     // close() drops the keep-alive connections idle at that moment; one busy then goes idle once its

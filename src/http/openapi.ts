@@ -1,4 +1,5 @@
 import type { FastifyDynamicSwaggerOptions } from '@fastify/swagger';
+import type { FastifySwaggerUiOptions } from '@fastify/swagger-ui';
 import { VERSION } from '../version.js';
 import type { Access } from './access.js';
 
@@ -37,16 +38,51 @@ const TAGS: Array<{ name: string; description: string }> = [
   { name: 'analytics', description: 'Embedded BI dashboards' },
 ];
 
+/** The short guide at the top of the docs page (Markdown). */
+const GUIDE = `svc is an access-controlled event, workflow and integration service: users, roles and scopes,
+API keys, CloudEvents through a transactional outbox, subscriptions that run workflow graphs, a vault,
+plugins and signed webhooks.
+
+**Getting started**
+1. Sign in: \`POST /api/v1/auth/login/credentials\` with \`{"email", "password"}\` answers an
+   \`access_token\` (and a \`refresh_token\`; with MFA on, an \`mfa_token\` for
+   \`POST /api/v1/auth/login/mfa_verify\`).
+2. Press **Authorize** and paste the access token as *bearer*, or an API key (\`svc_key_...\`, made with
+   \`POST /api/v1/api_key\`) as *bearer* or *apiKey*.
+3. Every operation below says which scopes it needs; \`GET /api/v1/current_user\` shows yours.
+
+**Conventions**
+- Lists take \`limit\` (1–250, default 25), \`offset\`, \`sort_by\` and \`sort_dir\` and answer
+  \`{<items>, total, limit, offset, has_next, has_previous}\`.
+- Unknown fields and query parameters are refused (400). Every error answers \`{code, message, details?}\`;
+  a 403 names the \`required_scopes\`.
+- Every change publishes a CloudEvent; subscriptions and webhooks react to them
+  (\`GET /api/v1/event_definition\` lists the types).
+
+The repository's README and docs/ explain each area; this page is generated from the routes themselves.`;
+
+/** A small wordmark for the docs page's top bar. */
+const LOGO = Buffer.from(
+  '<svg xmlns="http://www.w3.org/2000/svg" width="120" height="40" viewBox="0 0 120 40">' +
+    '<text x="0" y="30" font-family="Helvetica, Arial, sans-serif" font-size="30" font-weight="700" fill="#fff">svc</text>' +
+    '<text x="56" y="30" font-family="Helvetica, Arial, sans-serif" font-size="13" fill="#cfd8dc">API</text></svg>',
+);
+
+/** The interactive reference at /docs (Swagger UI, served from the package: nothing is fetched elsewhere). */
+export const docsPageOptions: FastifySwaggerUiOptions = {
+  routePrefix: '/docs',
+  logo: { type: 'image/svg+xml', content: LOGO, href: '/docs', target: '_self' },
+  theme: { title: 'svc API reference' },
+  uiConfig: { deepLinking: true, displayOperationId: false, docExpansion: 'list', tryItOutEnabled: false },
+};
+
 export const openapiOptions: FastifyDynamicSwaggerOptions = {
   openapi: {
     openapi: '3.1.0',
     info: {
       title: 'svc',
       version: VERSION,
-      description:
-        'Access-controlled event, workflow and integration service. Authenticate with a JWT access token ' +
-        '(`POST /api/v1/auth/login/credentials`) or an API key (`Authorization: Bearer svc_key_...` or ' +
-        '`X-API-KEY`). Every error answers `{code, message, details?}` (the ErrorBody schema).',
+      description: GUIDE,
       // package.json says UNLICENSED: no SPDX licence applies, so a LicenseRef (SPDX's form for others).
       license: { name: 'Proprietary (UNLICENSED)', identifier: 'LicenseRef-Proprietary' },
     },

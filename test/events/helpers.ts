@@ -1,5 +1,7 @@
+import { Registry } from 'prom-client';
 import type { CloudEvent } from '../../src/areas/events/cloudevent.js';
 import type { EventHandler } from '../../src/areas/events/handlers.js';
+import { createOutboxMetrics } from '../../src/areas/events/metrics.js';
 import { createOutboxJob, type OutboxJob, type OutboxOptions } from '../../src/areas/events/outbox.js';
 import type { EventInput } from '../../src/areas/events/publish.js';
 import { createOutboxSignal } from '../../src/areas/events/signal.js';
@@ -55,6 +57,7 @@ export function anotherDrain(
       wakeups: services.wakeups,
       handlers,
       signal: createOutboxSignal({ store, wakeups: services.wakeups, log }),
+      metrics: createOutboxMetrics(new Registry(), store, clock),
     },
     { leaseMs: t.ctx.config.outboxLeaseMs, intervalMs: t.ctx.config.outboxDrainIntervalMs, ...options },
   );

@@ -7,6 +7,7 @@ import type { Wakeups } from '../../worker/wakeups.js';
 import type { Job } from '../../worker/worker.js';
 import type { CloudEvent } from './cloudevent.js';
 import type { EventHandler } from './handlers.js';
+import type { OutboxMetrics } from './metrics.js';
 import { afterFailure } from './retry.js';
 import { OUTBOX_JOB, type OutboxSignal } from './signal.js';
 import {
@@ -40,6 +41,7 @@ export interface OutboxDeps {
   /** Read at every event, so handlers appended after construction are called too. */
   handlers: readonly EventHandler[];
   signal: OutboxSignal;
+  metrics: OutboxMetrics;
 }
 
 export type OutboxJob = Job & {
@@ -78,14 +80,17 @@ export function createOutboxJob(deps: OutboxDeps, options: OutboxOptions): Outbo
     const expired = await expiredLeases(store.db, iso(now), batchSize);
     for (const task of expired) {
       const error = `lease of ${task.locked_by ?? 'a worker'} expired during attempt ${task.attempts} (worker stopped or stalled)`;
+      const update = failedAttempt(task, error, now);
       const reaped = await markFailed(
         store.db,
-        failedAttempt(task, error, now),
+        update,
         { lockedUntil: task.locked_until!, attempts: task.attempts },
         iso(now),
       );
-      if (reaped)
+      if (reaped) {
+        deps.metrics.settled(update.status === 'FAILED' ? 'failed' : 'retry');
         log.warn({ task_id: task.id, event_id: task.event_id }, 'outbox: reclaimed an expired lease');
+      }
     }
   }
 
@@ -139,11 +144,13 @@ export function createOutboxJob(deps: OutboxDeps, options: OutboxOptions): Outbo
     const now = clock.now();
     const doneIds = tasks.filter((_, i) => results[i] === null).map((t) => t.id);
     await markDone(store.db, doneIds, workerId, iso(now));
+    deps.metrics.settled('done', doneIds.length);
     for (const [i, task] of tasks.entries()) {
       const error = results[i];
       if (error === null) continue;
       const update = failedAttempt(task, error, now);
       await markFailed(store.db, update, { workerId }, iso(now));
+      deps.metrics.settled(update.status === 'FAILED' ? 'failed' : 'retry');
       if (update.next_attempt_at) knownDueAt = earliest(knownDueAt, Date.parse(update.next_attempt_at));
       if (update.status === 'FAILED') {
         log.error(

@@ -206,3 +206,13 @@ export function toTask(row: TaskRow): EventDeliveryTask {
     updated_at: row.updated_at,
   };
 }
+
+/** Tasks not yet settled (PENDING or IN_PROGRESS), and when the oldest of them was written. */
+export async function backlog(db: Db): Promise<{ tasks: number; oldestCreatedAt: string | null }> {
+  const row = await db
+    .selectFrom(TABLE)
+    .select((eb) => [eb.fn.countAll<number | string>().as('tasks'), eb.fn.min('created_at').as('oldest')])
+    .where('status', 'in', ['PENDING', 'IN_PROGRESS'])
+    .executeTakeFirst();
+  return { tasks: Number(row?.tasks ?? 0), oldestCreatedAt: (row?.oldest as string | null) ?? null };
+}

@@ -13,6 +13,7 @@ import { configHash } from './config-hash.js';
 import { discoverPlugins, type LoadedPlugin } from './discovery.js';
 import { describeErrors, validate } from './json-schema.js';
 import type { PluginAction } from './manifest.js';
+import type { PluginMetrics } from './metrics.js';
 import type { CreateInstance, DefinitionListQuery, InstanceListQuery, UpdateInstance } from './schemas.js';
 import type { PluginDefinition, PluginInstance } from './store.js';
 import * as db from './store.js';
@@ -79,6 +80,7 @@ export interface PluginDeps {
   pluginDir?: string;
   pluginServices: readonly string[];
   allowPrivateNetworks: boolean;
+  metrics: PluginMetrics;
 }
 
 /** Longest handler error message kept (a stack or a whole response body is not a message). */
@@ -341,6 +343,8 @@ export function createPluginService(deps: PluginDeps): PluginService {
         outcome = appError.code;
         throw appError;
       } finally {
+        const ms = performance.now() - started;
+        deps.metrics.invoked(name, action.name, outcome, ms / 1000);
         // Never the payload, the config or the output: they may carry resolved vault values.
         log.info(
           {
@@ -348,7 +352,7 @@ export function createPluginService(deps: PluginDeps): PluginService {
             plugin: name,
             action: action.name,
             outcome,
-            duration_ms: Math.round(performance.now() - started),
+            duration_ms: Math.round(ms),
           },
           'plugin action invoked',
         );

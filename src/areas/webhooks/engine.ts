@@ -8,6 +8,7 @@ import { guardedDispatcher } from '../../lib/net-guard.js';
 import { VERSION } from '../../version.js';
 import type { Job } from '../../worker/worker.js';
 import { afterAttemptFailure } from './backoff.js';
+import type { WebhookMetrics } from './metrics.js';
 import { sendAttempt } from './sender.js';
 import { signDelivery } from './signing.js';
 import * as db from './store.js';
@@ -32,6 +33,7 @@ export interface EngineOptions {
   globalConcurrency?: number;
   /** Attempts in flight in this process to one webhook: a slow endpoint holds at most this many slots. */
   perWebhookConcurrency?: number;
+  metrics: WebhookMetrics;
 }
 
 export interface DeliveryEngine {
@@ -259,7 +261,27 @@ export function createDeliveryEngine(opts: EngineOptions): DeliveryEngine {
         updated_at: now,
       };
       if (next.status === 'PENDING') scheduleRetryWake(next.next_attempt_at);
+      // The URL is left out: it may carry credentials in its userinfo or query.
+      log.info(
+        {
+          webhook_id: row.webhook_id,
+          delivery_id: row.id,
+          event_type: row.event_type,
+          attempt: row.attempts,
+          http_status: result.httpStatus,
+          duration_ms: result.durationMs,
+          error: result.error,
+          next: next.status === 'PENDING' ? changes.next_attempt_at : 'FAILED (attempts exhausted)',
+        },
+        'webhook attempt failed',
+      );
     }
+    opts.metrics.attempted(
+      result.success ? 'success' : 'failed',
+      row.attempts,
+      result.durationMs / 1000,
+      changes.status,
+    );
     record({
       completion: {
         id: row.id,

@@ -28,6 +28,7 @@ import { maskSecrets, secretValues } from '../vault/references.js';
 import { WriteBatcher } from './batcher.js';
 import { CompiledCache, describeThrown, truthy } from './jsonlogic.js';
 import { type Barrier, eventContext, MAX_INTERRUPTIONS, type NodeState, RunMachine } from './machine.js';
+import type { WorkflowMetrics } from './metrics.js';
 import { buildPlan, type Plan, PlanCache } from './plan.js';
 import { createRunStore, nodeRow, type RunWrite, toNodeState } from './store.js';
 import type { WorkflowRunNodeTable, WorkflowRunTable } from './tables.js';
@@ -62,6 +63,7 @@ export interface EngineDeps {
   subscriptions: SubscriptionService;
   actions: ActionInvoker;
   vault: ReferenceResolver;
+  metrics: WorkflowMetrics;
   /** Wakes the `workflows` job (in this process). */
   wake: () => void;
   /** How long a claim is exclusive; renewed every third of it while an ACTION runs. */
@@ -193,7 +195,10 @@ export function createWorkflowEngine(deps: EngineDeps) {
         pairs.map(async ({ sub, event }) => {
           try {
             const machine = await startRun(sub, event);
-            if (machine) started.push(machine);
+            if (machine) {
+              started.push(machine);
+              deps.metrics.runStarted(sub.id);
+            }
           } catch (err) {
             failed.set(event.id, [...(failed.get(event.id) ?? []), `${sub.id}: ${describeThrown(err)}`]);
             log.error(
@@ -223,6 +228,13 @@ export function createWorkflowEngine(deps: EngineDeps) {
     const at = iso(clock.now());
     const ok = await writeRun({ run: { ...machine.run }, lease, nodes: changes.nodes, at });
     if (!ok) throw new LeaseLost(`run ${machine.run.id} is no longer held by this worker`);
+    // Counted once durable: a node's final status is written once.
+    for (const n of changes.nodes) {
+      if ((n.status === 'completed' || n.status === 'failed') && n.started_at && n.completed_at) {
+        const seconds = (Date.parse(n.completed_at) - Date.parse(n.started_at)) / 1000;
+        deps.metrics.nodeFinished(n.type, n.status, Math.max(0, seconds));
+      }
+    }
   }
 
   function armTimer(untilIso: string): void {
@@ -356,12 +368,28 @@ export function createWorkflowEngine(deps: EngineDeps) {
     }
   }
 
+  /** One info line per finished run: what operators grep for first. */
+  function logFinished({ run, plan }: RunMachine): void {
+    const durationMs =
+      run.started_at && run.completed_at ? Date.parse(run.completed_at) - Date.parse(run.started_at) : null;
+    const line = {
+      run_id: run.id,
+      subscription_id: plan.subscriptionId,
+      status: run.status,
+      duration_ms: durationMs,
+    };
+    deps.metrics.runFinished(plan.subscriptionId, run.status);
+    if (run.status === 'failed') log.info({ ...line, error: run.error }, 'workflow run failed');
+    else log.info(line, `workflow run ${run.status}`);
+  }
+
   async function drive(machine: RunMachine): Promise<void> {
     try {
       for (;;) {
         const b = machine.advance(clock.now());
         if (b.kind === 'end') {
           await persist(machine, { wake_at: null, locked_by: null });
+          logFinished(machine);
           return;
         }
         if (b.kind === 'wait') {

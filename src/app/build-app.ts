@@ -66,6 +66,7 @@ export async function buildApp(ctx: AppContext): Promise<BuiltApp> {
       operationIds,
     );
     if (!route.schema?.body && route.method !== 'GET') refuseBodyFields(route);
+    else if (route.schema?.body) defaultEmptyBody(route);
   });
 
   // Requests that arrive once shutdown began (on kept-alive connections): 503, and the connection
@@ -237,6 +238,20 @@ function refuseBodyFields(route: { preValidation?: unknown }): void {
   };
   const existing = route.preValidation;
   route.preValidation = existing ? [...[existing].flat(), check] : check;
+}
+
+/**
+ * A body whose every field is optional may be left out (`curl -X POST` with no data): it counts as
+ * `{}`. A body with required fields still answers 400 naming the first one.
+ */
+function defaultEmptyBody(route: { schema?: { body?: unknown }; preValidation?: unknown }): void {
+  const required = (route.schema?.body as { required?: unknown[] } | undefined)?.required ?? [];
+  if (required.length > 0) return;
+  const fill = async (request: { body?: unknown }) => {
+    request.body ??= {};
+  };
+  const existing = route.preValidation;
+  route.preValidation = existing ? [...[existing].flat(), fill] : fill;
 }
 
 function holdsNul(value: unknown): boolean {

@@ -3,6 +3,7 @@ import type { Registry } from 'prom-client';
 import { type AnalyticsService, createAnalyticsService } from '../areas/analytics/service.js';
 import { type AuthService, createAuthService } from '../areas/auth/service.js';
 import { createEnrollmentService, type EnrollmentService } from '../areas/enrollments/service.js';
+import type { CloudEvent } from '../areas/events/cloudevent.js';
 import type { EventHandler } from '../areas/events/handlers.js';
 import { createOutboxMetrics } from '../areas/events/metrics.js';
 import { createOutboxJob } from '../areas/events/outbox.js';
@@ -147,6 +148,7 @@ export function createServices(deps: ServiceDeps): Services {
     allowPrivate: deps.config.allowPrivateNetworks,
     wake: () => wakeups.wake('webhooks'),
     metrics: createWebhookMetrics(metrics),
+    examplesOf: (type) => eventRegistry.get(type)?.examples as CloudEvent[] | undefined,
   });
   const vault = createVaultService({
     store: deps.store,

@@ -11,6 +11,7 @@ import {
   DeliveryListQuery,
   DeliveryListResponse,
   DeliveryParams,
+  TestWebhookBody,
   UpdateWebhook,
   Webhook,
   WebhookIdParams,
@@ -179,5 +180,25 @@ export function registerWebhookRoutes(api: App, ctx: AppContext): void {
       },
     },
     (request) => webhooks.retryDelivery(request.params.id, request.params.delivery_id),
+  );
+
+  api.post(
+    '/webhook/:id/test',
+    {
+      config: anyScope('webhook:write'),
+      schema: {
+        operationId: 'sendWebhookTestEvent',
+        tags,
+        summary: 'Send a signed example event of a chosen type to this webhook only',
+        description:
+          "Queues one delivery of the event type's example (a fresh id and time, extension `svctest: true`) to " +
+          'this webhook alone, signed and retried like any other; no subscription or other webhook sees it. ' +
+          'The answer is the delivery; follow it with GET /webhook/{id}/delivery/{delivery_id}.',
+        params: WebhookIdParams,
+        body: TestWebhookBody,
+        response: { 200: Delivery, ...errors(404) },
+      },
+    },
+    (request) => webhooks.sendTest(request.params.id, request.body ?? {}),
   );
 }

@@ -52,6 +52,10 @@ export const WebhookWithSecret = Type.Object(
     secret: Type.String({
       description: '64 hex characters, the HMAC-SHA256 signing key. Shown only now: store it.',
     }),
+    standard_webhooks_secret: Type.String({
+      description:
+        'The same key as `whsec_` + base64, the form the Standard Webhooks and Svix libraries take to verify deliveries.',
+    }),
   },
   { $id: 'WebhookWithSecret', additionalProperties: false },
 );
@@ -197,6 +201,21 @@ export const AttemptListQuery = ListQuery(
 );
 export type AttemptListQuery = Static<typeof AttemptListQuery>;
 export const AttemptListResponse = ListResponse('attempts', DeliveryAttempt);
+
+export const TestWebhookBody = Type.Object(
+  {
+    event_type: Type.Optional(
+      Type.String({
+        minLength: 1,
+        maxLength: 200,
+        description:
+          "A registered event type; default: the webhook's first type (svc.user.created for a webhook on *)",
+      }),
+    ),
+  },
+  { additionalProperties: false, examples: [{ event_type: 'svc.submission.created' }] },
+);
+export type TestWebhookBody = Static<typeof TestWebhookBody>;
 
 export const WebhookIdParams = Type.Object({ id: Id }, { additionalProperties: false });
 export const DeliveryParams = Type.Object({ id: Id, delivery_id: Id }, { additionalProperties: false });

@@ -17,12 +17,13 @@ import type {
   DeliveryAttempt,
   DeliveryDetail,
   DeliveryListQuery,
+  TestWebhookBody,
   UpdateWebhook,
   Webhook,
   WebhookListQuery,
   WebhookWithSecret,
 } from './schemas.js';
-import { newSecret, secretHint } from './signing.js';
+import { newSecret, secretHint, standardWebhooksSecret } from './signing.js';
 import * as db from './store.js';
 
 type Envelope<K extends string, T> = ReturnType<typeof envelope<K, T>>;
@@ -42,6 +43,8 @@ export interface WebhookService {
     query: AttemptListQuery,
   ): Promise<Envelope<'attempts', DeliveryAttempt>>;
   retryDelivery(webhookId: string, deliveryId: string): Promise<Delivery>;
+  /** Queues the example event of a registered type to this webhook only (POST /webhook/{id}/test). */
+  sendTest(webhookId: string, input: TestWebhookBody): Promise<Delivery>;
   /** SPEC Pipeline 4: the drain's handler creating one delivery per matching webhook. */
   dispatcher: EventHandler;
   /** The sender (the `webhooks` worker job and its pool). */
@@ -52,6 +55,8 @@ export type WebhookDeps = Omit<EngineOptions, 'store' | 'clock' | 'log'> & {
   store: Store;
   clock: Clock;
   log: Logger;
+  /** Complete example events of a registered type (the event registry), or undefined if unknown. */
+  examplesOf(eventType: string): readonly CloudEvent[] | undefined;
 };
 
 function toWebhook(row: db.PublicWebhookRow): Webhook {
@@ -67,6 +72,36 @@ function toWebhook(row: db.PublicWebhookRow): Webhook {
     updated_at: row.updated_at,
     updated_by: row.updated_by,
     deleted_at: row.deleted_at,
+  };
+}
+
+/** The secret as create and rotate_secret answer it: hex, and the `whsec_` form libraries take. */
+function withSecret(secret: string): { secret: string; standard_webhooks_secret: string } {
+  return { secret, standard_webhooks_secret: standardWebhooksSecret(secret) };
+}
+
+/** A new delivery of `event` to one webhook, due now. */
+function deliveryRow(webhookId: string, event: CloudEvent, now: string, id = newId()): db.DeliveryRow {
+  return {
+    id,
+    webhook_id: webhookId,
+    event_id: event.id,
+    event_type: event.type,
+    status: 'PENDING',
+    http_status: null,
+    response_body: null,
+    error: null,
+    attempts: 0,
+    max_attempts: MAX_ATTEMPTS,
+    next_attempt_at: now,
+    delivered_at: null,
+    created_at: now,
+    updated_at: now,
+    locked_until: null,
+    locked_by: null,
+    locked_at: null,
+    generation: 0,
+    total_attempts: 0,
   };
 }
 
@@ -175,29 +210,7 @@ export function createWebhookService(deps: WebhookDeps): WebhookService {
         });
         if (targets.length === 0) continue;
         payloads.push({ eventId: event.id, payload: JSON.stringify(event) });
-        for (const h of targets) {
-          rows.push({
-            id: newDeliveryId(),
-            webhook_id: h.id,
-            event_id: event.id,
-            event_type: event.type,
-            status: 'PENDING',
-            http_status: null,
-            response_body: null,
-            error: null,
-            attempts: 0,
-            max_attempts: MAX_ATTEMPTS,
-            next_attempt_at: now,
-            delivered_at: null,
-            created_at: now,
-            updated_at: now,
-            locked_until: null,
-            locked_by: null,
-            locked_at: null,
-            generation: 0,
-            total_attempts: 0,
-          });
-        }
+        for (const h of targets) rows.push(deliveryRow(h.id, event, now, newDeliveryId()));
       }
       if (rows.length === 0) return;
       // (webhook_id, event_id) is unique: an event handed over again inserts nothing.
@@ -229,7 +242,7 @@ export function createWebhookService(deps: WebhookDeps): WebhookService {
         ...auditInsert(now, by),
       };
       await store.transaction((tx) => db.insertWebhook(tx.db, row));
-      return { ...toWebhook(row), secret };
+      return { ...toWebhook(row), ...withSecret(secret) };
     },
 
     async list(query) {
@@ -277,7 +290,7 @@ export function createWebhookService(deps: WebhookDeps): WebhookService {
         }),
       );
       if (!updated) throw notFound('WEBHOOK.NOT_FOUND', 'Webhook');
-      return { ...toWebhook(await activeWebhook(id)), secret };
+      return { ...toWebhook(await activeWebhook(id)), ...withSecret(secret) };
     },
 
     async listDeliveries(webhookId, query) {
@@ -300,11 +313,38 @@ export function createWebhookService(deps: WebhookDeps): WebhookService {
 
     async retryDelivery(webhookId, deliveryId) {
       const row = await delivery(webhookId, deliveryId);
-      await store.transaction(async (tx) => {
+      // The answer is read inside the transaction: after the commit the woken sender may already
+      // have started attempt 1.
+      const reset = await store.transaction(async (tx) => {
         await db.resetDelivery(tx.db, row.id, iso(clock.now()));
         tx.afterCommit(deps.wake);
+        return db.findDelivery(tx.db, webhookId, deliveryId);
       });
-      return toDelivery((await db.findDelivery(store.db, webhookId, deliveryId)) as db.DeliveryWithPayload);
+      return toDelivery(reset as db.DeliveryWithPayload);
+    },
+
+    async sendTest(webhookId, input) {
+      const hook = await activeWebhook(webhookId);
+      const types = JSON.parse(hook.event_types) as string[];
+      const type = input.event_type ?? types.find((t) => t !== '*') ?? 'svc.user.created';
+      const example = deps.examplesOf(type)?.[0];
+      if (!example) {
+        throw new AppError('EVENT.UNKNOWN_TYPE', `Event type "${type}" is not in the event registry`, {
+          field: 'event_type',
+          event_type: type,
+        });
+      }
+      const now = iso(clock.now());
+      // A receiver can tell a test from a real event by the `svctest` extension attribute.
+      const event = { ...example, id: newId(), time: now, svctest: true } as CloudEvent;
+      const row = deliveryRow(hook.id, event, now);
+      const created = await store.transaction(async (tx) => {
+        await db.insertEvents(tx.db, [{ eventId: event.id, payload: JSON.stringify(event) }]);
+        await db.insertDeliveries(tx.db, [row]);
+        tx.afterCommit(deps.wake);
+        return db.findDelivery(tx.db, hook.id, row.id);
+      });
+      return toDelivery(created as db.DeliveryWithPayload);
     },
   };
 }

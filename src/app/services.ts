@@ -225,6 +225,7 @@ export function createServices(deps: ServiceDeps): Services {
       events,
       questionnaires,
       enrollments,
+      settings: catalogue.platformConfig,
     }),
     analytics: createAnalyticsService({ config: deps.config.analytics, clock: deps.clock }),
     webhooks,

@@ -38,6 +38,8 @@ export async function questionnaire(
     editors?: string[];
     /** The folder to create it in (default: the root). */
     folder_id?: string;
+    /** Its own config layer (docs/platform.md "Config"). */
+    config?: Record<string, unknown>;
   } = {},
 ): Promise<{ id: string; name: string }> {
   const name = opts.name ?? `Q ${Math.random().toString(36).slice(2, 8)}`;
@@ -45,6 +47,7 @@ export async function questionnaire(
     name,
     payload: opts.payload ?? {},
     ...(opts.folder_id ? { folder_id: opts.folder_id } : {}),
+    ...(opts.config ? { config: opts.config } : {}),
   });
   expect(created.status, JSON.stringify(created.body)).toBe(200);
   const id = created.body.id as string;

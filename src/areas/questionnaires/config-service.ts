@@ -1,4 +1,5 @@
 import type { Config } from '../../config/config.js';
+import type { Tx } from '../../db/store.js';
 import type { Principal } from '../../http/access.js';
 import { AppError } from '../../http/errors.js';
 import { VERSION } from '../../version.js';
@@ -14,14 +15,14 @@ import type { ChainLink, QuestionnaireStore } from './store.js';
  * defaults, then each folder from the root down, then the questionnaire's own `config`.
  */
 
-/** The platform's defaults, the first layer of every effective config. */
+/**
+ * The platform's defaults, the first layer of every effective config: only settings the server
+ * enforces (docs/platform.md "Config"). Any other key a folder or questionnaire sets is merged and
+ * served unchanged, for client apps to interpret.
+ */
 export const QUESTIONNAIRE_CONFIG_DEFAULTS: JsonObject = {
-  locale: 'en',
-  allow_partial_save: true,
+  /** false: a respondent's second active submission is refused (409 SUBMISSION.ALREADY_SUBMITTED). */
   allow_multiple_submissions: false,
-  show_progress: true,
-  randomize_items: false,
-  reminders: { enabled: false, hours_before_due: 24 },
 };
 
 export type ConfigLayer =
@@ -49,7 +50,17 @@ export function createConfigService(deps: { config: Config; db: QuestionnaireSto
     return { config, sources };
   }
 
+  /** The effective config of `q`, its folder chain read inside `tx` (for another area's write). */
+  async function effectiveConfig(
+    tx: Tx,
+    q: { folder_id?: string | null; config?: JsonObject | null },
+  ): Promise<JsonObject> {
+    const base = fromChain(q.folder_id ? await db.folderChain(q.folder_id, tx.db) : []);
+    return mergePatch(base.config, q.config ?? {});
+  }
+
   return {
+    effectiveConfig,
     /**
      * What a client app needs once signed in, before it renders a questionnaire. No secrets. The
      * route is authenticated (SPEC "Open endpoints": bearer authentication, no scope): 401 without

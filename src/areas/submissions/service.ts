@@ -17,8 +17,10 @@ import type { EventPublisher } from '../events/publish.js';
 import { validateAnswers } from './answers.js';
 import {
   findSubmission,
+  hasActiveSubmission,
   insertSubmission,
   listSubmissions,
+  lockRespondent,
   type Submission,
   type SubmissionFilters,
   updateSubmission,
@@ -31,6 +33,8 @@ export interface SubmissionDeps {
   events: EventPublisher;
   questionnaires: QuestionnaireLookup;
   enrollments: Pick<EnrollmentService, 'assertAcceptsSubmission'>;
+  /** The questionnaire's effective config (docs/platform.md "Config"), read inside the write. */
+  settings: { effectiveConfig(tx: Tx, q: QuestionnaireRecord): Promise<Record<string, unknown>> };
 }
 
 export interface SubmitInput {
@@ -116,6 +120,20 @@ export function createSubmissionService(deps: SubmissionDeps) {
     await events.publish(tx, { type, source: SOURCE, subject: row.id, data: enrichSubmissionData(data) });
   }
 
+  /** `allow_multiple_submissions: false` (the default): one active submission per respondent. */
+  async function assertMaySubmitAgain(tx: Tx, q: QuestionnaireRecord, userId: string): Promise<void> {
+    const config = await deps.settings.effectiveConfig(tx, q);
+    if (config.allow_multiple_submissions === true) return;
+    await lockRespondent(tx, q.id, userId);
+    if (await hasActiveSubmission(tx.db, q.id, userId)) {
+      throw new AppError(
+        'SUBMISSION.ALREADY_SUBMITTED',
+        'You have already submitted this questionnaire; its config does not allow multiple submissions',
+        { questionnaire_id: q.id, setting: 'allow_multiple_submissions' },
+      );
+    }
+  }
+
   /** A signed-in user's submission (an API key counts as its creator, SPEC Authentication 7). */
   async function submit(input: SubmitInput, principal: Principal): Promise<Submission> {
     const id = newId();
@@ -125,6 +143,7 @@ export function createSubmissionService(deps: SubmissionDeps) {
       if (input.enrollment_id !== undefined) {
         await deps.enrollments.assertAcceptsSubmission(tx, input.enrollment_id, principal.userId, q.id);
       }
+      await assertMaySubmitAgain(tx, q, principal.userId);
       const at = now();
       const row: QuestionnaireSubmissionTable = {
         id,

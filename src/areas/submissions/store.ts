@@ -1,5 +1,6 @@
-import type { Expression, Kysely, SqlBool } from 'kysely';
+import { type Expression, type Kysely, type SqlBool, sql } from 'kysely';
 import type { Database } from '../../db/schema.js';
+import type { Tx } from '../../db/store.js';
 import { isoParam, type Page, paginate } from '../../http/list.js';
 import type { QuestionnaireSubmissionTable } from './tables.js';
 
@@ -44,6 +45,32 @@ export function toSubmission(r: QuestionnaireSubmissionTable): Submission {
 
 export async function insertSubmission(db: Db, row: QuestionnaireSubmissionTable): Promise<void> {
   await db.insertInto('questionnaire_submission').values(row).execute();
+}
+
+/** Whether `userId` has a submission to the questionnaire that is not deleted. */
+export async function hasActiveSubmission(db: Db, questionnaireId: string, userId: string): Promise<boolean> {
+  const row = await db
+    .selectFrom('questionnaire_submission')
+    .select('id')
+    .where('user_id', '=', userId)
+    .where('questionnaire_id', '=', questionnaireId)
+    .where('deleted_at', 'is', null)
+    .limit(1)
+    .executeTakeFirst();
+  return row !== undefined;
+}
+
+/**
+ * Serialises one respondent's submissions to one questionnaire until `tx` ends, so "at most one"
+ * checked inside it holds at commit. PostgreSQL: a transaction advisory lock on the pair (the
+ * questionnaire row is only held FOR SHARE, which two submissions can both hold). SQLite: write
+ * transactions are serialised already (BEGIN IMMEDIATE).
+ */
+export async function lockRespondent(tx: Tx, questionnaireId: string, userId: string): Promise<void> {
+  if (tx.dialect !== 'postgres') return;
+  await sql`select pg_advisory_xact_lock(hashtextextended(${`submission:${questionnaireId}:${userId}`}, 0))`.execute(
+    tx.db,
+  );
 }
 
 /**

@@ -25,7 +25,8 @@ describe('svc serve shutdown', () => {
       'slow/index.mjs',
       pluginModule(
         simpleManifest('slow'),
-        '{ run: () => new Promise((resolve) => setTimeout(() => resolve({ done: true }), 1500)) }',
+        // It says when it starts, so the test knows the request is in flight (requests log once answered).
+        "{ run: () => { console.log('slow action started'); return new Promise((resolve) => setTimeout(() => resolve({ done: true }), 1500)); } }",
       ),
     );
     const child = spawnCli(['serve'], {
@@ -72,11 +73,11 @@ describe('svc serve shutdown', () => {
     );
     expect(instance.status).toBe(200);
     /**
-     * Starts the 1.5 s invocation; resolves once the server has logged the request's arrival, with the
-     * answer still pending (wrapped: an async function would otherwise wait for it).
+     * Starts the 1.5 s invocation; resolves once the action has started, with the answer still pending
+     * (wrapped: an async function would otherwise wait for it).
      */
     const slowRequest = async (): Promise<{ answer: Promise<Response> }> => {
-      const arrived = waitForOutput(child, /plugin_instance\/[^/]+\/invoke/);
+      const arrived = waitForOutput(child, /slow action started/);
       const answer = fetch(`${address}/api/v1/plugin_instance/${instance.body.id}/invoke`, {
         method: 'POST',
         headers: { 'content-type': 'application/json', authorization: `Bearer ${token}` },

@@ -7,8 +7,13 @@ import { startTestApp, type TestApp } from '../helpers/app.js';
 import { admin, type TestPrincipal } from '../helpers/auth.js';
 import { dialectName } from '../helpers/store.js';
 
-/** Whether `python3` with the `cryptography` package is on this machine (CI's is; a laptop may lack it). */
-const python = spawnSync('python3', ['-c', 'import cryptography'], { encoding: 'utf8' }).status === 0;
+/**
+ * A Python with the `cryptography` package: the one on PATH, or Debian's (where .ci/run installs
+ * python3-cryptography when PATH's lacks it). A laptop may have neither.
+ */
+const python = ['python3', '/usr/bin/python3'].find(
+  (exe) => spawnSync(exe, ['-c', 'import cryptography'], { encoding: 'utf8' }).status === 0,
+);
 if (!python && process.env.CI === 'true') {
   throw new Error('CI needs python3 with the cryptography package for the Fernet interoperability test');
 }
@@ -55,13 +60,17 @@ key = open(sys.argv[1]).read().strip()  # the file ends in a newline; svc trims 
 fernet = Fernet(base64.urlsafe_b64encode(hashlib.sha256(key.encode()).digest()))
 sys.stdout.write(fernet.decrypt(sys.argv[2].encode()).decode())
 `;
-    const out = spawnSync('python3', ['-c', script, keyFile, row.value], { encoding: 'utf8' });
+    const out = spawnSync(python as string, ['-c', script, keyFile, row.value], { encoding: 'utf8' });
     expect(out.stderr).toBe('');
     expect(out.stdout).toBe(value);
     // Without the strip, the key differs and Python refuses the token.
-    const unstripped = spawnSync('python3', ['-c', script.replace('.strip()', ''), keyFile, row.value], {
-      encoding: 'utf8',
-    });
+    const unstripped = spawnSync(
+      python as string,
+      ['-c', script.replace('.strip()', ''), keyFile, row.value],
+      {
+        encoding: 'utf8',
+      },
+    );
     expect(unstripped.status).not.toBe(0);
     expect(unstripped.stderr).toContain('InvalidToken');
   });

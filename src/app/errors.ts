@@ -1,6 +1,7 @@
 import { STATUS_CODES } from 'node:http';
 import type { Socket } from 'node:net';
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
+import { isStoreUnavailable } from '../db/errors.js';
 import { AppError } from '../http/errors.js';
 import { validationDetails } from './validation.js';
 
@@ -56,6 +57,15 @@ export function handleError(
   }
   if (fe.statusCode && fe.statusCode >= 400 && fe.statusCode < 500) {
     return reply.status(fe.statusCode).send({ code: 'VALIDATION_ERROR', message: fe.message });
+  }
+  if (isStoreUnavailable(error)) {
+    // The store restarts or the network dropped the connection: the client may retry shortly, and
+    // nothing half-done was committed (the transaction rolled back with its connection).
+    request.log.warn({ err: error }, 'request failed: the store is unavailable');
+    return reply
+      .status(503)
+      .header('retry-after', '1')
+      .send({ code: 'STORE.UNAVAILABLE', message: 'The store is unavailable; retry shortly' });
   }
   request.log.error({ err: error }, 'request failed');
   return reply.status(500).send({ code: 'INTERNAL_ERROR', message: 'Internal server error' });

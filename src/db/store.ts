@@ -168,10 +168,21 @@ function withStatementCache(conn: SQLite.Database, size = 256) {
   };
 }
 
+/** Clients whose connection failed while checked out, and why (see openPostgres). */
+const lostConnections = new WeakMap<pg.ClientBase, Error>();
+
 function openPostgres(url: string, guard: boolean): Store {
   const pool = new pg.Pool({ connectionString: url, max: 10 });
   // An idle client losing its connection must not crash the process; the pool replaces it.
   pool.on('error', () => {});
+  // pg-pool listens for a client's errors only while it is idle: one held by a caller (in a
+  // transaction, between queries, or just handed over, when a terminated backend's error arrives in
+  // the same packet as its first ReadyForQuery) would emit an unhandled 'error' and end the process
+  // (a PostgreSQL restart, pg_terminate_backend). Every client gets a listener of its own when it is
+  // made, before anyone holds it: the query in flight fails by itself, and release destroys the client.
+  pool.on('connect', (client) => {
+    client.on('error', (err) => lostConnections.set(client, err));
+  });
   const db = new Kysely<Database>({
     dialect: guarded(new PostgresDialect({ pool: withPreparedStatements(pool) })),
   });
@@ -208,7 +219,8 @@ function withPreparedStatements(pool: pg.Pool, limit = 1000): PostgresPool {
             ? client.query(textOrCursor, values as unknown[])
             : client.query({ name, text: textOrCursor, values: values as unknown[] });
         }) as unknown as PostgresPoolClient['query'],
-        release: () => client.release(),
+        // A client that lost its connection while held is destroyed rather than returned to the pool.
+        release: () => client.release(lostConnections.get(client)),
       };
     },
     end: () => pool.end(),

@@ -32,6 +32,7 @@ export class SvcProcess {
         SVC_LOG_LEVEL: 'info',
         SVC_PASSWORD_HASH_COST: '10',
         PORT: '0',
+        // A diagnostic hook: e.g. SVC_CHILD_NODE_OPTIONS='--import ./trace.mjs' to instrument the child.
         ...(process.env.SVC_CHILD_NODE_OPTIONS ? { NODE_OPTIONS: process.env.SVC_CHILD_NODE_OPTIONS } : {}),
         ...TEST_SECRETS,
         ...env,

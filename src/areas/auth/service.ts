@@ -864,11 +864,12 @@ export function createAuthService(deps: AuthDeps) {
     await ownDevice(principal, id);
     return store.transaction(async (tx) => {
       const t = now();
-      await st.updateDevice(tx, id, {
+      const updated = await st.updateDevice(tx, id, {
         consent_given: input.consent_given ? 1 : 0,
         consent_at: t,
         ...auditUpdate(t, principal.userId),
       });
+      if (!updated) throw deviceNotFound();
       return (await st.device(tx.db, id))!;
     });
   }
@@ -876,16 +877,17 @@ export function createAuthService(deps: AuthDeps) {
   async function removeDevice(actor: string, id: string): Promise<DeviceRecord> {
     return store.transaction(async (tx) => {
       const t = now();
-      await st.updateDevice(tx, id, softDeleted(t, actor));
+      if (!(await st.updateDevice(tx, id, softDeleted(t, actor)))) throw deviceNotFound();
       // Its sign-ins end with it: sessions, refresh tokens and so its access tokens.
       await st.revokeSessions(tx, t, 'device_deleted', { deviceId: id });
       return (await st.device(tx.db, id, true))!;
     });
   }
 
+  const deviceNotFound = () => new AppError('DEVICE.NOT_FOUND', 'Device not found');
   async function getDevice(id: string): Promise<DeviceRecord> {
     const device = await st.device(store.db, id);
-    if (!device) throw new AppError('DEVICE.NOT_FOUND', 'Device not found');
+    if (!device) throw deviceNotFound();
     return device;
   }
 
@@ -900,7 +902,8 @@ export function createAuthService(deps: AuthDeps) {
   ): Promise<DeviceRecord> {
     await getDevice(id);
     return store.transaction(async (tx) => {
-      await st.updateDevice(tx, id, { ...patch, ...auditUpdate(now(), actor) });
+      if (!(await st.updateDevice(tx, id, { ...patch, ...auditUpdate(now(), actor) })))
+        throw deviceNotFound();
       return (await st.device(tx.db, id))!;
     });
   }

@@ -505,8 +505,15 @@ export function createAuthStore(store: Store) {
         .executeTakeFirst();
       return changed(r);
     },
-    async updateDevice(tx: Tx, id: string, patch: Partial<AuthDeviceTable>) {
-      await tx.db.updateTable('auth_device').set(patch).where('id', '=', id).execute();
+    /** Changes an active device; false when it is gone (deleted meanwhile by a concurrent request). */
+    async updateDevice(tx: Tx, id: string, patch: Partial<AuthDeviceTable>): Promise<boolean> {
+      const res = await tx.db
+        .updateTable('auth_device')
+        .set(patch)
+        .where('id', '=', id)
+        .where('deleted_at', 'is', null)
+        .executeTakeFirst();
+      return Number(res.numUpdatedRows) > 0;
     },
     async listDevices(page: Page, f: DeviceFilters): Promise<ListResult<DeviceRecord>> {
       let q = db.selectFrom('auth_device').where('deleted_at', 'is', null);

@@ -183,14 +183,16 @@ export function createIdentityService(deps: IdentityDeps) {
   }
 
   // ---- helpers
+  const userNotFound = () => new AppError('USER.NOT_FOUND', 'User not found');
+  const roleNotFound = () => new AppError('ROLE.NOT_FOUND', 'Role not found');
   async function requireUser(id: string, d = store.db as Tx['db']): Promise<User> {
     const user = await st.findUser(d, id);
-    if (!user) throw new AppError('USER.NOT_FOUND', 'User not found');
+    if (!user) throw userNotFound();
     return user;
   }
   async function requireRole(id: string, d = store.db as Tx['db']): Promise<Role> {
     const role = await st.findRole(d, id);
-    if (!role) throw new AppError('ROLE.NOT_FOUND', 'Role not found');
+    if (!role) throw roleNotFound();
     return role;
   }
   function checkScopeKey(key: string): string {
@@ -272,7 +274,7 @@ export function createIdentityService(deps: IdentityDeps) {
       return await store.transaction(async (tx) => {
         const before = await requireUser(id, tx.db);
         const t = now();
-        await st.updateUser(tx, id, {
+        const updated = await st.updateUser(tx, id, {
           ...(patch.email !== undefined && {
             email: patch.email.trim(),
             email_normalized: normaliseEmail(patch.email),
@@ -281,6 +283,7 @@ export function createIdentityService(deps: IdentityDeps) {
           ...(hash !== undefined && { password_hash: hash }),
           ...auditUpdate(t, actor),
         });
+        if (!updated) throw userNotFound();
         const user = (await st.findUser(tx.db, id))!;
         const changed = [
           ...(patch.email !== undefined && patch.email.trim() !== before.email ? ['email'] : []),
@@ -304,7 +307,7 @@ export function createIdentityService(deps: IdentityDeps) {
     return store.transaction(async (tx) => {
       await requireUser(id, tx.db);
       const t = now();
-      await st.updateUser(tx, id, softDeleted(t, actor));
+      if (!(await st.updateUser(tx, id, softDeleted(t, actor)))) throw userNotFound();
       await st.softDeleteUserRolesOfUser(tx, id, t, actor);
       await st.revokeSessionsOfUser(tx, id, t, 'user_deleted');
       await st.bumpAuthzVersion(tx);
@@ -360,7 +363,8 @@ export function createIdentityService(deps: IdentityDeps) {
     const run = async (tx: Tx) => {
       const user = await requireUser(userId, tx.db);
       const t = now();
-      await st.updateUser(tx, userId, { password_hash: hash, ...auditUpdate(t, actor) });
+      if (!(await st.updateUser(tx, userId, { password_hash: hash, ...auditUpdate(t, actor) })))
+        throw userNotFound();
       await st.revokeSessionsOfUser(tx, userId, t, 'password_changed', keepSessionId);
       await userEvent(tx, 'password.changed', user, { changed_by: actor });
     };
@@ -402,7 +406,7 @@ export function createIdentityService(deps: IdentityDeps) {
   ): Promise<Role> {
     return store.transaction(async (tx) => {
       await requireRole(id, tx.db);
-      await st.updateRole(tx, id, { ...patch, ...auditUpdate(now(), actor) });
+      if (!(await st.updateRole(tx, id, { ...patch, ...auditUpdate(now(), actor) }))) throw roleNotFound();
       return requireRole(id, tx.db);
     });
   }
@@ -413,7 +417,7 @@ export function createIdentityService(deps: IdentityDeps) {
       if (role.is_builtin)
         throw new AppError('ROLE.BUILTIN', `Built-in role "${role.key}" cannot be deleted`);
       const t = now();
-      await st.updateRole(tx, id, softDeleted(t, actor));
+      if (!(await st.updateRole(tx, id, softDeleted(t, actor)))) throw roleNotFound();
       await st.softDeleteRoleChildren(tx, id, t, actor);
       await st.bumpAuthzVersion(tx);
     });
@@ -447,7 +451,9 @@ export function createIdentityService(deps: IdentityDeps) {
     await store.transaction(async (tx) => {
       const row = await st.findUserRole(tx.db, id);
       if (!row) throw new AppError('USER_ROLE.NOT_FOUND', 'User role assignment not found');
-      await st.softDeleteUserRole(tx, id, now(), actor);
+      if (!(await st.softDeleteUserRole(tx, id, now(), actor))) {
+        throw new AppError('USER_ROLE.NOT_FOUND', 'User role assignment not found');
+      }
       await st.bumpAuthzVersion(tx);
     });
   }
@@ -505,7 +511,9 @@ export function createIdentityService(deps: IdentityDeps) {
     await store.transaction(async (tx) => {
       const row = await st.findRoleScopeEntry(tx.db, id);
       if (!row) throw new AppError('ROLE_SCOPE.NOT_FOUND', 'Role-scope assignment not found');
-      await st.softDeleteRoleScopeEntries(tx, [id], now(), actor);
+      if ((await st.softDeleteRoleScopeEntries(tx, [id], now(), actor)) === 0) {
+        throw new AppError('ROLE_SCOPE.NOT_FOUND', 'Role-scope assignment not found');
+      }
       await st.bumpAuthzVersion(tx);
     });
   }

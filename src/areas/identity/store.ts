@@ -304,8 +304,18 @@ export function createIdentityStore(store: Store) {
       }
       return paginate(q, page, toUser, USER_COLUMNS);
     },
-    async updateUser(tx: Tx, id: string, patch: Partial<UserTable>) {
-      await tx.db.updateTable('users').set(patch).where('id', '=', id).execute();
+    /**
+     * Changes an active user; false when there is none (missing, or deleted meanwhile: a concurrent
+     * delete that committed first makes this one match no row, so only one delete succeeds).
+     */
+    async updateUser(tx: Tx, id: string, patch: Partial<UserTable>): Promise<boolean> {
+      const res = await tx.db
+        .updateTable('users')
+        .set(patch)
+        .where('id', '=', id)
+        .where('deleted_at', 'is', null)
+        .executeTakeFirst();
+      return Number(res.numUpdatedRows) > 0;
     },
 
     // ---- roles
@@ -343,8 +353,15 @@ export function createIdentityStore(store: Store) {
         );
       return paginate(q, page, toRole);
     },
-    async updateRole(tx: Tx, id: string, patch: Partial<RoleTable>) {
-      await tx.db.updateTable('role').set(patch).where('id', '=', id).execute();
+    /** Changes an active role; false when there is none (see updateUser). */
+    async updateRole(tx: Tx, id: string, patch: Partial<RoleTable>): Promise<boolean> {
+      const res = await tx.db
+        .updateTable('role')
+        .set(patch)
+        .where('id', '=', id)
+        .where('deleted_at', 'is', null)
+        .executeTakeFirst();
+      return Number(res.numUpdatedRows) > 0;
     },
     /** Soft-deletes what hangs off a role: its assignments and role-scope entries. */
     async softDeleteRoleChildren(tx: Tx, roleId: string, now: string, actor: string) {
@@ -383,8 +400,15 @@ export function createIdentityStore(store: Store) {
       if (f.role_id) q = q.where('role_id', '=', f.role_id);
       return paginate(q, page, (r) => r as UserRole);
     },
-    async softDeleteUserRole(tx: Tx, id: string, now: string, actor: string) {
-      await tx.db.updateTable('user_role').set(softDeleted(now, actor)).where('id', '=', id).execute();
+    /** False when the assignment is not active (deleted meanwhile). */
+    async softDeleteUserRole(tx: Tx, id: string, now: string, actor: string): Promise<boolean> {
+      const res = await tx.db
+        .updateTable('user_role')
+        .set(softDeleted(now, actor))
+        .where('id', '=', id)
+        .where('deleted_at', 'is', null)
+        .executeTakeFirst();
+      return Number(res.numUpdatedRows) > 0;
     },
     async softDeleteUserRolesOfUser(tx: Tx, userId: string, now: string, actor: string) {
       await tx.db
@@ -433,13 +457,16 @@ export function createIdentityStore(store: Store) {
       if (f.search) q = q.where(containsInsensitive('scope_key', f.search));
       return paginate(q, page, (r) => r as RoleScopeEntry);
     },
-    async softDeleteRoleScopeEntries(tx: Tx, ids: string[], now: string, actor: string) {
-      if (ids.length === 0) return;
-      await tx.db
+    /** How many of the entries were active and are now deleted. */
+    async softDeleteRoleScopeEntries(tx: Tx, ids: string[], now: string, actor: string): Promise<number> {
+      if (ids.length === 0) return 0;
+      const res = await tx.db
         .updateTable('role_scope_entry')
         .set(softDeleted(now, actor))
         .where('id', 'in', ids)
-        .execute();
+        .where('deleted_at', 'is', null)
+        .executeTakeFirst();
+      return Number(res.numUpdatedRows);
     },
 
     // ---- sessions

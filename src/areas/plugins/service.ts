@@ -250,14 +250,16 @@ export function createPluginService(deps: PluginDeps): PluginService {
         changes.config_json = input.config_json === null ? null : JSON.stringify(input.config_json);
         changes.config_hash = configHash(input.config_json);
       }
-      await store.transaction((tx) => db.updateInstance(tx.db, id, changes));
+      const updated = await store.transaction((tx) => db.updateInstance(tx.db, id, changes));
+      if (!updated) throw new AppError('PLUGIN.INSTANCE_NOT_FOUND', 'Plugin instance not found');
       return db.toInstance({ ...current, ...changes });
     },
 
     async deleteInstance(id, by) {
       await activeInstance(id);
       const now = iso(clock.now());
-      await store.transaction((tx) => db.updateInstance(tx.db, id, softDeleted(now, by)));
+      const deleted = await store.transaction((tx) => db.updateInstance(tx.db, id, softDeleted(now, by)));
+      if (!deleted) throw new AppError('PLUGIN.INSTANCE_NOT_FOUND', 'Plugin instance not found');
     },
 
     async describeAction(instanceId, actionName) {

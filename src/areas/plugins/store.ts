@@ -147,13 +147,15 @@ export async function updateInstance(
   db: Db,
   id: string,
   changes: Partial<Omit<InstanceRow, 'id' | 'created_at' | 'plugin_definition_id'>>,
-): Promise<void> {
-  await db
+): Promise<boolean> {
+  const res = await db
     .updateTable('plugin_instance')
     .set(changes)
     .where('id', '=', id)
     .where('deleted_at', 'is', null)
-    .execute();
+    .executeTakeFirst();
+  // False when the instance is gone: deleted meanwhile by a concurrent request that committed first.
+  return Number(res.numUpdatedRows) > 0;
 }
 
 export async function listInstances(

@@ -180,7 +180,7 @@ export function createFolderService(deps: FolderServiceDeps) {
           ...Object.fromEntries(changed.map((k) => [k, next[k]])),
           ...auditUpdate(at, v.userId),
         };
-        await db.updateFolder(tx, id, changes);
+        if (!(await db.updateFolder(tx, id, changes))) throw notFound(id);
         const folder = toFolder({ ...next, ...auditUpdate(at, v.userId) });
         await publish(tx, 'updated', folder, {
           changed_fields: changed,
@@ -206,7 +206,7 @@ export function createFolderService(deps: FolderServiceDeps) {
           );
         }
         const at = now();
-        await db.updateFolder(tx, id, softDeleted(at, v.userId));
+        if (!(await db.updateFolder(tx, id, softDeleted(at, v.userId)))) throw notFound(id);
         const folder = toFolder({ ...row, ...softDeleted(at, v.userId) });
         await publish(tx, 'deleted', folder, { deleted_at: at });
         return folder;

@@ -175,12 +175,13 @@ export function createPermissionService(deps: PermissionServiceDeps) {
         const p = await visibleGrant(kind, v, id);
         await requireManage(kind, v, objectIdOf(kind, p));
         if (p.level !== input.level) {
-          await store.transaction((tx) =>
+          const updated = await store.transaction((tx) =>
             db.updatePermission(tx, kind, id, {
               level: input.level,
               ...auditUpdate(now(), principal.userId),
             }),
           );
+          if (!updated) throw permissionNotFound(id);
         }
         return find(kind, id);
       },
@@ -190,7 +191,10 @@ export function createPermissionService(deps: PermissionServiceDeps) {
         const p = await visibleGrant(kind, v, id);
         await requireManage(kind, v, objectIdOf(kind, p));
         const at = now();
-        await store.transaction((tx) => db.updatePermission(tx, kind, id, softDeleted(at, principal.userId)));
+        const revoked = await store.transaction((tx) =>
+          db.updatePermission(tx, kind, id, softDeleted(at, principal.userId)),
+        );
+        if (!revoked) throw permissionNotFound(id);
         return { ...p, ...softDeleted(at, principal.userId) };
       },
     };

@@ -364,8 +364,15 @@ export function createQuestionnaireStore(store: Store) {
       await tx.db.insertInto('folder').values(row).execute();
     },
 
-    async updateFolder(tx: Tx, id: string, changes: Partial<FolderTable>): Promise<void> {
-      await tx.db.updateTable('folder').set(changes).where('id', '=', id).execute();
+    /** Changes an active folder; false when it is gone (deleted meanwhile). */
+    async updateFolder(tx: Tx, id: string, changes: Partial<FolderTable>): Promise<boolean> {
+      const res = await tx.db
+        .updateTable('folder')
+        .set(changes)
+        .where('id', '=', id)
+        .where('deleted_at', 'is', null)
+        .executeTakeFirst();
+      return Number(res.numUpdatedRows) > 0;
     },
 
     /** The folder and its ancestors (deleted or not), nearest first. */
@@ -525,13 +532,15 @@ export function createQuestionnaireStore(store: Store) {
       object: PermissionObject,
       id: string,
       changes: { level?: PermissionLevel; updated_at: string; updated_by: string; deleted_at?: string },
-    ): Promise<void> {
-      await tx.db
+    ): Promise<boolean> {
+      const res = await tx.db
         .updateTable(permissionTable(object))
         .set(changes)
         .where('id', '=', id)
         .where('deleted_at', 'is', null)
-        .execute();
+        .executeTakeFirst();
+      // False when the grant is gone: revoked meanwhile by a concurrent request that committed first.
+      return Number(res.numUpdatedRows) > 0;
     },
 
     async listFolderPermissions(page: Page, f: PermissionFilters, visibleTo?: Grantees) {

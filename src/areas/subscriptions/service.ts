@@ -1,4 +1,4 @@
-import { auditInsert, auditUpdate, softDeleted } from '../../db/audit.js';
+import { auditInsert, auditUpdate } from '../../db/audit.js';
 import type { Store } from '../../db/store.js';
 import { AppError } from '../../http/errors.js';
 import { envelope } from '../../http/list.js';
@@ -185,12 +185,7 @@ export function createSubscriptionService(deps: SubscriptionDeps) {
       await store.transaction(async (tx) => {
         const current = await st.get(tx.db, id, { forUpdate: true });
         if (!current) throw notFound();
-        const at = now();
-        await tx.db
-          .updateTable('event_subscription')
-          .set(softDeleted(at, userId))
-          .where('id', '=', id)
-          .execute();
+        if (!(await st.softDelete(tx.db, id, now(), userId))) throw notFound();
       });
       return { status: 'deleted' };
     },

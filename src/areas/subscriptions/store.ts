@@ -1,4 +1,5 @@
 import type { Kysely } from 'kysely';
+import { softDeleted } from '../../db/audit.js';
 import type { Database } from '../../db/schema.js';
 import type { Store, Tx } from '../../db/store.js';
 import { containsInsensitive, type ListResult, type Page, paginate } from '../../http/list.js';
@@ -115,12 +116,30 @@ export function createSubscriptionStore(store: Store) {
       return row ? toSubscription(row) : undefined;
     },
 
+    /** Changes an active subscription; false when it is gone (deleted meanwhile). */
     async update(
       db: Db,
       id: string,
       patch: SubscriptionPatch & { updated_at: string; updated_by: string | null },
-    ) {
-      await db.updateTable('event_subscription').set(patch).where('id', '=', id).execute();
+    ): Promise<boolean> {
+      const res = await db
+        .updateTable('event_subscription')
+        .set(patch)
+        .where('id', '=', id)
+        .where('deleted_at', 'is', null)
+        .executeTakeFirst();
+      return Number(res.numUpdatedRows) > 0;
+    },
+
+    /** Soft-deletes an active subscription; false when it was not active (one concurrent delete wins). */
+    async softDelete(db: Db, id: string, at: string, by: string): Promise<boolean> {
+      const res = await db
+        .updateTable('event_subscription')
+        .set(softDeleted(at, by))
+        .where('id', '=', id)
+        .where('deleted_at', 'is', null)
+        .executeTakeFirst();
+      return Number(res.numUpdatedRows) > 0;
     },
 
     async list(page: Page, f: SubscriptionFilters): Promise<ListResult<Subscription>> {

@@ -225,7 +225,7 @@ export function createVaultService(deps: VaultDeps): VaultService {
             enabled: input.enabled === undefined ? row.enabled : input.enabled ? 1 : 0,
             ...auditUpdate(iso(clock.now()), by),
           };
-          await db.updateEntry(tx.db, id, changes);
+          if (!(await db.updateEntry(tx.db, id, changes))) throw entryNotFound();
           return toEntry({ ...row, ...changes });
         });
       } catch (err) {
@@ -239,7 +239,7 @@ export function createVaultService(deps: VaultDeps): VaultService {
         const row = await db.findActive(tx.db, id);
         if (!row) throw entryNotFound();
         const now = iso(clock.now());
-        await db.updateEntry(tx.db, id, softDeleted(now, by));
+        if (!(await db.updateEntry(tx.db, id, softDeleted(now, by)))) throw entryNotFound();
         return { message: `Vault entry "${row.key}" deleted` };
       });
     },

@@ -38,13 +38,15 @@ export async function updateEntry(
   db: Db,
   id: string,
   changes: Partial<Omit<VaultRow, 'id' | 'created_at'>>,
-): Promise<void> {
-  await db
+): Promise<boolean> {
+  const res = await db
     .updateTable('vault_entry')
     .set(changes)
     .where('id', '=', id)
     .where('deleted_at', 'is', null)
-    .execute();
+    .executeTakeFirst();
+  // False when the entry is gone: deleted meanwhile by a concurrent request that committed first.
+  return Number(res.numUpdatedRows) > 0;
 }
 
 export async function listEntries(

@@ -1,5 +1,5 @@
 /**
- * Outbound network guard (SSRF protection) shared by webhooks and the `http` plugin.
+ * Outbound network guard (SSRF protection) shared by webhooks and the `http` and `email` plugins.
  *
  * Two layers, both needed:
  * - `assertAllowedUrl` at create/update time: https only, and every address the host resolves to
@@ -179,6 +179,35 @@ export async function assertAllowedUrl(url: string, opts: GuardOptions): Promise
     throw new ForbiddenTargetError(`Host "${host}" has no addresses`, 'unresolvable');
   }
   for (const a of addresses) checkAddress(host, a.address, false);
+}
+
+/**
+ * The address to connect to for `host`, checked before any connection: an IP literal is classified as
+ * it is; a name is resolved and refused if any of its addresses is not public. The caller connects to
+ * the returned address itself, so a DNS answer that changes afterwards (rebinding) reaches nothing.
+ * With `allowPrivate`, the first address as resolved, unchecked.
+ */
+export async function resolveTarget(
+  host: string,
+  opts: GuardOptions,
+): Promise<{ address: string; family: number }> {
+  const bare = host.replace(/^\[|\]$/g, '');
+  const family = net.isIP(bare);
+  if (family) {
+    checkAddress(bare, bare, opts.allowPrivate);
+    return { address: bare, family };
+  }
+  let addresses: LookupAddress[];
+  try {
+    addresses = await dns.promises.lookup(bare, { all: true, verbatim: true });
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code ?? 'error';
+    throw new ForbiddenTargetError(`Host "${bare}" could not be resolved (${code})`, 'unresolvable');
+  }
+  if (addresses.length === 0)
+    throw new ForbiddenTargetError(`Host "${bare}" has no addresses`, 'unresolvable');
+  for (const a of addresses) checkAddress(bare, a.address, opts.allowPrivate);
+  return addresses[0] as LookupAddress;
 }
 
 type LookupCallback = (

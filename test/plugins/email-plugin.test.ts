@@ -50,7 +50,11 @@ async function startSmtp() {
     },
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  // TCP handshakes, before any SMTP: a refused target must not even get one.
+  let handshakes = 0;
+  server.server.on('connection', () => handshakes++);
   return {
+    handshakes: () => handshakes,
     port: (server.server.address() as AddressInfo).port,
     messages,
     logins,
@@ -187,26 +191,41 @@ describe(`email built-in plugin without SVC_ALLOW_PRIVATE_NETWORKS (${dialectNam
     await smtp.close();
   });
 
-  it('refuses an SMTP server on a loopback address before saying a word to it', async () => {
+  it('refuses a loopback SMTP host before any connection: no handshake, and the same answer for open and closed ports', async () => {
     const api = client(t, (await admin(t)).headers);
     await api.vault('smtp_password', SMTP_PASSWORD);
-    const id = await api.instance('email', {
-      host: '127.0.0.1',
-      port: smtp.port,
-      username: 'mailer',
-      password: '$secret:smtp_password',
-      from: 'noreply@example.test',
-    });
-    const res = await api.invoke(id, {
-      action: 'send',
-      payload: { to: 'a@example.test', subject: 's', text: 't' },
-    });
-    expect(res.status).toBe(502);
-    expect(res.json()).toEqual({
+    const refusal = async (host: string, port: number) => {
+      const id = await api.instance('email', {
+        host,
+        port,
+        username: 'mailer',
+        password: '$secret:smtp_password',
+        from: 'noreply@example.test',
+      });
+      const res = await api.invoke(id, {
+        action: 'send',
+        payload: { to: 'a@example.test', subject: 's', text: 't' },
+      });
+      expect(res.status, host).toBe(502);
+      return res.json();
+    };
+    const open = await refusal('127.0.0.1', smtp.port);
+    expect(open).toEqual({
       code: 'PLUGIN.INVOCATION_FAILED',
       message:
-        'email.send refused: SMTP host "127.0.0.1" is 127.0.0.1 (loopback); only public addresses are allowed unless SVC_ALLOW_PRIVATE_NETWORKS=true',
+        'email.send refused: Target 127.0.0.1 is a loopback address; only public addresses are allowed unless SVC_ALLOW_PRIVATE_NETWORKS=true',
     });
+    // A closed port answers exactly the same: the action cannot tell open from closed ports.
+    expect(await refusal('127.0.0.1', 9)).toEqual(open);
+    // A host name resolving to loopback, and IPv6 loopback, are refused the same way.
+    expect((await refusal('localhost', smtp.port)).message).toMatch(
+      /^email\.send refused: Target (127\.0\.0\.1|::1) is a loopback address \(host "localhost" resolves to/,
+    );
+    expect((await refusal('::1', smtp.port)).message).toMatch(
+      /^email\.send refused: Target ::1 is a loopback address/,
+    );
+    expect((await refusal('169.254.169.254', 25)).message).toMatch(/cloud metadata address/);
+    expect(smtp.handshakes()).toBe(0);
     expect(smtp.logins).toEqual([]);
     expect(smtp.messages).toEqual([]);
   });

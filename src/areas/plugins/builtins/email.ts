@@ -1,7 +1,7 @@
 import net from 'node:net';
 import nodemailer from 'nodemailer';
 import { AppError } from '../../../http/errors.js';
-import { classifyAddress, ForbiddenTargetError } from '../../../lib/net-guard.js';
+import { ForbiddenTargetError, resolveTarget } from '../../../lib/net-guard.js';
 import { VERSION } from '../../../version.js';
 import type { PluginModule } from '../manifest.js';
 
@@ -40,7 +40,7 @@ const Addresses = {
 /**
  * `email`: sends one message through the SMTP server configured in the instance (nodemailer). The
  * password is meant to be a `$secret:` reference, resolved only for the send. The connection is
- * opened here so its address can be checked by net-guard's classifier (same policy as webhooks).
+ * opened here, to an address net-guard checked first (same policy as webhooks).
  */
 export function emailPlugin(deps: { allowPrivateNetworks: boolean }): PluginModule {
   return {
@@ -151,38 +151,37 @@ export function emailPlugin(deps: { allowPrivateNetworks: boolean }): PluginModu
   };
 }
 
-/** Opens the SMTP connection and refuses it when the address actually reached is not public. */
+/**
+ * Opens the SMTP connection to an address checked first (net-guard's `resolveTarget`): a loopback,
+ * private, link-local or metadata host is refused before any packet leaves, so the action cannot be
+ * used to probe which internal ports are open. TLS still verifies the certificate against `host`.
+ */
 function guardedSocket(
   cfg: EmailConfig,
   allowPrivate: boolean,
   callback: (err: Error | null, socketOptions: object | false) => void,
 ): void {
-  const socket = net.connect({ host: cfg.host, port: cfg.port });
-  const fail = (err: Error) => {
-    socket.destroy();
-    callback(err, false);
-  };
-  socket.setTimeout(CONNECT_TIMEOUT_MS, () =>
-    fail(new Error(`connection to ${cfg.host}:${cfg.port} timed out`)),
-  );
-  socket.once('error', fail);
-  socket.once('connect', () => {
-    socket.setTimeout(0);
-    socket.removeListener('error', fail);
-    // nodemailer attaches its own handlers a tick later; until then an error must not crash the process.
-    socket.on('error', () => {});
-    const remote = socket.remoteAddress ?? '';
-    const reason = allowPrivate ? null : classifyAddress(remote);
-    if (reason !== null) {
-      return fail(
-        new ForbiddenTargetError(
-          `SMTP host "${cfg.host}" is ${remote} (${reason}); only public addresses are allowed unless SVC_ALLOW_PRIVATE_NETWORKS=true`,
-          reason,
-        ),
+  resolveTarget(cfg.host, { allowPrivate }).then(
+    ({ address }) => {
+      const socket = net.connect({ host: address, port: cfg.port });
+      const fail = (err: Error) => {
+        socket.destroy();
+        callback(err, false);
+      };
+      socket.setTimeout(CONNECT_TIMEOUT_MS, () =>
+        fail(new Error(`connection to ${cfg.host}:${cfg.port} timed out`)),
       );
-    }
-    callback(null, { connection: socket });
-  });
+      socket.once('error', fail);
+      socket.once('connect', () => {
+        socket.setTimeout(0);
+        socket.removeListener('error', fail);
+        // nodemailer attaches its own handlers a tick later; until then an error must not crash the process.
+        socket.on('error', () => {});
+        callback(null, { connection: socket });
+      });
+    },
+    (err: Error) => callback(err, false),
+  );
 }
 
 function addressText(a: string | { address: string }): string {

@@ -13,6 +13,10 @@ export interface AccessClaims {
 
 const ISSUER = 'svc';
 const AUDIENCE = 'svc-api';
+/** Clocks of the processes of one deployment may differ a little; more than this is refused. */
+export const CLOCK_SKEW_SECONDS = 30;
+/** The longest lifetime any access token can be given (the bound of every TTL setting). */
+const MAX_TOKEN_AGE_SECONDS = 31_536_000;
 
 /** HS256 access tokens (jose). Short-lived; the session behind `sid` is checked on every request. */
 export function createAccessTokens(deps: { secret: string; clock: Clock; ttlSeconds: number }) {
@@ -47,6 +51,11 @@ export function createAccessTokens(deps: { secret: string; clock: Clock; ttlSeco
           audience: AUDIENCE,
           algorithms: ['HS256'],
           currentDate: deps.clock.now(),
+          // Every token svc issues has both: one without `exp` would never expire, one without `iat`
+          // (or issued in the future) cannot be aged. maxTokenAge makes jose check `iat` too.
+          requiredClaims: ['exp', 'iat', 'sub'],
+          maxTokenAge: MAX_TOKEN_AGE_SECONDS,
+          clockTolerance: CLOCK_SKEW_SECONDS,
         });
         if (typeof payload.sub !== 'string' || typeof payload.ap !== 'string') return undefined;
         return {

@@ -138,6 +138,13 @@ export function createServices(deps: ServiceDeps): Services {
     identity,
     questionnaires,
   });
+  const vault = createVaultService({
+    store: deps.store,
+    clock: deps.clock,
+    log: deps.log,
+    encryptionKey: deps.config.vaultEncryptionKey,
+    previousKeys: deps.config.vaultPreviousKeys,
+  });
   const webhooks = createWebhookService({
     store: deps.store,
     clock: deps.clock,
@@ -149,13 +156,7 @@ export function createServices(deps: ServiceDeps): Services {
     wake: () => wakeups.wake('webhooks'),
     metrics: createWebhookMetrics(metrics),
     examplesOf: (type) => eventRegistry.get(type)?.examples as CloudEvent[] | undefined,
-  });
-  const vault = createVaultService({
-    store: deps.store,
-    clock: deps.clock,
-    log: deps.log,
-    encryptionKey: deps.config.vaultEncryptionKey,
-    previousKeys: deps.config.vaultPreviousKeys,
+    vault,
   });
   const plugins = createPluginService({
     store: deps.store,

@@ -1,8 +1,9 @@
 import { bootstrapAdmin } from '../areas/identity/bootstrap.js';
 import type { AppContext } from './types.js';
 
-/** Start-up tasks of the areas (seed built-ins, bootstrap the admin, discover plugins), in order. */
+/** Start-up tasks of the areas (bootstrap the admin, discover plugins, seal secrets an earlier version stored in plaintext), in order. */
 export async function runStartup(ctx: AppContext): Promise<void> {
   await bootstrapAdmin(ctx);
   await ctx.services.plugins.discover();
+  await ctx.services.webhooks.sealPlaintextSecrets();
 }

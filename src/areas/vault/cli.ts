@@ -41,7 +41,8 @@ export const vaultRotateKeyCommand: CliCommand = {
     } catch (err) {
       throw new CliError((err as Error).message);
     }
-    const also = result.also.map((a) => `, and ${a.rotated} ${a.what}`).join('');
+    const others = result.also.map((a) => `${a.rotated} ${a.what}`);
+    const also = others.length > 0 ? `, and ${others.join(' and ')}` : '';
     console.log(
       `re-encrypted ${result.rotated} secret(s) under the new key${also}. Now set SVC_VAULT_ENCRYPTION_KEY ` +
         'to the new key on every process; keep the old one in SVC_VAULT_PREVIOUS_KEYS until all have restarted.',

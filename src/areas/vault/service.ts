@@ -47,6 +47,13 @@ export interface VaultService {
    * `what` names the values in the rotation's report, e.g. "MFA secret(s) of users".
    */
   registerCiphertexts(what: string, rotate: CiphertextRotator): void;
+  /**
+   * For another area's secrets that must stay recoverable (webhook signing keys): a Fernet token under
+   * the vault key, and back. `open` reads tokens under any configured key; it throws when none reads
+   * it. Register the column with registerCiphertexts so key rotation re-encrypts it.
+   */
+  seal(plaintext: string): string;
+  open(token: string): string;
 }
 
 /**
@@ -332,6 +339,9 @@ export function createVaultService(deps: VaultDeps): VaultService {
     registerCiphertexts(what, rotate) {
       ciphertexts.push({ what, rotate });
     },
+
+    seal: (plaintext) => encrypt(plaintext),
+    open: (token) => keyring.decrypt(token).toString('utf8'),
   };
 }
 

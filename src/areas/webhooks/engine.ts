@@ -34,6 +34,8 @@ export interface EngineOptions {
   /** Attempts in flight in this process to one webhook: a slow endpoint holds at most this many slots. */
   perWebhookConcurrency?: number;
   metrics: WebhookMetrics;
+  /** Opens a stored signing key (a Fernet token under the vault key): services.vault.open. */
+  secrets: { open(token: string): string };
 }
 
 export interface DeliveryEngine {
@@ -195,6 +197,30 @@ export function createDeliveryEngine(opts: EngineOptions): DeliveryEngine {
     }
   }
 
+  /** Plaintext signing keys by stored token: a Fernet decryption per attempt is avoidable work. */
+  const keys = new Map<string, string>();
+  /** The signing key of `hook`, or undefined when no configured vault key opens its token (logged). */
+  function signingKey(hook: db.SendingTarget): string | undefined {
+    const stored = hook.secret;
+    // A plaintext key of a version before sealing (sealed at the next start-up, db.isSealedSecret).
+    if (!db.isSealedSecret(stored)) return stored;
+    let key = keys.get(stored);
+    if (key === undefined) {
+      try {
+        key = opts.secrets.open(stored);
+      } catch {
+        log.error(
+          { webhook_id: hook.id },
+          'webhook secret cannot be decrypted with the configured vault keys',
+        );
+        return undefined;
+      }
+      if (keys.size >= 1000) keys.delete(keys.keys().next().value as string);
+      keys.set(stored, key);
+    }
+    return key;
+  }
+
   async function attempt(
     row: db.DeliveryRow,
     payload: string | undefined,
@@ -203,6 +229,7 @@ export function createDeliveryEngine(opts: EngineOptions): DeliveryEngine {
     const startedAt = clock.now();
     let result: Awaited<ReturnType<typeof sendAttempt>>;
     let signedAt: number | null = null;
+    let secret: string | undefined;
     if (!hook || payload === undefined) {
       result = {
         success: false,
@@ -219,10 +246,18 @@ export function createDeliveryEngine(opts: EngineOptions): DeliveryEngine {
         error: 'forbidden target: only https:// URLs are allowed unless SVC_ALLOW_PRIVATE_NETWORKS=true',
         durationMs: 0,
       };
+    } else if ((secret = signingKey(hook)) === undefined) {
+      result = {
+        success: false,
+        httpStatus: null,
+        responseBody: null,
+        error: 'the webhook secret cannot be decrypted with the configured vault keys',
+        durationMs: 0,
+      };
     } else {
       signedAt = Math.floor(startedAt.getTime() / 1000);
       const headers = signDelivery({
-        secret: hook.secret,
+        secret,
         webhookId: row.webhook_id,
         deliveryId: row.id,
         eventType: row.event_type,

@@ -8,6 +8,7 @@ import { newId, timeOrderedIds } from '../../lib/ids.js';
 import { assertAllowedUrl, ForbiddenTargetError } from '../../lib/net-guard.js';
 import type { CloudEvent } from '../events/cloudevent.js';
 import type { EventHandler } from '../events/handlers.js';
+import type { VaultService } from '../vault/service.js';
 import { MAX_ATTEMPTS } from './backoff.js';
 import { createDeliveryEngine, type DeliveryEngine, type EngineOptions } from './engine.js';
 import type {
@@ -43,6 +44,8 @@ export interface WebhookService {
     query: AttemptListQuery,
   ): Promise<Envelope<'attempts', DeliveryAttempt>>;
   retryDelivery(webhookId: string, deliveryId: string): Promise<Delivery>;
+  /** Seals signing keys an earlier version stored in plaintext (a start-up task); answers how many. */
+  sealPlaintextSecrets(): Promise<number>;
   /** Queues the example event of a registered type to this webhook only (POST /webhook/{id}/test). */
   sendTest(webhookId: string, input: TestWebhookBody): Promise<Delivery>;
   /** SPEC Pipeline 4: the drain's handler creating one delivery per matching webhook. */
@@ -51,12 +54,14 @@ export interface WebhookService {
   engine: DeliveryEngine;
 }
 
-export type WebhookDeps = Omit<EngineOptions, 'store' | 'clock' | 'log'> & {
+export type WebhookDeps = Omit<EngineOptions, 'store' | 'clock' | 'log' | 'secrets'> & {
   store: Store;
   clock: Clock;
   log: Logger;
   /** Complete example events of a registered type (the event registry), or undefined if unknown. */
   examplesOf(eventType: string): readonly CloudEvent[] | undefined;
+  /** The vault: signing keys are stored sealed under its key and re-encrypted when it rotates. */
+  vault: Pick<VaultService, 'seal' | 'open' | 'registerCiphertexts'>;
 };
 
 function toWebhook(row: db.PublicWebhookRow): Webhook {
@@ -150,8 +155,22 @@ function normaliseTypes(types: string[]): string[] {
 }
 
 export function createWebhookService(deps: WebhookDeps): WebhookService {
-  const { store, clock } = deps;
-  const engine = createDeliveryEngine(deps);
+  const { store, clock, log } = deps;
+  const engine = createDeliveryEngine({ ...deps, secrets: deps.vault });
+  // Key rotation re-encrypts the signing keys with the vault's entries; a plaintext key left by an
+  // earlier version is sealed under the new key on the way.
+  deps.vault.registerCiphertexts('webhook signing secret(s)', async (tx, reencrypt) => {
+    let count = 0;
+    for (const row of await db.allSecrets(tx.db)) {
+      const label = `webhook ${row.id} (signing secret)`;
+      const next = db.isSealedSecret(row.secret) ? reencrypt(row.secret, label) : deps.vault.seal(row.secret);
+      if (next !== row.secret) {
+        await db.setSecret(tx.db, row.id, next);
+        count++;
+      }
+    }
+    return count;
+  });
   // Newest first must hold within a millisecond too: delivery ids sort like their creation.
   const newDeliveryId = timeOrderedIds(clock);
 
@@ -237,7 +256,7 @@ export function createWebhookService(deps: WebhookDeps): WebhookService {
         event_types: JSON.stringify(normaliseTypes(input.event_types)),
         description: input.description ?? null,
         enabled: input.enabled === false ? 0 : 1,
-        secret,
+        secret: deps.vault.seal(secret),
         secret_hint: secretHint(secret),
         ...auditInsert(now, by),
       };
@@ -284,7 +303,7 @@ export function createWebhookService(deps: WebhookDeps): WebhookService {
       // The sender reads the secret at every attempt, so the old one signs nothing from now on.
       const updated = await store.transaction((tx) =>
         db.updateWebhook(tx.db, id, {
-          secret,
+          secret: deps.vault.seal(secret),
           secret_hint: secretHint(secret),
           ...auditUpdate(now, by),
         }),
@@ -321,6 +340,16 @@ export function createWebhookService(deps: WebhookDeps): WebhookService {
         return db.findDelivery(tx.db, webhookId, deliveryId);
       });
       return toDelivery(reset as db.DeliveryWithPayload);
+    },
+
+    async sealPlaintextSecrets() {
+      return store.transaction(async (tx) => {
+        const plain = (await db.allSecrets(tx.db)).filter((r) => !db.isSealedSecret(r.secret));
+        for (const row of plain) await db.setSecret(tx.db, row.id, deps.vault.seal(row.secret));
+        if (plain.length > 0)
+          log.info({ count: plain.length }, 'webhook signing secrets sealed under the vault key');
+        return plain.length;
+      });
     },
 
     async sendTest(webhookId, input) {

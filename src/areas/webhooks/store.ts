@@ -104,6 +104,23 @@ export async function webhooksForSending(db: Db, ids: readonly string[]): Promis
   return db.selectFrom('webhook').select(['id', 'url', 'secret']).where('id', 'in', ids).execute();
 }
 
+/**
+ * Whether a stored `secret` is sealed (a Fernet token under the vault key) rather than the 64-hex
+ * plaintext earlier versions stored. A token is base64url starting with `gAAAAA`; never 64 hex.
+ */
+export function isSealedSecret(stored: string): boolean {
+  return !/^[0-9a-f]{64}$/.test(stored);
+}
+
+/** Every webhook's stored secret, deleted ones included (key rotation, sealing at start-up). */
+export async function allSecrets(db: Db): Promise<Array<{ id: string; secret: string }>> {
+  return db.selectFrom('webhook').select(['id', 'secret']).execute();
+}
+
+export async function setSecret(db: Db, id: string, secret: string): Promise<void> {
+  await db.updateTable('webhook').set({ secret }).where('id', '=', id).execute();
+}
+
 /** What an attempt needs of its webhook, read when attempts start (see webhooksForSending). */
 export type SendingTarget = Pick<WebhookRow, 'id' | 'url' | 'secret'>;
 

@@ -29,6 +29,7 @@ export default {
       action('hang', true, 120),
       action('hang_once', false, 120),
       action('fail_with', true, 10),
+      action('encode', true, 10),
     ],
   },
   handlers: {
@@ -43,6 +44,22 @@ export default {
     slow: async ({ input, signal }) => { note('slow', input); await sleep(input.ms, undefined, { signal }); return { slept: input.ms }; },
     hang: async ({ input, signal, idempotencyKey }) => { note('hang', input, idempotencyKey); await sleep(input.ms, undefined, { signal }); return { done: true, key: idempotencyKey }; },
     fail_with: ({ input }) => { throw new Error('rejected: ' + JSON.stringify(input)); },
+    // Echoes input.value the ways a careless integration might: what secret masking must catch.
+    encode: ({ input }) => {
+      const v = String(input.value);
+      const b = Buffer.from(v);
+      return {
+        url: 'https://x.example/cb?token=' + encodeURIComponent(v),
+        form: new URLSearchParams({ token: v }).toString(),
+        base64: b.toString('base64'),
+        base64url: b.toString('base64url'),
+        hex: b.toString('hex'),
+        hex_upper: b.toString('hex').toUpperCase(),
+        upper: v.toUpperCase(),
+        basic: 'Basic ' + Buffer.from('svc-user:' + v).toString('base64'),
+        bearer_json: JSON.stringify({ authorization: 'Bearer ' + v }),
+      };
+    },
     hang_once: async ({ input, signal, idempotencyKey }) => { note('hang_once', input, idempotencyKey); await sleep(input.ms, undefined, { signal }); return { done: true }; },
   },
 };

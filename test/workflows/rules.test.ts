@@ -594,6 +594,46 @@ describe(`workflow execution rules (${dialectName})`, () => {
       expect(JSON.stringify(run)).not.toContain('tok-SECRET-123');
     });
 
+    it('a secret echoed URL-encoded, base64, hex, upper-cased or inside Basic auth is masked in the stored output', async () => {
+      const wf = await workflow(a, {
+        nodes: [
+          {
+            key: 'echo',
+            type: 'ACTION',
+            config: {
+              plugin_instance_id: wftest,
+              plugin_action: 'encode',
+              input_mapping: { value: '$secret:wf_token' },
+            },
+          },
+        ],
+      });
+      await publish(t, {});
+      await settle(t);
+      const { run, nodes } = await onlyRun(a, wf.id);
+      expect(run.status).toBe('completed');
+      const output = nodes.echo.output;
+      for (const [field, text] of Object.entries(output)) expect(text, field).toContain('******');
+      const secret = 'tok-SECRET-123';
+      const b = Buffer.from(secret);
+      const stored = JSON.stringify([
+        nodes,
+        (await a.call('POST', `/workflow_run/${run.id}/context`, { node_key: 'echo' })).body,
+      ]);
+      for (const spelling of [
+        secret,
+        encodeURIComponent(secret),
+        b.toString('base64'),
+        b.toString('base64url'),
+        b.toString('hex'),
+        b.toString('hex').toUpperCase(),
+        secret.toUpperCase(),
+        Buffer.from(`svc-user:${secret}`).toString('base64'),
+      ]) {
+        expect(stored, spelling).not.toContain(spelling);
+      }
+    });
+
     it('a reference that cannot be resolved fails the node with the vault error', async () => {
       const wf = await workflow(a, {
         nodes: [

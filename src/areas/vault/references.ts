@@ -34,16 +34,58 @@ export function secretValues(input: unknown, resolved: unknown, extra: readonly 
   return [...out].sort((x, y) => y.length - x.length);
 }
 
+/** Shorter encoded fragments are not masked: they would match unrelated text too often. */
+const MIN_VARIANT_LENGTH = 6;
+
 /**
- * `value` with every occurrence of a value in `secrets` (longest first), also inside a longer string
- * or an object key, replaced by the mask. Copy-on-write: what holds no secret is answered as it is,
- * and with no secrets at all nothing is walked.
+ * The spellings of a secret a plugin may echo back: as is (any letter case), percent-encoded (URL
+ * component and form), hex (any case), base64 and base64url with and without padding, and the base64
+ * runs that any text containing the secret encodes to (a Basic auth header holds `user:secret`): for
+ * each of the three byte alignments, the characters whose bits come from the secret alone.
+ * What is not covered (documented in docs/vault.md): other encodings, encryption or hashing by the
+ * plugin, and fragments (a plugin echoing half a secret).
+ */
+function spellings(secret: string): { exact: string[]; anyCase: string[] } {
+  const bytes = Buffer.from(secret, 'utf8');
+  const exact = new Set<string>();
+  const anyCase = new Set<string>([secret, encodeURIComponent(secret), bytes.toString('hex')]);
+  anyCase.add(new URLSearchParams({ v: secret }).toString().slice(2));
+  for (const encoding of ['base64', 'base64url'] as const) {
+    exact.add(bytes.toString(encoding));
+    exact.add(bytes.toString(encoding).replace(/=+$/, ''));
+    for (let k = 0; k <= 2; k++) {
+      const full = Buffer.concat([Buffer.alloc(k), bytes]).toString(encoding);
+      exact.add(full.slice(Math.ceil((8 * k) / 6), Math.floor((8 * k + 8 * bytes.length) / 6)));
+    }
+  }
+  const keep = (v: string) => v.length >= MIN_VARIANT_LENGTH || v === secret;
+  return { exact: [...exact].filter(keep), anyCase: [...anyCase].filter(keep) };
+}
+
+const escapeRegExp = (s: string) => s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+
+/**
+ * `value` with every occurrence of a value in `secrets` (longest first), or of one of its spellings
+ * (see `spellings`), also inside a longer string or an object key, replaced by the mask.
+ * Copy-on-write: what holds no secret is answered as it is, and with no secrets nothing is walked.
  */
 export function maskSecrets<T>(value: T, secrets: readonly string[]): T {
   if (secrets.length === 0) return value;
+  const exact = new Set<string>();
+  const anyCase = new Set<string>();
+  for (const secret of secrets) {
+    const s = spellings(secret);
+    for (const v of s.exact) exact.add(v);
+    for (const v of s.anyCase) anyCase.add(v);
+  }
+  // Longest first, so a longer spelling is masked whole before a shorter one could split it.
+  const byLength = (a: string, b: string) => b.length - a.length;
+  const patterns = [...anyCase].sort(byLength).map((v) => new RegExp(escapeRegExp(v), 'gi'));
+  const literals = [...exact].sort(byLength);
   const text = (s: string) => {
     let out = s;
-    for (const secret of secrets) if (out.includes(secret)) out = out.split(secret).join(MASK);
+    for (const re of patterns) out = out.replace(re, MASK);
+    for (const literal of literals) if (out.includes(literal)) out = out.split(literal).join(MASK);
     return out;
   };
   const walk = (v: unknown): unknown => {

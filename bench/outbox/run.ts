@@ -134,6 +134,7 @@ async function rawInsertRate(ctx: AppContext): Promise<number> {
           error: null,
           attempts: 0,
           max_attempts: 3,
+          interruptions: 0,
           next_attempt_at: now,
           locked_until: null,
           locked_by: null,

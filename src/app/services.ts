@@ -91,7 +91,9 @@ export function createServices(deps: ServiceDeps): Services {
   const outboxSignal = createOutboxSignal({ store: deps.store, wakeups, log: deps.log });
   const events = createEventsService({
     store: deps.store,
+    clock: deps.clock,
     registry: eventRegistry,
+    wake: outboxSignal.wake,
     // Outside production every published event is checked against the registry (docs/events.md).
     publisher: createEventPublisher({
       clock: deps.clock,

@@ -293,7 +293,7 @@ describe(`outbox (${dialectName})`, () => {
       expect((await listTasks(t, '?status=DONE&limit=1')).total).toBe(230);
     });
 
-    it('a lease that runs out (crashed or stalled worker) is a failed attempt; another worker takes the task over', async () => {
+    it('a lease that runs out (crashed or stalled worker) is an interruption: retried at once by another worker, not counted', async () => {
       const { t, clock } = await start();
       let release!: () => void;
       const stuck = new Promise<void>((resolve) => {
@@ -318,28 +318,79 @@ describe(`outbox (${dialectName})`, () => {
 
       clock.advance(30_000);
       await rescuer.run();
-      expect((await allTasks(t))[0]).toMatchObject({
-        status: 'PENDING',
-        attempts: 1,
-        error: 'lease of worker-a expired during attempt 1 (worker stopped or stalled)',
-        next_attempt_at: at(35_000),
-        locked_by: null,
-      });
-      clock.advance(5_000);
-      await rescuer.run();
+      // The reaper gave the attempt back and made the task due at once; the same step handled it.
       expect(healthy.calls.map((e) => e.id)).toEqual([event.id]);
-      expect((await allTasks(t))[0]).toMatchObject({ status: 'DONE', attempts: 2, locked_by: 'worker-b' });
+      expect((await allTasks(t))[0]).toMatchObject({
+        status: 'DONE',
+        attempts: 1,
+        interruptions: 1,
+        locked_by: 'worker-b',
+        done_at: at(30_000),
+      });
 
       // The stalled worker finishing late changes nothing: its settle is fenced by its claim.
       release();
       await stalledStep;
-      expect((await allTasks(t))[0]).toMatchObject({
-        status: 'DONE',
-        attempts: 2,
-        locked_by: 'worker-b',
-        done_at: at(35_000),
-      });
+      expect((await allTasks(t))[0]).toMatchObject({ status: 'DONE', attempts: 1, locked_by: 'worker-b' });
       await Promise.all([stalled.stop(), rescuer.stop()]);
+    });
+
+    it('an event that interrupts every worker (5 interruptions) then counts its attempts and ends FAILED; an operator retries it', async () => {
+      const { t, clock } = await start();
+      const [event] = await publishMany(t, 1);
+      const mine = async () => (await allTasks(t)).find((x) => x.event_id === event.id)!;
+      // A worker whose handler never finishes while the test runs: each claim's lease runs out, and the
+      // next step's housekeeping reaps it (then claims the task again itself).
+      let releaseAll!: () => void;
+      const held = new Promise<void>((resolve) => {
+        releaseAll = resolve;
+      });
+      const hang = anotherDrain(t, [{ name: 'hang', handle: () => held }], { workerId: 'hangs' });
+      const steps: Promise<boolean>[] = [];
+      for (let i = 0; i < 20; i++) {
+        const step = hang.run();
+        steps.push(step);
+        const claimed = eventually(async () => (await mine()).status === 'IN_PROGRESS', 5_000);
+        await Promise.race([step, claimed]);
+        if ((await mine()).status === 'FAILED') break;
+        clock.advance(300_000);
+      }
+      releaseAll();
+      await Promise.all(steps);
+      await hang.stop();
+      const final = await mine();
+      expect(final).toMatchObject({ status: 'FAILED', interruptions: 5, attempts: 3 });
+      expect(final.error).toContain('after 5 interruptions');
+
+      // POST /event_delivery_task/{id}/retry: FAILED -> PENDING, counts reset; the drain delivers it.
+      const who = await admin(t);
+      const retried = await t.app.inject({
+        method: 'POST',
+        url: `/api/v1/event_delivery_task/${final.id}/retry`,
+        headers: who.headers,
+      });
+      expect(retried.statusCode).toBe(200);
+      expect(retried.json()).toMatchObject({ status: 'PENDING', attempts: 0, interruptions: 0, error: null });
+      const healthy = recorder('healthy');
+      const drain = anotherDrain(t, [healthy.handler]);
+      await drain.run();
+      expect(healthy.calls.map((e) => e.id)).toContain(event.id);
+      expect(await mine()).toMatchObject({ status: 'DONE', attempts: 1 });
+      await drain.stop();
+      // Only FAILED tasks are retried; an unknown one is 404.
+      const again = await t.app.inject({
+        method: 'POST',
+        url: `/api/v1/event_delivery_task/${final.id}/retry`,
+        headers: who.headers,
+      });
+      expect(again.statusCode).toBe(409);
+      expect(again.json()).toMatchObject({ code: 'EVENT.TASK_NOT_FAILED', details: { status: 'DONE' } });
+      const missing = await t.app.inject({
+        method: 'POST',
+        url: '/api/v1/event_delivery_task/nope/retry',
+        headers: who.headers,
+      });
+      expect(missing.statusCode).toBe(404);
     });
 
     it('the retry rule: 5 s x 2^(k-1) after failed attempt k, capped at 5 min; FAILED once attempts reach the maximum', () => {

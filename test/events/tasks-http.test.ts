@@ -66,6 +66,7 @@ describe(`GET /event_delivery_task (${dialectName})`, () => {
       error: 'picky: B is not welcome',
       attempts: 1,
       max_attempts: 3,
+      interruptions: 0,
       next_attempt_at: at(2 * HOUR + 5_000),
       locked_until: null,
       locked_by: null,

@@ -8,13 +8,14 @@ import type { Job } from '../../worker/worker.js';
 import type { CloudEvent } from './cloudevent.js';
 import type { EventHandler } from './handlers.js';
 import type { OutboxMetrics } from './metrics.js';
-import { afterFailure } from './retry.js';
+import { afterFailure, MAX_INTERRUPTIONS } from './retry.js';
 import { OUTBOX_JOB, type OutboxSignal } from './signal.js';
 import {
   claimTasks,
   expiredLeases,
   extendLeases,
   type FailureUpdate,
+  interrupt,
   markDone,
   markFailed,
   nextDueAt,
@@ -75,20 +76,31 @@ export function createOutboxJob(deps: OutboxDeps, options: OutboxOptions): Outbo
 
   const leaseUntil = () => iso(new Date(clock.now().getTime() + options.leaseMs));
 
-  /** Expired leases are failed attempts: settled by the same rule as a handler's failure. */
+  /**
+   * Expired leases are interrupted attempts (the worker crashed or stalled, not the event's fault):
+   * due again at once, the attempt given back. Past MAX_INTERRUPTIONS an interruption counts as a
+   * failed attempt, settled by the same rule as a handler's failure.
+   */
   async function reapExpiredLeases(now: Date): Promise<void> {
     const expired = await expiredLeases(store.db, iso(now), batchSize);
     for (const task of expired) {
-      const error = `lease of ${task.locked_by ?? 'a worker'} expired during attempt ${task.attempts} (worker stopped or stalled)`;
-      const update = failedAttempt(task, error, now);
-      const reaped = await markFailed(
-        store.db,
-        update,
-        { lockedUntil: task.locked_until!, attempts: task.attempts },
-        iso(now),
-      );
+      const what = `lease of ${task.locked_by ?? 'a worker'} expired during attempt ${task.attempts} (worker stopped or stalled)`;
+      let reaped: boolean;
+      let outcome: 'retry' | 'failed' = 'retry';
+      if (Number(task.interruptions) < MAX_INTERRUPTIONS) {
+        reaped = await interrupt(store.db, task, `${what}; retried, not counted as an attempt`, iso(now));
+      } else {
+        const update = failedAttempt(task, `${what}, after ${MAX_INTERRUPTIONS} interruptions`, now);
+        if (update.status === 'FAILED') outcome = 'failed';
+        reaped = await markFailed(
+          store.db,
+          update,
+          { lockedUntil: task.locked_until!, attempts: task.attempts },
+          iso(now),
+        );
+      }
       if (reaped) {
-        deps.metrics.settled(update.status === 'FAILED' ? 'failed' : 'retry');
+        deps.metrics.settled(outcome);
         log.warn({ task_id: task.id, event_id: task.event_id }, 'outbox: reclaimed an expired lease');
       }
     }

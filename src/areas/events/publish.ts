@@ -60,6 +60,7 @@ export function createEventPublisher(deps: {
         status: 'PENDING',
         error: null,
         attempts: 0,
+        interruptions: 0,
         max_attempts: DEFAULT_MAX_ATTEMPTS,
         next_attempt_at: now,
         locked_until: null,

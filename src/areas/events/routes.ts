@@ -3,8 +3,10 @@ import { anyScope } from '../../http/access.js';
 import {
   EventDefinitionList,
   EventDefinitionQuery,
+  EventDeliveryTask,
   EventDeliveryTaskList,
   EventDeliveryTaskQuery,
+  TaskParams,
 } from './schemas.js';
 
 export function registerEventRoutes(api: App, ctx: AppContext): void {
@@ -40,5 +42,23 @@ export function registerEventRoutes(api: App, ctx: AppContext): void {
       config: anyScope('event_subscription:read'),
     },
     async (request) => events.listTasks(request.query),
+  );
+
+  api.post(
+    '/event_delivery_task/:id/retry',
+    {
+      schema: {
+        operationId: 'retryEventDeliveryTask',
+        tags: ['events'],
+        summary: 'Retry a FAILED outbox task: PENDING, due now, attempts reset',
+        description:
+          'Hands the event to every handler again (they are idempotent: runs and deliveries that exist are ' +
+          'not made twice). 409 EVENT.TASK_NOT_FAILED for a task that is not FAILED.',
+        params: TaskParams,
+        response: { 200: EventDeliveryTask, 409: { $ref: 'ErrorBody#' } },
+      },
+      config: anyScope('event_subscription:write'),
+    },
+    async (request) => events.retryTask(request.params.id),
   );
 }

@@ -1,5 +1,6 @@
 import { type Static, Type } from '@sinclair/typebox';
 import {
+  Id,
   JsonObject,
   ListQuery,
   ListResponse,
@@ -51,8 +52,12 @@ export const EventDeliveryTask = Type.Object(
     target: Type.String(),
     status: Type.Union(TASK_STATUSES.map((s) => Type.Literal(s))),
     error: Nullable(Type.String()),
-    attempts: Type.Integer(),
+    attempts: Type.Integer({ description: 'Attempts that failed; FAILED once it reaches max_attempts.' }),
     max_attempts: Type.Integer(),
+    interruptions: Type.Integer({
+      description:
+        'Attempts a crash interrupted (the lease ran out): retried at once, not counted in attempts.',
+    }),
     next_attempt_at: Timestamp,
     locked_until: Nullable(Timestamp),
     locked_by: Nullable(
@@ -62,9 +67,11 @@ export const EventDeliveryTask = Type.Object(
     created_at: Timestamp,
     updated_at: Timestamp,
   },
-  { additionalProperties: false },
+  { $id: 'EventDeliveryTask', additionalProperties: false },
 );
 export type EventDeliveryTask = Static<typeof EventDeliveryTask>;
+
+export const TaskParams = Type.Object({ id: Id }, { additionalProperties: false });
 
 export const EventDeliveryTaskQuery = ListQuery(
   ['created_at', 'updated_at', 'next_attempt_at', 'done_at', 'status', 'attempts', 'event_type'],

@@ -1,24 +1,31 @@
 import type { Store } from '../../db/store.js';
+import { AppError } from '../../http/errors.js';
 import { envelope } from '../../http/list.js';
+import { type Clock, iso } from '../../lib/clock.js';
 import type { EventDefinition } from './definitions.js';
 import type { EventPublisher } from './publish.js';
 import type { EventRegistry } from './registry.js';
 import type { EventDefinitionQuery, EventDeliveryTask, EventDeliveryTaskQuery } from './schemas.js';
-import { listTasks } from './store.js';
+import { findTask, listTasks, retryFailed, toTask } from './store.js';
 
-/** The events area as other areas and the routes see it: publish, plus the two read-only lists. */
+/** The events area as other areas and the routes see it: publish, the two lists, retrying a task. */
 export interface EventsService extends EventPublisher {
   readonly registry: EventRegistry;
   listDefinitions(
     query: EventDefinitionQuery,
   ): ReturnType<typeof envelope<'event_definitions', EventDefinition>>;
   listTasks(query: EventDeliveryTaskQuery): Promise<ReturnType<typeof envelope<'tasks', EventDeliveryTask>>>;
+  /** A FAILED task back to PENDING, due now, its counts reset; the drain is woken. */
+  retryTask(id: string): Promise<EventDeliveryTask>;
 }
 
 export function createEventsService(deps: {
   store: Store;
+  clock: Clock;
   registry: EventRegistry;
   publisher: EventPublisher;
+  /** Wakes the outbox drain (here and, on PostgreSQL, in every process). */
+  wake: () => void;
 }): EventsService {
   return {
     publish: deps.publisher.publish,
@@ -26,6 +33,25 @@ export function createEventsService(deps: {
     listDefinitions: (query) => definitionPage(deps.registry, query),
     async listTasks(query) {
       return envelope('tasks', await listTasks(deps.store.db, query), query);
+    },
+    async retryTask(id) {
+      const task = await deps.store.transaction(async (tx) => {
+        const current = await findTask(tx.db, id);
+        if (!current) throw new AppError('EVENT.TASK_NOT_FOUND', 'Outbox task not found', { task_id: id });
+        if (!(await retryFailed(tx.db, id, iso(deps.clock.now())))) {
+          throw new AppError(
+            'EVENT.TASK_NOT_FAILED',
+            `Only FAILED tasks can be retried; this one is ${current.status}`,
+            {
+              task_id: id,
+              status: current.status,
+            },
+          );
+        }
+        tx.afterCommit(deps.wake);
+        return (await findTask(tx.db, id))!;
+      });
+      return toTask(task);
     },
   };
 }

@@ -141,6 +141,57 @@ export async function markFailed(
   return Number(result.numUpdatedRows) > 0;
 }
 
+/**
+ * A task whose lease ran out (its worker crashed or stalled) goes back to PENDING, due at once, with
+ * the attempt the claim counted given back and one more interruption. Fenced like the reaper's
+ * markFailed: only the claim that expired is undone.
+ */
+export async function interrupt(db: Db, task: TaskRow, error: string, now: string): Promise<boolean> {
+  const result = await db
+    .updateTable(TABLE)
+    .set({
+      status: 'PENDING',
+      attempts: sql<number>`attempts - 1`,
+      interruptions: sql<number>`interruptions + 1`,
+      next_attempt_at: now,
+      error,
+      locked_until: null,
+      locked_by: null,
+      updated_at: now,
+    })
+    .where('id', '=', task.id)
+    .where('status', '=', 'IN_PROGRESS')
+    .where('locked_until', '=', task.locked_until)
+    .where('attempts', '=', task.attempts)
+    .executeTakeFirst();
+  return Number(result.numUpdatedRows) > 0;
+}
+
+/** A FAILED task made PENDING again, due now, with its counts reset (POST /event_delivery_task/{id}/retry). */
+export async function retryFailed(db: Db, id: string, now: string): Promise<boolean> {
+  const result = await db
+    .updateTable(TABLE)
+    .set({
+      status: 'PENDING',
+      attempts: 0,
+      interruptions: 0,
+      next_attempt_at: now,
+      error: null,
+      done_at: null,
+      locked_until: null,
+      locked_by: null,
+      updated_at: now,
+    })
+    .where('id', '=', id)
+    .where('status', '=', 'FAILED')
+    .executeTakeFirst();
+  return Number(result.numUpdatedRows) > 0;
+}
+
+export async function findTask(db: Db, id: string): Promise<TaskRow | undefined> {
+  return db.selectFrom(TABLE).selectAll().where('id', '=', id).executeTakeFirst();
+}
+
 /** Pushes the lease of a worker's in-flight tasks forward while its handlers run. */
 export async function extendLeases(db: Db, ids: string[], workerId: string, until: string): Promise<void> {
   if (ids.length === 0) return;
@@ -198,6 +249,7 @@ export function toTask(row: TaskRow): EventDeliveryTask {
     error: row.error,
     attempts: Number(row.attempts),
     max_attempts: Number(row.max_attempts),
+    interruptions: Number(row.interruptions),
     next_attempt_at: row.next_attempt_at,
     locked_until: row.locked_until,
     locked_by: row.locked_by,

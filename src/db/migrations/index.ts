@@ -8,13 +8,15 @@ import * as m0006 from './0006_workflows.js';
 import * as m0007 from './0007_webhooks.js';
 import * as m0008 from './0008_questionnaires.js';
 import * as m0009 from './0009_enrollments.js';
+import * as m0010 from './0010_events_interruptions.js';
 
 /**
  * Every migration, in order. One set serves SQLite and PostgreSQL; a dialect branch is allowed only
  * where portable SQL cannot do the job, with a comment saying why.
  * Numbers are reserved per area: 0001 events, 0002 identity, 0003 auth, 0004 vault, 0005 plugins,
  * 0006 workflows, 0007 webhooks, 0008 platform (0008_questionnaires: folders, questionnaires, revisions,
- * permissions; 0009_enrollments: enrollments and submissions). Later changes take the next free number.
+ * permissions; 0009_enrollments: enrollments and submissions). Later changes take the next free number,
+ * named after their area (0010_events_interruptions).
  */
 export const migrations: Record<string, Migration> = {
   '0001_events': m0001,
@@ -26,4 +28,5 @@ export const migrations: Record<string, Migration> = {
   '0007_webhooks': m0007,
   '0008_questionnaires': m0008,
   '0009_enrollments': m0009,
+  '0010_events_interruptions': m0010,
 };

@@ -1,5 +1,6 @@
 import type { FastifyInstance } from 'fastify';
-import { Counter, collectDefaultMetrics, Histogram, Registry } from 'prom-client';
+import { collectDefaultMetrics, Registry } from 'prom-client';
+import { counter, histogram } from '../lib/metrics.js';
 
 /**
  * One registry per process context (several apps in one test process don't clash): Node's and the
@@ -22,19 +23,14 @@ export function createMetricsRegistry(): Registry {
 /** Request counts and durations by route and status, and the /metrics endpoint itself. */
 export function registerHttpMetrics(app: FastifyInstance, registry: Registry): void {
   const labelNames = ['method', 'route', 'status'] as const;
-  const requests = new Counter({
-    name: 'http_requests_total',
-    help: 'HTTP requests by route and status',
+  const requests = counter(registry, 'http_requests_total', 'HTTP requests by route and status', labelNames);
+  const duration = histogram(
+    registry,
+    'http_request_duration_seconds',
+    'HTTP request duration by route and status',
     labelNames,
-    registers: [registry],
-  });
-  const duration = new Histogram({
-    name: 'http_request_duration_seconds',
-    help: 'HTTP request duration by route and status',
-    labelNames,
-    buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5],
-    registers: [registry],
-  });
+    [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5],
+  );
   app.addHook('onResponse', async (request, reply) => {
     // The route pattern, not the raw URL: ids in paths must not explode the label set.
     const labels = {

@@ -9,8 +9,11 @@
  * `updated_by` (runs, deliveries, tasks, plugin definitions) or without `updated_at` (refresh tokens,
  * workflow edges) spell their few columns out instead.
  *
- * Active rows are filtered with the plain `.where('deleted_at', 'is', null)` (docs/architecture.md).
+ * Active rows are filtered with the plain `.where('deleted_at', 'is', null)` (docs/architecture.md);
+ * changes to an active row go through `updateActive`, whose answer says whether there was one.
  */
+import type { Kysely, Transaction, UpdateObject } from 'kysely';
+import type { Database } from './schema.js';
 
 /** The columns of a new row: created and last changed now, by `by`, not deleted. */
 export function auditInsert<By extends string | null>(at: string, by: By) {
@@ -25,4 +28,30 @@ export function auditUpdate<By extends string | null>(at: string, by: By) {
 /** The change that soft-deletes a row: the row stays, marked deleted, and counts as a change. */
 export function softDeleted<By extends string | null>(at: string, by: By) {
   return { deleted_at: at, updated_at: at, updated_by: by };
+}
+
+/** Tables whose rows have an `id` and a soft-delete column. */
+type SoftDeletable = {
+  [K in keyof Database]: Database[K] extends { id: string; deleted_at: string | null } ? K : never;
+}[keyof Database];
+
+/**
+ * Changes the active row `id` of `table` (a soft delete too); false when there is none: missing, or
+ * deleted meanwhile. The `deleted_at is null` condition makes concurrent deletes safe: on PostgreSQL a
+ * second one waits for the first's row lock, then matches nothing, so exactly one succeeds.
+ */
+export async function updateActive<T extends SoftDeletable>(
+  db: Kysely<Database> | Transaction<Database>,
+  table: T,
+  id: string,
+  changes: UpdateObject<Database, T>,
+): Promise<boolean> {
+  // Kysely cannot narrow a table name held in a generic; the signature above keeps callers checked.
+  const res = await (db as Kysely<Database>)
+    .updateTable(table as SoftDeletable)
+    .set(changes as never)
+    .where('id', '=', id)
+    .where('deleted_at', 'is', null)
+    .executeTakeFirst();
+  return Number(res.numUpdatedRows) > 0;
 }

@@ -1,4 +1,5 @@
 import { type Kysely, type Selectable, sql, type Transaction } from 'kysely';
+import { updateActive } from '../../db/audit.js';
 import type { Database } from '../../db/schema.js';
 import type { Store, Tx } from '../../db/store.js';
 import type { AuthPath } from '../../http/access.js';
@@ -506,15 +507,8 @@ export function createAuthStore(store: Store) {
       return changed(r);
     },
     /** Changes an active device; false when it is gone (deleted meanwhile by a concurrent request). */
-    async updateDevice(tx: Tx, id: string, patch: Partial<AuthDeviceTable>): Promise<boolean> {
-      const res = await tx.db
-        .updateTable('auth_device')
-        .set(patch)
-        .where('id', '=', id)
-        .where('deleted_at', 'is', null)
-        .executeTakeFirst();
-      return Number(res.numUpdatedRows) > 0;
-    },
+    updateDevice: (tx: Tx, id: string, patch: Partial<AuthDeviceTable>) =>
+      updateActive(tx.db, 'auth_device', id, patch),
     async listDevices(page: Page, f: DeviceFilters): Promise<ListResult<DeviceRecord>> {
       let q = db.selectFrom('auth_device').where('deleted_at', 'is', null);
       if (f.user_id) q = q.where('user_id', '=', f.user_id);

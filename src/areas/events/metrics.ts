@@ -1,6 +1,7 @@
-import { Counter, Gauge, type Registry } from 'prom-client';
+import { Gauge, type Registry } from 'prom-client';
 import type { Store } from '../../db/store.js';
 import type { Clock } from '../../lib/clock.js';
+import { counter } from '../../lib/metrics.js';
 import { backlog } from './store.js';
 
 export interface OutboxMetrics {
@@ -41,12 +42,12 @@ export function createOutboxMetrics(registry: Registry, store: Store, clock: Clo
       this.set(Math.max(0, age));
     },
   });
-  const settled = new Counter({
-    name: 'svc_outbox_tasks_settled_total',
-    help: 'Outbox task attempts settled by this process, by outcome (done, retry, failed)',
-    labelNames: ['outcome'] as const,
-    registers: [registry],
-  });
+  const settled = counter(
+    registry,
+    'svc_outbox_tasks_settled_total',
+    'Outbox task attempts settled by this process, by outcome (done, retry, failed)',
+    ['outcome'],
+  );
   return {
     settled: (outcome, count = 1) => {
       if (count > 0) settled.inc({ outcome }, count);

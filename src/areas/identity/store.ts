@@ -1,5 +1,5 @@
 import { CompiledQuery, type Kysely } from 'kysely';
-import { softDeleted } from '../../db/audit.js';
+import { softDeleted, updateActive } from '../../db/audit.js';
 import type { Database } from '../../db/schema.js';
 import type { Store, Tx } from '../../db/store.js';
 import { containsInsensitive, type ListResult, type Page, paginate } from '../../http/list.js';
@@ -308,15 +308,7 @@ export function createIdentityStore(store: Store) {
      * Changes an active user; false when there is none (missing, or deleted meanwhile: a concurrent
      * delete that committed first makes this one match no row, so only one delete succeeds).
      */
-    async updateUser(tx: Tx, id: string, patch: Partial<UserTable>): Promise<boolean> {
-      const res = await tx.db
-        .updateTable('users')
-        .set(patch)
-        .where('id', '=', id)
-        .where('deleted_at', 'is', null)
-        .executeTakeFirst();
-      return Number(res.numUpdatedRows) > 0;
-    },
+    updateUser: (tx: Tx, id: string, patch: Partial<UserTable>) => updateActive(tx.db, 'users', id, patch),
 
     // ---- roles
     async insertRole(tx: Tx, row: RoleTable) {
@@ -354,15 +346,7 @@ export function createIdentityStore(store: Store) {
       return paginate(q, page, toRole);
     },
     /** Changes an active role; false when there is none (see updateUser). */
-    async updateRole(tx: Tx, id: string, patch: Partial<RoleTable>): Promise<boolean> {
-      const res = await tx.db
-        .updateTable('role')
-        .set(patch)
-        .where('id', '=', id)
-        .where('deleted_at', 'is', null)
-        .executeTakeFirst();
-      return Number(res.numUpdatedRows) > 0;
-    },
+    updateRole: (tx: Tx, id: string, patch: Partial<RoleTable>) => updateActive(tx.db, 'role', id, patch),
     /** Soft-deletes what hangs off a role: its assignments and role-scope entries. */
     async softDeleteRoleChildren(tx: Tx, roleId: string, now: string, actor: string) {
       await tx.db
@@ -401,15 +385,8 @@ export function createIdentityStore(store: Store) {
       return paginate(q, page, (r) => r as UserRole);
     },
     /** False when the assignment is not active (deleted meanwhile). */
-    async softDeleteUserRole(tx: Tx, id: string, now: string, actor: string): Promise<boolean> {
-      const res = await tx.db
-        .updateTable('user_role')
-        .set(softDeleted(now, actor))
-        .where('id', '=', id)
-        .where('deleted_at', 'is', null)
-        .executeTakeFirst();
-      return Number(res.numUpdatedRows) > 0;
-    },
+    softDeleteUserRole: (tx: Tx, id: string, now: string, actor: string) =>
+      updateActive(tx.db, 'user_role', id, softDeleted(now, actor)),
     async softDeleteUserRolesOfUser(tx: Tx, userId: string, now: string, actor: string) {
       await tx.db
         .updateTable('user_role')

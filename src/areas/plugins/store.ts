@@ -1,4 +1,5 @@
 import type { Kysely, Selectable } from 'kysely';
+import { updateActive } from '../../db/audit.js';
 import type { Database } from '../../db/schema.js';
 import type { Tx } from '../../db/store.js';
 import { containsInsensitive, type ListResult, type Page, paginate } from '../../http/list.js';
@@ -148,14 +149,7 @@ export async function updateInstance(
   id: string,
   changes: Partial<Omit<InstanceRow, 'id' | 'created_at' | 'plugin_definition_id'>>,
 ): Promise<boolean> {
-  const res = await db
-    .updateTable('plugin_instance')
-    .set(changes)
-    .where('id', '=', id)
-    .where('deleted_at', 'is', null)
-    .executeTakeFirst();
-  // False when the instance is gone: deleted meanwhile by a concurrent request that committed first.
-  return Number(res.numUpdatedRows) > 0;
+  return updateActive(db, 'plugin_instance', id, changes);
 }
 
 export async function listInstances(

@@ -1,4 +1,5 @@
 import { type Expression, type Kysely, type SqlBool, sql } from 'kysely';
+import { updateActive } from '../../db/audit.js';
 import type { Database } from '../../db/schema.js';
 import type { Store, Tx } from '../../db/store.js';
 import { containsInsensitive, isoParam, type ListResult, type Page, paginate } from '../../http/list.js';
@@ -365,15 +366,8 @@ export function createQuestionnaireStore(store: Store) {
     },
 
     /** Changes an active folder; false when it is gone (deleted meanwhile). */
-    async updateFolder(tx: Tx, id: string, changes: Partial<FolderTable>): Promise<boolean> {
-      const res = await tx.db
-        .updateTable('folder')
-        .set(changes)
-        .where('id', '=', id)
-        .where('deleted_at', 'is', null)
-        .executeTakeFirst();
-      return Number(res.numUpdatedRows) > 0;
-    },
+    updateFolder: (tx: Tx, id: string, changes: Partial<FolderTable>) =>
+      updateActive(tx.db, 'folder', id, changes),
 
     /** The folder and its ancestors (deleted or not), nearest first. */
     async folderChain(folderId: string, db: Db = store.db): Promise<ChainLink[]> {
@@ -533,14 +527,7 @@ export function createQuestionnaireStore(store: Store) {
       id: string,
       changes: { level?: PermissionLevel; updated_at: string; updated_by: string; deleted_at?: string },
     ): Promise<boolean> {
-      const res = await tx.db
-        .updateTable(permissionTable(object))
-        .set(changes)
-        .where('id', '=', id)
-        .where('deleted_at', 'is', null)
-        .executeTakeFirst();
-      // False when the grant is gone: revoked meanwhile by a concurrent request that committed first.
-      return Number(res.numUpdatedRows) > 0;
+      return updateActive(tx.db, permissionTable(object), id, changes);
     },
 
     async listFolderPermissions(page: Page, f: PermissionFilters, visibleTo?: Grantees) {

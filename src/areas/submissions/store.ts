@@ -1,4 +1,5 @@
 import { type Expression, type Kysely, type SqlBool, sql } from 'kysely';
+import { updateActive } from '../../db/audit.js';
 import type { Database } from '../../db/schema.js';
 import type { Tx } from '../../db/store.js';
 import { isoParam, type Page, paginate } from '../../http/list.js';
@@ -95,13 +96,7 @@ export async function updateSubmission(
   id: string,
   changes: Partial<QuestionnaireSubmissionTable>,
 ): Promise<boolean> {
-  const res = await db
-    .updateTable('questionnaire_submission')
-    .set(changes)
-    .where('id', '=', id)
-    .where('deleted_at', 'is', null)
-    .executeTakeFirst();
-  return Number(res.numUpdatedRows) > 0;
+  return updateActive(db, 'questionnaire_submission', id, changes);
 }
 
 export interface SubmissionFilters {

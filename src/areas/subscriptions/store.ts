@@ -1,5 +1,5 @@
 import type { Kysely } from 'kysely';
-import { softDeleted } from '../../db/audit.js';
+import { softDeleted, updateActive } from '../../db/audit.js';
 import type { Database } from '../../db/schema.js';
 import type { Store, Tx } from '../../db/store.js';
 import { containsInsensitive, type ListResult, type Page, paginate } from '../../http/list.js';
@@ -122,25 +122,12 @@ export function createSubscriptionStore(store: Store) {
       id: string,
       patch: SubscriptionPatch & { updated_at: string; updated_by: string | null },
     ): Promise<boolean> {
-      const res = await db
-        .updateTable('event_subscription')
-        .set(patch)
-        .where('id', '=', id)
-        .where('deleted_at', 'is', null)
-        .executeTakeFirst();
-      return Number(res.numUpdatedRows) > 0;
+      return updateActive(db, 'event_subscription', id, patch);
     },
 
     /** Soft-deletes an active subscription; false when it was not active (one concurrent delete wins). */
-    async softDelete(db: Db, id: string, at: string, by: string): Promise<boolean> {
-      const res = await db
-        .updateTable('event_subscription')
-        .set(softDeleted(at, by))
-        .where('id', '=', id)
-        .where('deleted_at', 'is', null)
-        .executeTakeFirst();
-      return Number(res.numUpdatedRows) > 0;
-    },
+    softDelete: (db: Db, id: string, at: string, by: string) =>
+      updateActive(db, 'event_subscription', id, softDeleted(at, by)),
 
     async list(page: Page, f: SubscriptionFilters): Promise<ListResult<Subscription>> {
       let q = store.db.selectFrom('event_subscription').where('deleted_at', 'is', null);

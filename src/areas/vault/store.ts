@@ -1,4 +1,5 @@
 import type { Kysely, Selectable } from 'kysely';
+import { updateActive } from '../../db/audit.js';
 import type { Database } from '../../db/schema.js';
 import { containsInsensitive, type ListResult, type Page, paginate } from '../../http/list.js';
 import type { VaultEntryTable, VaultKind } from './tables.js';
@@ -39,14 +40,7 @@ export async function updateEntry(
   id: string,
   changes: Partial<Omit<VaultRow, 'id' | 'created_at'>>,
 ): Promise<boolean> {
-  const res = await db
-    .updateTable('vault_entry')
-    .set(changes)
-    .where('id', '=', id)
-    .where('deleted_at', 'is', null)
-    .executeTakeFirst();
-  // False when the entry is gone: deleted meanwhile by a concurrent request that committed first.
-  return Number(res.numUpdatedRows) > 0;
+  return updateActive(db, 'vault_entry', id, changes);
 }
 
 export async function listEntries(

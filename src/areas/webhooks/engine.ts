@@ -229,7 +229,7 @@ export function createDeliveryEngine(opts: EngineOptions): DeliveryEngine {
     const startedAt = clock.now();
     let result: Awaited<ReturnType<typeof sendAttempt>>;
     let signedAt: number | null = null;
-    let secret: string | undefined;
+    const secret = hook && payload !== undefined ? signingKey(hook) : undefined;
     if (!hook || payload === undefined) {
       result = {
         success: false,
@@ -246,7 +246,7 @@ export function createDeliveryEngine(opts: EngineOptions): DeliveryEngine {
         error: 'forbidden target: only https:// URLs are allowed unless SVC_ALLOW_PRIVATE_NETWORKS=true',
         durationMs: 0,
       };
-    } else if ((secret = signingKey(hook)) === undefined) {
+    } else if (secret === undefined) {
       result = {
         success: false,
         httpStatus: null,

@@ -1,4 +1,5 @@
 import { type Kysely, type Selectable, sql } from 'kysely';
+import { updateActive } from '../../db/audit.js';
 import type { Database } from '../../db/schema.js';
 import type { Dialect } from '../../db/store.js';
 import { containsInsensitive, isoParam, type ListResult, type Page, paginate } from '../../http/list.js';
@@ -46,13 +47,7 @@ export async function updateWebhook(
   id: string,
   changes: Partial<Omit<WebhookRow, 'id' | 'created_at'>>,
 ): Promise<boolean> {
-  const res = await db
-    .updateTable('webhook')
-    .set(changes)
-    .where('id', '=', id)
-    .where('deleted_at', 'is', null)
-    .executeTakeFirst();
-  return Number(res.numUpdatedRows) > 0;
+  return updateActive(db, 'webhook', id, changes);
 }
 
 export interface WebhookFilters {

@@ -1,4 +1,5 @@
-import { Counter, Histogram, type Registry } from 'prom-client';
+import type { Registry } from 'prom-client';
+import { counter, histogram } from '../../lib/metrics.js';
 
 export interface WorkflowMetrics {
   runStarted(subscriptionId: string): void;
@@ -9,25 +10,25 @@ export interface WorkflowMetrics {
 
 /** Workflow runs and nodes on /metrics (counted by the process that created or finished them). */
 export function createWorkflowMetrics(registry: Registry): WorkflowMetrics {
-  const started = new Counter({
-    name: 'svc_workflow_runs_started_total',
-    help: 'Workflow runs created, by subscription',
-    labelNames: ['subscription_id'] as const,
-    registers: [registry],
-  });
-  const finished = new Counter({
-    name: 'svc_workflow_runs_finished_total',
-    help: 'Workflow runs that ended, by subscription and status (completed, failed)',
-    labelNames: ['subscription_id', 'status'] as const,
-    registers: [registry],
-  });
-  const nodes = new Histogram({
-    name: 'svc_workflow_node_duration_seconds',
-    help: 'Time from a node starting to its final status, by node type and status',
-    labelNames: ['type', 'status'] as const,
-    buckets: [0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1, 5, 30, 300, 3600],
-    registers: [registry],
-  });
+  const started = counter(
+    registry,
+    'svc_workflow_runs_started_total',
+    'Workflow runs created, by subscription',
+    ['subscription_id'],
+  );
+  const finished = counter(
+    registry,
+    'svc_workflow_runs_finished_total',
+    'Workflow runs that ended, by subscription and status (completed, failed)',
+    ['subscription_id', 'status'],
+  );
+  const nodes = histogram(
+    registry,
+    'svc_workflow_node_duration_seconds',
+    'Time from a node starting to its final status, by node type and status',
+    ['type', 'status'],
+    [0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1, 5, 30, 300, 3600],
+  );
   return {
     runStarted: (subscription_id) => started.inc({ subscription_id }),
     runFinished: (subscription_id, status) => finished.inc({ subscription_id, status }),

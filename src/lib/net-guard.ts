@@ -163,22 +163,7 @@ export async function assertAllowedUrl(url: string, opts: GuardOptions): Promise
   if (parsed.hostname === '') throw new ForbiddenTargetError('URL has no host', 'invalid_url');
   if (opts.allowPrivate) return;
   // WHATWG URL already normalised decimal/octal/hex IPv4 forms (http://2130706433/ -> 127.0.0.1).
-  const host = parsed.hostname.replace(/^\[|\]$/g, '');
-  if (net.isIP(host)) {
-    checkAddress(host, host, false);
-    return;
-  }
-  let addresses: LookupAddress[];
-  try {
-    addresses = await dns.promises.lookup(host, { all: true, verbatim: true });
-  } catch (err) {
-    const code = (err as NodeJS.ErrnoException).code ?? 'error';
-    throw new ForbiddenTargetError(`Host "${host}" could not be resolved (${code})`, 'unresolvable');
-  }
-  if (addresses.length === 0) {
-    throw new ForbiddenTargetError(`Host "${host}" has no addresses`, 'unresolvable');
-  }
-  for (const a of addresses) checkAddress(host, a.address, false);
+  await resolveTarget(parsed.hostname, opts);
 }
 
 /**

@@ -1,81 +1,12 @@
-import { type ChildProcess, spawn } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { hostname, tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import pg from 'pg';
 import { afterEach, expect, it } from 'vitest';
 import { createWorker } from '../../src/app/runtime.js';
-import { startTestApp, TEST_SECRETS, type TestApp } from '../helpers/app.js';
+import { startTestApp, type TestApp } from '../helpers/app.js';
+import { SvcProcess } from '../helpers/process.js';
 import { describePg, freshDatabase, type TestDatabase } from '../helpers/store.js';
 import { allTasks, anotherDrain, eventually, publishMany, recorder } from './helpers.js';
 
-const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 const QUIET = '600000'; // a 10-minute drain interval: only NOTIFY, timers and claims can explain progress
-
-/** A real `svc worker` process (the CLI under tsx, in one process so its pid is the worker's). */
-class WorkerProcess {
-  readonly child: ChildProcess;
-  private output = '';
-  private readonly dataDir = mkdtempSync(join(tmpdir(), 'svc-worker-'));
-
-  constructor(databaseUrl: string, env: Record<string, string> = {}) {
-    this.child = spawn(process.execPath, ['--import', 'tsx', 'src/cli/svc.ts', 'worker'], {
-      cwd: ROOT,
-      env: {
-        PATH: process.env.PATH,
-        NODE_ENV: 'test',
-        SVC_DATABASE_URL: databaseUrl,
-        SVC_DATA_DIR: this.dataDir,
-        SVC_LOG_LEVEL: 'info',
-        SVC_OUTBOX_DRAIN_INTERVAL_MS: QUIET,
-        ...TEST_SECRETS,
-        ...env,
-      },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    this.child.stdout!.on('data', (chunk) => {
-      this.output += chunk;
-    });
-    this.child.stderr!.on('data', (chunk) => {
-      this.output += chunk;
-    });
-  }
-
-  get pid(): number {
-    return this.child.pid!;
-  }
-
-  /** `locked_by` of this process's drain starts with this. */
-  get lockPrefix(): string {
-    return `${hostname()}/${this.pid}/`;
-  }
-
-  /** Resolves once the drain listens for NOTIFY (so nothing published afterwards can be missed). */
-  ready(): Promise<void> {
-    return eventually(
-      async () => {
-        if (this.child.exitCode !== null) throw new Error(`worker exited early:\n${this.output}`);
-        return this.output.includes('outbox: listening for notifications');
-      },
-      60_000,
-      'the worker to listen',
-    ).then(() => undefined);
-  }
-
-  kill(signal: NodeJS.Signals): void {
-    this.child.kill(signal);
-  }
-
-  async stop(): Promise<void> {
-    if (this.child.exitCode === null && this.child.signalCode === null) {
-      const exited = new Promise((resolve) => this.child.once('exit', resolve));
-      this.child.kill('SIGTERM');
-      await exited;
-    }
-    rmSync(this.dataDir, { recursive: true, force: true });
-  }
-}
 
 describePg('outbox scale-out on PostgreSQL', () => {
   const cleanups: Array<() => Promise<void>> = [];
@@ -92,10 +23,11 @@ describePg('outbox scale-out on PostgreSQL', () => {
     return { db, t };
   }
 
-  function worker(url: string, env: Record<string, string> = {}): WorkerProcess {
-    const w = new WorkerProcess(url, env);
+  /** A real `svc worker` process; `ready` resolves once its drain listens for NOTIFY. */
+  function worker(url: string, env: Record<string, string> = {}) {
+    const w = new SvcProcess('worker', url, { SVC_OUTBOX_DRAIN_INTERVAL_MS: QUIET, ...env });
     cleanups.push(() => w.stop());
-    return w;
+    return Object.assign(w, { ready: () => w.said('outbox: listening for notifications') });
   }
 
   async function statusCounts(t: TestApp, ids: Set<string>) {
@@ -170,7 +102,7 @@ describePg('outbox scale-out on PostgreSQL', () => {
     expect(held.every((r) => r.locked_by?.startsWith(first.lockPrefix))).toBe(true);
     const stuck = held.map((r) => r.id);
     const exited = new Promise((resolve) => first.child.once('exit', resolve));
-    first.kill('SIGKILL');
+    first.child.kill('SIGKILL');
     await exited;
     // The killed worker's blocked statement gets its lock, finds its client gone and rolls back.
     await locker.query('rollback');

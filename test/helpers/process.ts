@@ -1,6 +1,6 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { hostname, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { TEST_SECRETS } from './app.js';
@@ -54,6 +54,11 @@ export class SvcProcess {
     return this.child.pid!;
   }
 
+  /** `locked_by` of this process's claims (outbox, runs, deliveries) starts with this. */
+  get lockPrefix(): string {
+    return `${hostname()}/${this.pid}/`;
+  }
+
   get alive(): boolean {
     return this.child.exitCode === null && this.child.signalCode === null;
   }
@@ -65,6 +70,17 @@ export class SvcProcess {
     while (!this.output.includes(mark)) {
       if (!this.alive) throw new Error(`svc ${this.role} exited early:\n${this.output}`);
       if (Date.now() > deadline) throw new Error(`svc ${this.role} not ready in time:\n${this.output}`);
+      await new Promise((r) => setTimeout(r, 20));
+    }
+  }
+
+  /** Resolves once `text` appeared in the output (e.g. the drain's "listening for notifications"). */
+  async said(text: string, timeoutMs = 60_000): Promise<void> {
+    const deadline = Date.now() + timeoutMs;
+    while (!this.output.includes(text)) {
+      if (!this.alive) throw new Error(`svc ${this.role} exited before saying "${text}":\n${this.output}`);
+      if (Date.now() > deadline)
+        throw new Error(`svc ${this.role} did not say "${text}" in time:\n${this.output}`);
       await new Promise((r) => setTimeout(r, 20));
     }
   }

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { RouteEntry } from '../src/app/types.js';
+import type { RouteEntry } from '../src/http/app.js';
 import { startTestApp, type TestApp } from './helpers/app.js';
 import { principal, responder, type TestPrincipal } from './helpers/auth.js';
 import { dialectName } from './helpers/store.js';

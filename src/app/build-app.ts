@@ -5,13 +5,14 @@ import Fastify, { type FastifyReply, type FastifyRequest, LogController } from '
 import { migrationsApplied } from '../db/migrate.js';
 import { ping } from '../db/store.js';
 import { satisfies } from '../http/access.js';
+import type { App, RouteEntry } from '../http/app.js';
 import { AppError } from '../http/errors.js';
 import { describeOperation, docsPageOptions, openapiOptions } from '../http/openapi.js';
 import { ErrorBody } from '../http/schemas.js';
 import { handleClientError, handleError, handleFrameworkError } from './errors.js';
 import { registerHttpMetrics } from './metrics.js';
 import { registerAreaRoutes } from './routes.js';
-import type { App, AppContext, RouteEntry } from './types.js';
+import type { AppContext } from './types.js';
 import { compileValidator } from './validation.js';
 
 export const API_PREFIX = '/api/v1';
@@ -127,7 +128,7 @@ export async function buildApp(ctx: AppContext): Promise<BuiltApp> {
       api.get('/openapi.json', { schema: { hide: true }, config: { access: { kind: 'public' } } }, async () =>
         app.swagger(),
       );
-      registerAreaRoutes(api as App, ctx);
+      registerAreaRoutes(api as App, ctx.services);
     },
     { prefix: API_PREFIX },
   );

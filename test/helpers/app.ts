@@ -3,8 +3,9 @@ import pino from 'pino';
 import { buildApp } from '../../src/app/build-app.js';
 import { loggerOptions } from '../../src/app/logger.js';
 import { closeContext, createContext } from '../../src/app/runtime.js';
-import type { App, AppContext, RouteEntry } from '../../src/app/types.js';
+import type { AppContext } from '../../src/app/types.js';
 import { loadConfig } from '../../src/config/config.js';
+import type { App, RouteEntry } from '../../src/http/app.js';
 import type { Clock } from '../../src/lib/clock.js';
 import { freshDatabase } from './store.js';
 

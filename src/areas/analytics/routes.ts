@@ -1,7 +1,8 @@
 import { Type } from '@sinclair/typebox';
-import type { App, AppContext } from '../../app/types.js';
 import { anyScope } from '../../http/access.js';
+import type { App } from '../../http/app.js';
 import { Timestamp } from '../../http/schemas.js';
+import type { AnalyticsService } from './service.js';
 
 const EmbedQuery = Type.Object(
   {
@@ -20,7 +21,7 @@ const EmbedResponse = Type.Object({
 });
 
 /** Analytics (docs/platform.md#analytics). */
-export function registerAnalyticsRoutes(api: App, ctx: AppContext): void {
+export function registerAnalyticsRoutes(api: App, deps: { analytics: AnalyticsService }): void {
   api.get(
     // `embedded_uuid` is a literal segment (SPEC): "the embedded dashboard configured for this service".
     '/analytics/dashboard/bi/embedded_uuid/embed',
@@ -36,6 +37,6 @@ export function registerAnalyticsRoutes(api: App, ctx: AppContext): void {
       },
       config: anyScope('analytics:read'),
     },
-    async (req) => ctx.services.analytics.dashboardEmbed(req.query),
+    async (req) => deps.analytics.dashboardEmbed(req.query),
   );
 }

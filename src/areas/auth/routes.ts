@@ -1,6 +1,6 @@
 import type { FastifyRequest } from 'fastify';
-import type { App } from '../../app/types.js';
 import { anyScope, authenticated, publicAccess } from '../../http/access.js';
+import type { App } from '../../http/app.js';
 import { envelope } from '../../http/list.js';
 import { IdParams } from '../../http/schemas.js';
 import {
@@ -46,7 +46,7 @@ function meta(req: FastifyRequest): RequestMeta {
 }
 
 /** Sign-in flows (docs/auth.md). Sign-in endpoints are public; the rest say what they need. */
-export function authRoutes(app: App, auth: AuthService): void {
+export function registerAuthRoutes(app: App, { auth }: { auth: AuthService }): void {
   // ---- sign-in
   app.post(
     '/auth/login/credentials',

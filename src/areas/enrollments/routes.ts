@@ -1,5 +1,5 @@
-import type { App, AppContext } from '../../app/types.js';
 import { anyScope, authenticated } from '../../http/access.js';
+import type { App } from '../../http/app.js';
 import { envelope } from '../../http/list.js';
 import { IdParams, MessageBody } from '../../http/schemas.js';
 import {
@@ -15,6 +15,7 @@ import {
   OwnEnrollment,
   UpdateEnrollmentBody,
 } from './schemas.js';
+import type { EnrollmentService } from './service.js';
 
 const tags = ['enrollments'];
 
@@ -23,9 +24,10 @@ const errors = (...statuses: number[]) =>
   Object.fromEntries(statuses.map((s) => [s, { $ref: 'ErrorBody#' }]));
 
 /** Enrollments (docs/platform.md#enrollments). Provider endpoints are scoped; consent and fetch are the responder's own. */
-export function registerEnrollmentRoutes(api: App, ctx: AppContext): void {
-  const svc = ctx.services.enrollments;
-
+export function registerEnrollmentRoutes(
+  api: App,
+  { enrollments }: { enrollments: EnrollmentService },
+): void {
   api.get(
     '/enrollment',
     {
@@ -44,7 +46,7 @@ export function registerEnrollmentRoutes(api: App, ctx: AppContext): void {
       const { limit, offset, sort_by, sort_dir, ...filters } = req.query;
       return envelope(
         'enrollments',
-        await svc.list(req.principal, filters, { limit, offset, sort_by, sort_dir }),
+        await enrollments.list(req.principal, filters, { limit, offset, sort_by, sort_dir }),
         req.query,
       );
     },
@@ -64,7 +66,7 @@ export function registerEnrollmentRoutes(api: App, ctx: AppContext): void {
       },
       config: anyScope('enrollment:write'),
     },
-    async (req) => svc.create(req.body, req.principal),
+    async (req) => enrollments.create(req.body, req.principal),
   );
 
   api.get(
@@ -81,7 +83,7 @@ export function registerEnrollmentRoutes(api: App, ctx: AppContext): void {
       },
       config: anyScope('enrollment:read'),
     },
-    async (req) => svc.get(req.principal, req.params.id),
+    async (req) => enrollments.get(req.principal, req.params.id),
   );
 
   api.patch(
@@ -99,7 +101,7 @@ export function registerEnrollmentRoutes(api: App, ctx: AppContext): void {
       },
       config: anyScope('enrollment:write'),
     },
-    async (req) => svc.update(req.params.id, req.body, req.principal),
+    async (req) => enrollments.update(req.params.id, req.body, req.principal),
   );
 
   api.delete(
@@ -117,7 +119,7 @@ export function registerEnrollmentRoutes(api: App, ctx: AppContext): void {
       config: anyScope('enrollment:write', 'enrollment:delete'),
     },
     async (req) => {
-      await svc.remove(req.params.id, req.principal);
+      await enrollments.remove(req.params.id, req.principal);
       return { message: 'Enrollment deleted' };
     },
   );
@@ -140,7 +142,7 @@ export function registerEnrollmentRoutes(api: App, ctx: AppContext): void {
       const { limit, offset, sort_by, sort_dir, ...filters } = req.query;
       return envelope(
         'enrollment_users',
-        await svc.enrolledUsers(req.principal, filters, { limit, offset, sort_by, sort_dir }),
+        await enrollments.enrolledUsers(req.principal, filters, { limit, offset, sort_by, sort_dir }),
         req.query,
       );
     },
@@ -158,7 +160,7 @@ export function registerEnrollmentRoutes(api: App, ctx: AppContext): void {
       },
       config: authenticated(),
     },
-    async (req) => svc.consent(req.body, req.principal.userId),
+    async (req) => enrollments.consent(req.body, req.principal.userId),
   );
 
   api.get(
@@ -177,7 +179,7 @@ export function registerEnrollmentRoutes(api: App, ctx: AppContext): void {
       const { limit, offset, sort_by, sort_dir, status } = req.query;
       return envelope(
         'enrollments',
-        await svc.fetchOwn(req.principal.userId, { status }, { limit, offset, sort_by, sort_dir }),
+        await enrollments.fetchOwn(req.principal.userId, { status }, { limit, offset, sort_by, sort_dir }),
         req.query,
       );
     },

@@ -1,5 +1,5 @@
-import type { App, AppContext } from '../../app/types.js';
 import { anyScope } from '../../http/access.js';
+import type { App } from '../../http/app.js';
 import {
   EventDefinitionList,
   EventDefinitionQuery,
@@ -8,10 +8,9 @@ import {
   EventDeliveryTaskQuery,
   TaskParams,
 } from './schemas.js';
+import type { EventsService } from './service.js';
 
-export function registerEventRoutes(api: App, ctx: AppContext): void {
-  const events = ctx.services.events;
-
+export function registerEventRoutes(api: App, { events }: { events: EventsService }): void {
   api.get(
     '/event_definition',
     {

@@ -1,6 +1,6 @@
 import { Type } from '@sinclair/typebox';
-import type { App } from '../../app/types.js';
 import { anyScope, authenticated } from '../../http/access.js';
+import type { App } from '../../http/app.js';
 import { envelope } from '../../http/list.js';
 import { sendJsonBytes } from '../../http/reply.js';
 import { IdParams, ListQuery, ListResponse, MessageBody, QueryBoolean } from '../../http/schemas.js';
@@ -29,7 +29,7 @@ import type { IdentityService } from './service.js';
 const AUDIT_SORT = ['created_at', 'updated_at'] as const;
 
 /** Users, roles, user roles, the scope catalogue, role-scope management, API keys, current user. */
-export function identityRoutes(app: App, identity: IdentityService): void {
+export function registerIdentityRoutes(app: App, { identity }: { identity: IdentityService }): void {
   // The role-scope table is the same for every caller until the authz version moves, and
   // roleScopeTable hands out one array per version: its answer is serialised once per version.
   const roleScopeBodies = new WeakMap<object, Buffer>();

@@ -1,6 +1,6 @@
 import { Type } from '@sinclair/typebox';
-import type { App, AppContext } from '../../app/types.js';
 import { anyScope } from '../../http/access.js';
+import type { App } from '../../http/app.js';
 import { IdParams } from '../../http/schemas.js';
 import {
   CreateInstance,
@@ -15,14 +15,13 @@ import {
   PluginInstanceSchema,
   UpdateInstance,
 } from './schemas.js';
+import type { PluginService } from './service.js';
 
 const tags = ['plugins'];
 const errors = (...codes: number[]) => Object.fromEntries(codes.map((c) => [c, Type.Ref('ErrorBody')]));
 
 /** /plugin_definition and /plugin_instance (SPEC Plugins table). HTTP only: schema, scope, one call. */
-export function registerPluginRoutes(api: App, ctx: AppContext): void {
-  const plugins = ctx.services.plugins;
-
+export function registerPluginRoutes(api: App, { plugins }: { plugins: PluginService }): void {
   api.get(
     '/plugin_definition',
     {

@@ -1,8 +1,9 @@
-import type { App, AppContext } from '../../app/types.js';
 import { anyScope, authenticated } from '../../http/access.js';
+import type { App } from '../../http/app.js';
 import { AppError } from '../../http/errors.js';
 import { envelope } from '../../http/list.js';
 import { ListQuery, ListResponse } from '../../http/schemas.js';
+import type { QuestionnaireArea } from './area.js';
 import {
   AppConfig,
   CreateFolderBody,
@@ -31,13 +32,19 @@ import {
   UpdateQuestionnaireBody,
 } from './schemas.js';
 
+/** The catalogue's services its routes call (services.questionnaires, .folders, .permissions, .platformConfig). */
+type QuestionnaireRouteDeps = Pick<
+  QuestionnaireArea,
+  'questionnaires' | 'folders' | 'permissions' | 'platformConfig'
+>;
+
 const QUESTIONNAIRE_SORT = ['name', 'status', 'created_at', 'updated_at', 'published_at'] as const;
 const FOLDER_SORT = ['name', 'created_at', 'updated_at'] as const;
 const PERMISSION_SORT = ['level', 'created_at', 'updated_at'] as const;
 
 /** Questionnaires, revisions, folders, folder tree, permissions and config (docs/platform.md). */
-export function registerQuestionnaireRoutes(api: App, ctx: AppContext): void {
-  const { questionnaires, folders, permissions, platformConfig } = ctx.services;
+export function registerQuestionnaireRoutes(api: App, deps: QuestionnaireRouteDeps): void {
+  const { questionnaires, folders, permissions, platformConfig } = deps;
   const tags = ['questionnaires'];
 
   // ---- questionnaires

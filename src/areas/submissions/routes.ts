@@ -1,5 +1,5 @@
-import type { App, AppContext } from '../../app/types.js';
 import { anyScope, apiKeyOnly, authenticated } from '../../http/access.js';
+import type { App } from '../../http/app.js';
 import { envelope } from '../../http/list.js';
 import { IdParams, MessageBody } from '../../http/schemas.js';
 import {
@@ -10,6 +10,7 @@ import {
   SubmissionListQuery,
   SubmitBody,
 } from './schemas.js';
+import type { SubmissionService } from './service.js';
 
 const tags = ['submissions'];
 
@@ -18,9 +19,10 @@ const errors = (...statuses: number[]) =>
   Object.fromEntries(statuses.map((s) => [s, { $ref: 'ErrorBody#' }]));
 
 /** Questionnaire submissions (docs/platform.md#submissions). */
-export function registerSubmissionRoutes(api: App, ctx: AppContext): void {
-  const svc = ctx.services.submissions;
-
+export function registerSubmissionRoutes(
+  api: App,
+  { submissions }: { submissions: SubmissionService },
+): void {
   api.post(
     '/questionnaire_submission',
     {
@@ -35,7 +37,7 @@ export function registerSubmissionRoutes(api: App, ctx: AppContext): void {
       },
       config: authenticated(),
     },
-    async (req) => svc.submit(req.body, req.principal),
+    async (req) => submissions.submit(req.body, req.principal),
   );
 
   api.post(
@@ -50,7 +52,7 @@ export function registerSubmissionRoutes(api: App, ctx: AppContext): void {
       },
       config: apiKeyOnly(),
     },
-    async (req) => svc.submitAnonymous(req.body, req.principal),
+    async (req) => submissions.submitAnonymous(req.body, req.principal),
   );
 
   api.get(
@@ -71,7 +73,7 @@ export function registerSubmissionRoutes(api: App, ctx: AppContext): void {
       const { limit, offset, sort_by, sort_dir, ...filters } = req.query;
       return envelope(
         'submissions',
-        await svc.list(req.principal, filters, { limit, offset, sort_by, sort_dir }),
+        await submissions.list(req.principal, filters, { limit, offset, sort_by, sort_dir }),
         req.query,
       );
     },
@@ -90,7 +92,7 @@ export function registerSubmissionRoutes(api: App, ctx: AppContext): void {
       },
       config: anyScope('questionnaire_submission:read'),
     },
-    async (req) => svc.get(req.principal, req.params.id),
+    async (req) => submissions.get(req.principal, req.params.id),
   );
 
   api.patch(
@@ -101,7 +103,7 @@ export function registerSubmissionRoutes(api: App, ctx: AppContext): void {
         tags,
         summary: 'Correct a submission (staff)',
         description:
-          "Replaces answers and/or metadata. New answers are validated against the questionnaire's current answers_schema. A restricted caller needs EDIT on the questionnaire. Emits svc.submission.updated.",
+          "Replaces answers and/or metadata. New answers are validated against the questionnaire's current answers_schema. A restricted caller needs EDIT on the questionnaire. Emits submissions.submission.updated.",
         params: IdParams,
         body: AmendBody,
         response: { 200: Submission, ...errors(404, 422) },
@@ -110,7 +112,7 @@ export function registerSubmissionRoutes(api: App, ctx: AppContext): void {
       // answers given to a questionnaire is editing that questionnaire's records.
       config: anyScope('questionnaire:write'),
     },
-    async (req) => svc.amend(req.params.id, req.body, req.principal),
+    async (req) => submissions.amend(req.params.id, req.body, req.principal),
   );
 
   api.delete(
@@ -120,7 +122,8 @@ export function registerSubmissionRoutes(api: App, ctx: AppContext): void {
         operationId: 'deleteSubmission',
         tags,
         summary: 'Delete a submission (soft)',
-        description: 'A restricted caller needs EDIT on the questionnaire. Emits svc.submission.deleted.',
+        description:
+          'A restricted caller needs EDIT on the questionnaire. Emits submissions.submission.deleted.',
         params: IdParams,
         response: { 200: MessageBody, ...errors(404) },
       },
@@ -128,7 +131,7 @@ export function registerSubmissionRoutes(api: App, ctx: AppContext): void {
       config: anyScope('questionnaire:delete'),
     },
     async (req) => {
-      await svc.remove(req.params.id, req.principal);
+      await submissions.remove(req.params.id, req.principal);
       return { message: 'Submission deleted' };
     },
   );

@@ -1,5 +1,5 @@
-import type { App } from '../../app/types.js';
 import { anyScope } from '../../http/access.js';
+import type { App } from '../../http/app.js';
 import {
   CreateSubscription,
   DeletedBody,
@@ -16,7 +16,10 @@ import type { SubscriptionService } from './service.js';
 const tags = ['event subscriptions'];
 
 /** /event_subscription CRUD (event_subscription:*) and its graph (workflow:read / workflow:write). */
-export function subscriptionRoutes(app: App, subscriptions: SubscriptionService): void {
+export function registerSubscriptionRoutes(
+  app: App,
+  { subscriptions }: { subscriptions: SubscriptionService },
+): void {
   app.post(
     '/event_subscription',
     {

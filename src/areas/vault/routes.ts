@@ -1,6 +1,6 @@
 import { Type } from '@sinclair/typebox';
-import type { App, AppContext } from '../../app/types.js';
 import { anyScope } from '../../http/access.js';
+import type { App } from '../../http/app.js';
 import { MessageBody } from '../../http/schemas.js';
 import {
   CreateVaultEntry,
@@ -10,14 +10,13 @@ import {
   VaultListQuery,
   VaultListResponse,
 } from './schemas.js';
+import type { VaultService } from './service.js';
 
 const tags = ['vault'];
 const errors = (...codes: number[]) => Object.fromEntries(codes.map((c) => [c, Type.Ref('ErrorBody')]));
 
 /** /vault_entry (SPEC Vault table). HTTP only: schema, scope, one service call. */
-export function registerVaultRoutes(api: App, ctx: AppContext): void {
-  const vault = ctx.services.vault;
-
+export function registerVaultRoutes(api: App, { vault }: { vault: VaultService }): void {
   api.post(
     '/vault_entry',
     {

@@ -1,6 +1,6 @@
 import { Type } from '@sinclair/typebox';
-import type { App, AppContext } from '../../app/types.js';
 import { anyScope } from '../../http/access.js';
+import type { App } from '../../http/app.js';
 import { MessageBody } from '../../http/schemas.js';
 import {
   AttemptListQuery,
@@ -19,13 +19,13 @@ import {
   WebhookListResponse,
   WebhookWithSecret,
 } from './schemas.js';
+import type { WebhookService } from './service.js';
 
 const tags = ['webhooks'];
 const errors = (...codes: number[]) => Object.fromEntries(codes.map((c) => [c, Type.Ref('ErrorBody')]));
 
 /** /webhook (SPEC Webhooks table). HTTP only: schema, scope, one service call. */
-export function registerWebhookRoutes(api: App, ctx: AppContext): void {
-  const webhooks = ctx.services.webhooks;
+export function registerWebhookRoutes(api: App, { webhooks }: { webhooks: WebhookService }): void {
   // Closing the app lets attempts in flight finish and be recorded before the store closes.
   api.addHook('onClose', async () => webhooks.engine.close());
 

@@ -1,5 +1,5 @@
-import type { App } from '../../app/types.js';
 import { anyScope } from '../../http/access.js';
+import type { App } from '../../http/app.js';
 import { assertCloudEvent, type CloudEvent } from '../events/cloudevent.js';
 import {
   ContextBody,
@@ -19,7 +19,7 @@ import type { WorkflowService } from './service.js';
 const tags = ['workflows'];
 
 /** Simulation (workflow:execute), runs and introspection (workflow:read / workflow:execute). */
-export function workflowRoutes(app: App, workflows: WorkflowService): void {
+export function registerWorkflowRoutes(app: App, { workflows }: { workflows: WorkflowService }): void {
   app.post(
     '/event_subscription/:id/test',
     {

@@ -7,8 +7,8 @@ import { type Clock, iso } from '../../lib/clock.js';
 import { newId } from '../../lib/ids.js';
 import { EVENT_SOURCES } from '../events/definitions.js';
 import type { EventPublisher } from '../events/publish.js';
-import { answersSchemaProblem } from '../submissions/answers.js';
 import type { Access, CatalogueAccess, Viewer } from './access.js';
+import { answersSchemaProblem } from './answers-schema.js';
 import {
   type JsonObject,
   type Questionnaire,

@@ -12,9 +12,9 @@ import {
 } from '../enrollments/questionnaire-lookup.js';
 import type { EnrollmentService } from '../enrollments/service.js';
 import { EVENT_SOURCES } from '../events/definitions.js';
-import { enrichSubmissionData } from '../events/enrich.js';
 import type { EventPublisher } from '../events/publish.js';
-import { validateAnswers } from './answers.js';
+import { validateAnswers } from '../questionnaires/answers-schema.js';
+import { enrichSubmissionData } from './enrich.js';
 import {
   findSubmission,
   hasActiveSubmission,
@@ -53,7 +53,7 @@ const SOURCE = EVENT_SOURCES.submission;
 
 /**
  * Submissions of questionnaire answers. A submission needs a PUBLISHED questionnaire and answers that
- * satisfy its `payload.answers_schema` (answers.ts). Every write publishes its event in the same
+ * satisfy its `payload.answers_schema` (questionnaires/answers-schema.ts). Every write publishes its event in the same
  * transaction (SPEC Emission), with `data.answers` enriched by the scoring re-index.
  *
  * A new submission's preconditions (questionnaire PUBLISHED, answers valid against its current

@@ -23,9 +23,9 @@ import { newId } from '../../lib/ids.js';
 import type { Job } from '../../worker/worker.js';
 import type { CloudEvent } from '../events/cloudevent.js';
 import type { EventHandler, HandlerFailures } from '../events/handlers.js';
-import type { RoutableSubscription, SubscriptionService } from '../subscriptions/service.js';
 import { maskSecrets, secretValues } from '../vault/references.js';
 import { WriteBatcher } from './batcher.js';
+import type { GraphSource, RoutedSubscription } from './graph-source.js';
 import { CompiledCache, describeThrown, truthy } from './jsonlogic.js';
 import { type Barrier, eventContext, MAX_INTERRUPTIONS, type NodeState, RunMachine } from './machine.js';
 import type { WorkflowMetrics } from './metrics.js';
@@ -60,7 +60,7 @@ export interface EngineDeps {
   store: Store;
   clock: Clock;
   log: Logger;
-  subscriptions: SubscriptionService;
+  subscriptions: GraphSource;
   actions: ActionInvoker;
   vault: ReferenceResolver;
   metrics: WorkflowMetrics;
@@ -123,7 +123,7 @@ export function createWorkflowEngine(deps: EngineDeps) {
   }
 
   /** SPEC Pipeline 3: exact source/subject filters, then condition_jsonlogic truthy. */
-  function routes(sub: RoutableSubscription, event: CloudEvent): boolean {
+  function routes(sub: RoutedSubscription, event: CloudEvent): boolean {
     if (sub.source_filter !== null && sub.source_filter !== event.source) return false;
     if (sub.subject_filter !== null && sub.subject_filter !== (event.subject ?? null)) return false;
     if (sub.condition_jsonlogic === null) return true;
@@ -131,7 +131,7 @@ export function createWorkflowEngine(deps: EngineDeps) {
     return truthy(fn({ event: eventContext(event), nodes: {} }));
   }
 
-  async function startRun(sub: RoutableSubscription, event: CloudEvent): Promise<RunMachine | null> {
+  async function startRun(sub: RoutedSubscription, event: CloudEvent): Promise<RunMachine | null> {
     const plan = await planOf(sub.id, sub.graph_version);
     const at = iso(clock.now());
     const runId = newId();
@@ -164,7 +164,7 @@ export function createWorkflowEngine(deps: EngineDeps) {
   }
 
   /** Whether `sub` takes `event`; a condition that cannot be evaluated skips it (logged). */
-  function takes(sub: RoutableSubscription, event: CloudEvent): boolean {
+  function takes(sub: RoutedSubscription, event: CloudEvent): boolean {
     try {
       return routes(sub, event);
     } catch (err) {
@@ -183,7 +183,7 @@ export function createWorkflowEngine(deps: EngineDeps) {
     async handle(events: readonly CloudEvent[]): Promise<HandlerFailures | undefined> {
       const subs = await deps.subscriptions.routable([...new Set(events.map((e) => e.type))]);
       if (subs.length === 0) return undefined;
-      const pairs: { sub: RoutableSubscription; event: CloudEvent }[] = [];
+      const pairs: { sub: RoutedSubscription; event: CloudEvent }[] = [];
       for (const event of events) {
         for (const sub of subs)
           if (sub.event_type === event.type && takes(sub, event)) pairs.push({ sub, event });

@@ -3,7 +3,7 @@ import { AppError } from '../../http/errors.js';
 import { envelope } from '../../http/list.js';
 import { type Clock, iso } from '../../lib/clock.js';
 import type { CloudEvent } from '../events/cloudevent.js';
-import type { SubscriptionService } from '../subscriptions/service.js';
+import type { GraphSource } from './graph-source.js';
 import { CompiledCache, describeThrown, truthy } from './jsonlogic.js';
 import { type ExpressionContext, eventContext, type NodeState, RunMachine } from './machine.js';
 import { availablePaths } from './paths.js';
@@ -13,7 +13,7 @@ import { createRunStore, type RunFilters, toNodeState, toRun, toRunNode, type Wo
 export interface WorkflowServiceDeps {
   store: Store;
   clock: Clock;
-  subscriptions: SubscriptionService;
+  subscriptions: Pick<GraphSource, 'getActive'>;
   /** The engine's plan cache (one compiled plan per graph version). */
   planOf: (subscriptionId: string, version: number) => Promise<Plan>;
 }

@@ -18,6 +18,9 @@ import type { Database } from './schema.js';
 
 export type Dialect = 'sqlite' | 'postgres';
 
+/** What a store function queries: the store's connection, or a transaction's (`tx.db`). */
+export type Db = Kysely<Database> | Transaction<Database>;
+
 /**
  * A write in progress. Areas receive it from `Store.transaction` and pass it to `publish`, which
  * only accepts a Tx: an event cannot be written outside the transaction of the change it reports.

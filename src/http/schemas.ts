@@ -10,6 +10,13 @@ export const ErrorBody = Type.Object(
   { $id: 'ErrorBody', additionalProperties: false },
 );
 
+/** A route's error answers beyond the ones every route gets (400/401/403/404): `errorAnswers(409, 422)`. */
+export const errorAnswers = (...statuses: number[]) =>
+  Object.fromEntries(statuses.map((s) => [s, Type.Ref('ErrorBody')])) as Record<
+    number,
+    ReturnType<typeof Type.Ref>
+  >;
+
 export const Id = Type.String({ minLength: 1, maxLength: 200 });
 export const Timestamp = Type.String({ format: 'date-time' });
 export const Nullable = <T extends TSchema>(schema: T) => Type.Union([schema, Type.Null()]);

@@ -1,7 +1,7 @@
 import { Type } from '@sinclair/typebox';
 import { anyScope } from '../../http/access.js';
 import type { App } from '../../http/app.js';
-import { Timestamp } from '../../http/schemas.js';
+import { errorAnswers, Timestamp } from '../../http/schemas.js';
 import type { AnalyticsService } from './service.js';
 
 const EmbedQuery = Type.Object(
@@ -33,7 +33,7 @@ export function registerAnalyticsRoutes(api: App, deps: { analytics: AnalyticsSe
         description:
           'Metabase-style signed embedding. 503 ANALYTICS.NOT_CONFIGURED unless SVC_ANALYTICS_SITE_URL, SVC_ANALYTICS_EMBED_SECRET and SVC_ANALYTICS_DASHBOARD_ID are set.',
         querystring: EmbedQuery,
-        response: { 200: EmbedResponse, 503: { $ref: 'ErrorBody#' } },
+        response: { 200: EmbedResponse, ...errorAnswers(503) },
       },
       config: anyScope('analytics:read'),
     },

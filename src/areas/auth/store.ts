@@ -1,7 +1,7 @@
-import { type Kysely, type Selectable, sql, type Transaction } from 'kysely';
+import { type Kysely, type Selectable, sql } from 'kysely';
 import { updateActive } from '../../db/audit.js';
 import type { Database } from '../../db/schema.js';
-import type { Store, Tx } from '../../db/store.js';
+import type { Db, Store, Tx } from '../../db/store.js';
 import type { AuthPath } from '../../http/access.js';
 import { containsInsensitive, type ListResult, type Page, paginate } from '../../http/list.js';
 import type { AuthDeviceTable, AuthUserColumns, RefreshTokenTable } from './tables.js';
@@ -14,7 +14,6 @@ import type { AuthDeviceTable, AuthUserColumns, RefreshTokenTable } from './tabl
  */
 
 type AuthDb = Database & { users: AuthUserColumns };
-type Db = Kysely<Database> | Transaction<Database>;
 const auth = (db: Db) => db.withTables<{ users: AuthUserColumns }>() as unknown as Kysely<AuthDb>;
 const changed = (r: { numUpdatedRows: bigint } | undefined) => Number(r?.numUpdatedRows ?? 0) > 0;
 

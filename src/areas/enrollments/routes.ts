@@ -1,7 +1,7 @@
 import { anyScope, authenticated } from '../../http/access.js';
 import type { App } from '../../http/app.js';
 import { envelope } from '../../http/list.js';
-import { IdParams, MessageBody } from '../../http/schemas.js';
+import { errorAnswers, IdParams, MessageBody } from '../../http/schemas.js';
 import {
   ConsentBody,
   CreateEnrollmentBody,
@@ -20,8 +20,6 @@ import type { EnrollmentService } from './service.js';
 const tags = ['enrollments'];
 
 /** Error answers a route can give besides the 400/401/403 every guarded route declares (OpenAPI). */
-const errors = (...statuses: number[]) =>
-  Object.fromEntries(statuses.map((s) => [s, { $ref: 'ErrorBody#' }]));
 
 /** Enrollments (docs/platform.md#enrollments). Provider endpoints are scoped; consent and fetch are the responder's own. */
 export function registerEnrollmentRoutes(
@@ -62,7 +60,7 @@ export function registerEnrollmentRoutes(
         description:
           'Starts PENDING_CONSENT (the responder consents through POST /enrollment_consent), or ENROLLED when consent_required is false. A restricted caller needs EDIT on every questionnaire named.',
         body: CreateEnrollmentBody,
-        response: { 200: Enrollment, ...errors(404, 409) },
+        response: { 200: Enrollment, ...errorAnswers(404, 409) },
       },
       config: anyScope('enrollment:write'),
     },
@@ -79,7 +77,7 @@ export function registerEnrollmentRoutes(
         description:
           'An enrollment the caller cannot see (none of its questionnaires visible) is 404, like a missing one.',
         params: IdParams,
-        response: { 200: Enrollment, ...errors(404) },
+        response: { 200: Enrollment, ...errorAnswers(404) },
       },
       config: anyScope('enrollment:read'),
     },
@@ -97,7 +95,7 @@ export function registerEnrollmentRoutes(
           'Status changes follow the transition table; a refused change is 409 ENROLLMENT.INVALID_TRANSITION. A restricted caller needs EDIT on every questionnaire of the enrollment (and on every one it is given).',
         params: IdParams,
         body: UpdateEnrollmentBody,
-        response: { 200: Enrollment, ...errors(404, 409) },
+        response: { 200: Enrollment, ...errorAnswers(404, 409) },
       },
       config: anyScope('enrollment:write'),
     },
@@ -114,7 +112,7 @@ export function registerEnrollmentRoutes(
         description:
           'SPEC lists DELETE under enrollment:write; enrollment:delete is accepted too. A restricted caller needs EDIT on every questionnaire of the enrollment.',
         params: IdParams,
-        response: { 200: MessageBody, ...errors(404) },
+        response: { 200: MessageBody, ...errorAnswers(404) },
       },
       config: anyScope('enrollment:write', 'enrollment:delete'),
     },
@@ -156,7 +154,7 @@ export function registerEnrollmentRoutes(
         tags,
         summary: 'Consent to, decline or withdraw from your own enrollment',
         body: ConsentBody,
-        response: { 200: OwnEnrollment, ...errors(404, 409) },
+        response: { 200: OwnEnrollment, ...errorAnswers(404, 409) },
       },
       config: authenticated(),
     },

@@ -1,13 +1,11 @@
-import { type Expression, type Kysely, type SqlBool, sql } from 'kysely';
-import type { Database } from '../../db/schema.js';
-import type { Tx } from '../../db/store.js';
+import { type Expression, type SqlBool, sql } from 'kysely';
+import type { Db, Tx } from '../../db/store.js';
 import type { Page } from '../../http/list.js';
 import { isoParam, paginate } from '../../http/list.js';
 import type { EnrollmentTable } from './tables.js';
 import type { EnrollmentStatus } from './transitions.js';
 
 /** A connection or a transaction: reads run on either. */
-type Db = Kysely<Database>;
 
 /** An enrollment as the API shows it. */
 export interface Enrollment {

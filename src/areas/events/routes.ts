@@ -1,5 +1,6 @@
 import { anyScope } from '../../http/access.js';
 import type { App } from '../../http/app.js';
+import { errorAnswers } from '../../http/schemas.js';
 import {
   EventDefinitionList,
   EventDefinitionQuery,
@@ -54,7 +55,7 @@ export function registerEventRoutes(api: App, { events }: { events: EventsServic
           'Hands the event to every handler again (they are idempotent: runs and deliveries that exist are ' +
           'not made twice). 409 EVENT.TASK_NOT_FAILED for a task that is not FAILED.',
         params: TaskParams,
-        response: { 200: EventDeliveryTask, 409: { $ref: 'ErrorBody#' } },
+        response: { 200: EventDeliveryTask, ...errorAnswers(409) },
       },
       config: anyScope('event_subscription:write'),
     },

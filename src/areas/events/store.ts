@@ -1,6 +1,6 @@
-import { type Kysely, type Selectable, sql, type Transaction } from 'kysely';
+import { type Kysely, type Selectable, sql } from 'kysely';
 import type { Database } from '../../db/schema.js';
-import type { Dialect } from '../../db/store.js';
+import type { Db, Dialect } from '../../db/store.js';
 import { isoParam, paginate } from '../../http/list.js';
 import type { CloudEvent } from './cloudevent.js';
 import type { EventDeliveryTask, EventDeliveryTaskQuery } from './schemas.js';
@@ -8,7 +8,6 @@ import type { EventDeliveryTaskTable } from './tables.js';
 
 /** SQL of the outbox: every statement the publisher, the drain and the task list run. */
 
-type Db = Kysely<Database> | Transaction<Database>;
 export type TaskRow = Selectable<EventDeliveryTaskTable>;
 
 const TABLE = 'event_delivery_task';

@@ -1,14 +1,12 @@
-import { CompiledQuery, type Kysely } from 'kysely';
+import { CompiledQuery } from 'kysely';
 import { softDeleted, updateActive } from '../../db/audit.js';
 import type { Database } from '../../db/schema.js';
-import type { Store, Tx } from '../../db/store.js';
+import type { Db, Store, Tx } from '../../db/store.js';
 import { containsInsensitive, type ListResult, type Page, paginate } from '../../http/list.js';
 import { normaliseScopeKey } from './scopes.js';
 import type { ApiKeyTable, RoleScopeEntryTable, RoleTable, UserRoleTable, UserTable } from './tables.js';
 
 /** SQL of the identity area. Secret columns (password_hash, token_hash) are selected only where verified. */
-
-export type Db = Kysely<Database> | Tx['db'];
 
 export interface User {
   id: string;

@@ -1,7 +1,7 @@
 import { Type } from '@sinclair/typebox';
 import { anyScope } from '../../http/access.js';
 import type { App } from '../../http/app.js';
-import { IdParams } from '../../http/schemas.js';
+import { errorAnswers, IdParams } from '../../http/schemas.js';
 import {
   CreateInstance,
   DefinitionListQuery,
@@ -18,7 +18,6 @@ import {
 import type { PluginService } from './service.js';
 
 const tags = ['plugins'];
-const errors = (...codes: number[]) => Object.fromEntries(codes.map((c) => [c, Type.Ref('ErrorBody')]));
 
 /** /plugin_definition and /plugin_instance (SPEC Plugins table). HTTP only: schema, scope, one call. */
 export function registerPluginRoutes(api: App, { plugins }: { plugins: PluginService }): void {
@@ -46,7 +45,7 @@ export function registerPluginRoutes(api: App, { plugins }: { plugins: PluginSer
         tags,
         summary: 'Get a plugin definition',
         params: IdParams,
-        response: { 200: PluginDefinitionSchema, ...errors(404) },
+        response: { 200: PluginDefinitionSchema, ...errorAnswers(404) },
       },
     },
     (request) => plugins.getDefinition(request.params.id),
@@ -62,7 +61,7 @@ export function registerPluginRoutes(api: App, { plugins }: { plugins: PluginSer
         summary:
           "Create a plugin instance (config_json is validated against the definition's instance_config_schema)",
         body: CreateInstance,
-        response: { 200: PluginInstanceSchema, ...errors(404, 422) },
+        response: { 200: PluginInstanceSchema, ...errorAnswers(404, 422) },
       },
     },
     (request) => plugins.createInstance(request.body, request.principal.userId),
@@ -92,7 +91,7 @@ export function registerPluginRoutes(api: App, { plugins }: { plugins: PluginSer
         tags,
         summary: 'Get a plugin instance',
         params: IdParams,
-        response: { 200: PluginInstanceSchema, ...errors(404) },
+        response: { 200: PluginInstanceSchema, ...errorAnswers(404) },
       },
     },
     (request) => plugins.getInstance(request.params.id),
@@ -108,7 +107,7 @@ export function registerPluginRoutes(api: App, { plugins }: { plugins: PluginSer
         summary: 'Update a plugin instance (a new config_json is validated and re-hashed)',
         params: IdParams,
         body: UpdateInstance,
-        response: { 200: PluginInstanceSchema, ...errors(404) },
+        response: { 200: PluginInstanceSchema, ...errorAnswers(404) },
       },
     },
     (request) => plugins.updateInstance(request.params.id, request.body, request.principal.userId),
@@ -124,7 +123,7 @@ export function registerPluginRoutes(api: App, { plugins }: { plugins: PluginSer
         tags,
         summary: 'Delete a plugin instance (soft; workflow nodes using it fail at run time)',
         params: IdParams,
-        response: { 204: Type.Null({ description: 'No content' }), ...errors(404) },
+        response: { 204: Type.Null({ description: 'No content' }), ...errorAnswers(404) },
       },
     },
     async (request, reply) => {
@@ -150,7 +149,7 @@ export function registerPluginRoutes(api: App, { plugins }: { plugins: PluginSer
         params: IdParams,
         headers: InvokeHeaders,
         body: InvokeBody,
-        response: { 200: InvokeResponse, ...errors(404, 422, 502, 504) },
+        response: { 200: InvokeResponse, ...errorAnswers(404, 422, 502, 504) },
       },
     },
     async (request) => ({

@@ -1,13 +1,11 @@
-import type { Kysely, Selectable } from 'kysely';
+import type { Selectable } from 'kysely';
 import { updateActive } from '../../db/audit.js';
-import type { Database } from '../../db/schema.js';
-import type { Tx } from '../../db/store.js';
+import type { Db } from '../../db/store.js';
 import { containsInsensitive, type ListResult, type Page, paginate } from '../../http/list.js';
 import type { PluginAction } from './manifest.js';
 import type { PluginDefinitionTable, PluginInstanceTable } from './tables.js';
 
 /** SQL of the plugins area only; rows are mapped to the API's shapes here. */
-type Db = Kysely<Database> | Tx['db'];
 
 export interface PluginDefinition {
   id: string;

@@ -1,7 +1,6 @@
-import { type Expression, type Kysely, type SqlBool, sql } from 'kysely';
+import { type Expression, type SqlBool, sql } from 'kysely';
 import { updateActive } from '../../db/audit.js';
-import type { Database } from '../../db/schema.js';
-import type { Store, Tx } from '../../db/store.js';
+import type { Db, Store, Tx } from '../../db/store.js';
 import { containsInsensitive, isoParam, type ListResult, type Page, paginate } from '../../http/list.js';
 import {
   type Folder,
@@ -27,8 +26,6 @@ import type {
 } from './tables.js';
 
 /** SQL of the questionnaire catalogue. Rows are mapped here; nothing above knows the dialect. */
-
-export type Db = Kysely<Database> | Tx['db'];
 
 /** Who a permission check is about: a user and the ids of the roles they hold. */
 export interface Grantees {

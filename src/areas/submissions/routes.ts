@@ -1,7 +1,7 @@
 import { anyScope, apiKeyOnly, authenticated } from '../../http/access.js';
 import type { App } from '../../http/app.js';
 import { envelope } from '../../http/list.js';
-import { IdParams, MessageBody } from '../../http/schemas.js';
+import { errorAnswers, IdParams, MessageBody } from '../../http/schemas.js';
 import {
   AmendBody,
   AnonymousSubmitBody,
@@ -15,8 +15,6 @@ import type { SubmissionService } from './service.js';
 const tags = ['submissions'];
 
 /** Error answers a route can give besides the 400/401/403 every guarded route declares (OpenAPI). */
-const errors = (...statuses: number[]) =>
-  Object.fromEntries(statuses.map((s) => [s, { $ref: 'ErrorBody#' }]));
 
 /** Questionnaire submissions (docs/platform.md#submissions). */
 export function registerSubmissionRoutes(
@@ -33,7 +31,7 @@ export function registerSubmissionRoutes(
         description:
           'Any signed-in user (an API key acts as its creator). With enrollment_id the submission is filed under that enrollment of the caller, which must be ENROLLED and within its dates.',
         body: SubmitBody,
-        response: { 200: Submission, ...errors(404, 409, 422) },
+        response: { 200: Submission, ...errorAnswers(404, 409, 422) },
       },
       config: authenticated(),
     },
@@ -48,7 +46,7 @@ export function registerSubmissionRoutes(
         tags,
         summary: 'Submit answers anonymously (API keys only)',
         body: AnonymousSubmitBody,
-        response: { 200: Submission, ...errors(404, 409, 422) },
+        response: { 200: Submission, ...errorAnswers(404, 409, 422) },
       },
       config: apiKeyOnly(),
     },
@@ -88,7 +86,7 @@ export function registerSubmissionRoutes(
         summary: 'Get a submission',
         description: 'A submission of a questionnaire the caller cannot see is 404, like a missing one.',
         params: IdParams,
-        response: { 200: Submission, ...errors(404) },
+        response: { 200: Submission, ...errorAnswers(404) },
       },
       config: anyScope('questionnaire_submission:read'),
     },
@@ -106,7 +104,7 @@ export function registerSubmissionRoutes(
           "Replaces answers and/or metadata. New answers are validated against the questionnaire's current answers_schema. A restricted caller needs EDIT on the questionnaire. Emits submissions.submission.updated.",
         params: IdParams,
         body: AmendBody,
-        response: { 200: Submission, ...errors(404, 422) },
+        response: { 200: Submission, ...errorAnswers(404, 422) },
       },
       // questionnaire_submission:write is reserved in SPEC (enforced by no endpoint): correcting the
       // answers given to a questionnaire is editing that questionnaire's records.
@@ -125,7 +123,7 @@ export function registerSubmissionRoutes(
         description:
           'A restricted caller needs EDIT on the questionnaire. Emits submissions.submission.deleted.',
         params: IdParams,
-        response: { 200: MessageBody, ...errors(404) },
+        response: { 200: MessageBody, ...errorAnswers(404) },
       },
       // questionnaire_submission:delete is reserved in SPEC, like :write above.
       config: anyScope('questionnaire:delete'),

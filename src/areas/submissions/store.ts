@@ -1,11 +1,8 @@
-import { type Expression, type Kysely, type SqlBool, sql } from 'kysely';
+import { type Expression, type SqlBool, sql } from 'kysely';
 import { updateActive } from '../../db/audit.js';
-import type { Database } from '../../db/schema.js';
-import type { Tx } from '../../db/store.js';
+import type { Db, Tx } from '../../db/store.js';
 import { isoParam, type Page, paginate } from '../../http/list.js';
 import type { QuestionnaireSubmissionTable } from './tables.js';
-
-type Db = Kysely<Database>;
 
 /** A submission as the API shows it. */
 export interface Submission {

@@ -1,15 +1,11 @@
-import type { Kysely } from 'kysely';
 import { softDeleted, updateActive } from '../../db/audit.js';
-import type { Database } from '../../db/schema.js';
-import type { Store, Tx } from '../../db/store.js';
+import type { Db, Store } from '../../db/store.js';
 import { containsInsensitive, type ListResult, type Page, paginate } from '../../http/list.js';
 import type { NodeType, RetryPolicy } from '../workflows/graph.js';
 import type { GraphEdge, GraphNode } from '../workflows/plan.js';
 import type { EventSubscriptionTable, WorkflowEdgeTable, WorkflowNodeTable } from './tables.js';
 
 /** SQL of subscriptions and graphs; maps rows (0/1 booleans, JSON text) to the API's shapes. */
-
-type Db = Kysely<Database> | Tx['db'];
 
 export interface Subscription {
   id: string;

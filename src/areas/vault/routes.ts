@@ -1,7 +1,6 @@
-import { Type } from '@sinclair/typebox';
 import { anyScope } from '../../http/access.js';
 import type { App } from '../../http/app.js';
-import { MessageBody } from '../../http/schemas.js';
+import { errorAnswers, MessageBody } from '../../http/schemas.js';
 import {
   CreateVaultEntry,
   UpdateVaultEntry,
@@ -13,7 +12,6 @@ import {
 import type { VaultService } from './service.js';
 
 const tags = ['vault'];
-const errors = (...codes: number[]) => Object.fromEntries(codes.map((c) => [c, Type.Ref('ErrorBody')]));
 
 /** /vault_entry (SPEC Vault table). HTTP only: schema, scope, one service call. */
 export function registerVaultRoutes(api: App, { vault }: { vault: VaultService }): void {
@@ -26,7 +24,7 @@ export function registerVaultRoutes(api: App, { vault }: { vault: VaultService }
         tags,
         summary: 'Create a vault entry (a SECRET is encrypted and answered as ******)',
         body: CreateVaultEntry,
-        response: { 200: VaultEntry, ...errors(409) },
+        response: { 200: VaultEntry, ...errorAnswers(409) },
       },
     },
     (request) => vault.create(request.body, request.principal.userId),
@@ -56,7 +54,7 @@ export function registerVaultRoutes(api: App, { vault }: { vault: VaultService }
         tags,
         summary: 'Get a vault entry',
         params: VaultIdParams,
-        response: { 200: VaultEntry, ...errors(404) },
+        response: { 200: VaultEntry, ...errorAnswers(404) },
       },
     },
     (request) => vault.get(request.params.id),
@@ -72,7 +70,7 @@ export function registerVaultRoutes(api: App, { vault }: { vault: VaultService }
         summary: 'Update a vault entry (omitting value keeps it; SECRET to VAR needs a new value)',
         params: VaultIdParams,
         body: UpdateVaultEntry,
-        response: { 200: VaultEntry, ...errors(404, 409) },
+        response: { 200: VaultEntry, ...errorAnswers(404, 409) },
       },
     },
     (request) => vault.update(request.params.id, request.body, request.principal.userId),
@@ -87,7 +85,7 @@ export function registerVaultRoutes(api: App, { vault }: { vault: VaultService }
         tags,
         summary: 'Delete a vault entry (soft)',
         params: VaultIdParams,
-        response: { 200: MessageBody, ...errors(404) },
+        response: { 200: MessageBody, ...errorAnswers(404) },
       },
     },
     (request) => vault.remove(request.params.id, request.principal.userId),

@@ -1,12 +1,11 @@
-import type { Kysely, Selectable } from 'kysely';
+import type { Selectable } from 'kysely';
 import { updateActive } from '../../db/audit.js';
-import type { Database } from '../../db/schema.js';
+import type { Db } from '../../db/store.js';
 import { containsInsensitive, type ListResult, type Page, paginate } from '../../http/list.js';
 import type { VaultEntryTable, VaultKind } from './tables.js';
 
 /** SQL of the vault area only. Rows keep the stored value; the service decides what leaves. */
 export type VaultRow = Selectable<VaultEntryTable>;
-type Db = Kysely<Database>;
 
 export interface VaultListFilters {
   kind?: VaultKind;

@@ -1,7 +1,6 @@
-import { Type } from '@sinclair/typebox';
 import { anyScope } from '../../http/access.js';
 import type { App } from '../../http/app.js';
-import { MessageBody } from '../../http/schemas.js';
+import { errorAnswers, MessageBody } from '../../http/schemas.js';
 import {
   AttemptListQuery,
   AttemptListResponse,
@@ -22,7 +21,6 @@ import {
 import type { WebhookService } from './service.js';
 
 const tags = ['webhooks'];
-const errors = (...codes: number[]) => Object.fromEntries(codes.map((c) => [c, Type.Ref('ErrorBody')]));
 
 /** /webhook (SPEC Webhooks table). HTTP only: schema, scope, one service call. */
 export function registerWebhookRoutes(api: App, { webhooks }: { webhooks: WebhookService }): void {
@@ -68,7 +66,7 @@ export function registerWebhookRoutes(api: App, { webhooks }: { webhooks: Webhoo
         tags,
         summary: 'Get a webhook',
         params: WebhookIdParams,
-        response: { 200: Webhook, ...errors(404) },
+        response: { 200: Webhook, ...errorAnswers(404) },
       },
     },
     (request) => webhooks.get(request.params.id),
@@ -84,7 +82,7 @@ export function registerWebhookRoutes(api: App, { webhooks }: { webhooks: Webhoo
         summary: 'Update a webhook (the secret cannot be changed here: use rotate_secret)',
         params: WebhookIdParams,
         body: UpdateWebhook,
-        response: { 200: Webhook, ...errors(404) },
+        response: { 200: Webhook, ...errorAnswers(404) },
       },
     },
     (request) => webhooks.update(request.params.id, request.body, request.principal.userId),
@@ -99,7 +97,7 @@ export function registerWebhookRoutes(api: App, { webhooks }: { webhooks: Webhoo
         tags,
         summary: 'Delete a webhook (soft; its queued deliveries keep retrying)',
         params: WebhookIdParams,
-        response: { 200: MessageBody, ...errors(404) },
+        response: { 200: MessageBody, ...errorAnswers(404) },
       },
     },
     (request) => webhooks.remove(request.params.id, request.principal.userId),
@@ -114,7 +112,7 @@ export function registerWebhookRoutes(api: App, { webhooks }: { webhooks: Webhoo
         tags,
         summary: 'Replace the signing secret; the old one signs nothing from now on',
         params: WebhookIdParams,
-        response: { 200: WebhookWithSecret, ...errors(404) },
+        response: { 200: WebhookWithSecret, ...errorAnswers(404) },
       },
     },
     (request) => webhooks.rotateSecret(request.params.id, request.principal.userId),
@@ -130,7 +128,7 @@ export function registerWebhookRoutes(api: App, { webhooks }: { webhooks: Webhoo
         summary: "List a webhook's deliveries, newest first",
         params: WebhookIdParams,
         querystring: DeliveryListQuery,
-        response: { 200: DeliveryListResponse, ...errors(404) },
+        response: { 200: DeliveryListResponse, ...errorAnswers(404) },
       },
     },
     (request) => webhooks.listDeliveries(request.params.id, request.query),
@@ -145,7 +143,7 @@ export function registerWebhookRoutes(api: App, { webhooks }: { webhooks: Webhoo
         tags,
         summary: 'Get one delivery with its attempt log',
         params: DeliveryParams,
-        response: { 200: DeliveryDetail, ...errors(404) },
+        response: { 200: DeliveryDetail, ...errorAnswers(404) },
       },
     },
     (request) => webhooks.getDelivery(request.params.id, request.params.delivery_id),
@@ -161,7 +159,7 @@ export function registerWebhookRoutes(api: App, { webhooks }: { webhooks: Webhoo
         summary: "List a delivery's attempts, newest first",
         params: DeliveryParams,
         querystring: AttemptListQuery,
-        response: { 200: AttemptListResponse, ...errors(404) },
+        response: { 200: AttemptListResponse, ...errorAnswers(404) },
       },
     },
     (request) => webhooks.listAttempts(request.params.id, request.params.delivery_id, request.query),
@@ -176,7 +174,7 @@ export function registerWebhookRoutes(api: App, { webhooks }: { webhooks: Webhoo
         tags,
         summary: 'Send a delivery again: PENDING, attempts reset to 0, due now, error cleared',
         params: DeliveryParams,
-        response: { 200: Delivery, ...errors(404) },
+        response: { 200: Delivery, ...errorAnswers(404) },
       },
     },
     (request) => webhooks.retryDelivery(request.params.id, request.params.delivery_id),
@@ -196,7 +194,7 @@ export function registerWebhookRoutes(api: App, { webhooks }: { webhooks: Webhoo
           'The answer is the delivery; follow it with GET /webhook/{id}/delivery/{delivery_id}.',
         params: WebhookIdParams,
         body: TestWebhookBody,
-        response: { 200: Delivery, ...errors(404) },
+        response: { 200: Delivery, ...errorAnswers(404) },
       },
     },
     (request) => webhooks.sendTest(request.params.id, request.body ?? {}),

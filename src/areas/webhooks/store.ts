@@ -1,12 +1,10 @@
-import { type Kysely, type Selectable, sql } from 'kysely';
+import { type Selectable, sql } from 'kysely';
 import { updateActive } from '../../db/audit.js';
-import type { Database } from '../../db/schema.js';
-import type { Dialect } from '../../db/store.js';
+import type { Db, Dialect } from '../../db/store.js';
 import { containsInsensitive, isoParam, type ListResult, type Page, paginate } from '../../http/list.js';
 import type { WebhookDeliveryAttemptTable, WebhookDeliveryTable, WebhookTable } from './tables.js';
 
 /** SQL of the webhooks area only. */
-type Db = Kysely<Database>;
 export type WebhookRow = Selectable<WebhookTable>;
 export type PublicWebhookRow = Omit<WebhookRow, 'secret'>;
 export type DeliveryRow = Selectable<WebhookDeliveryTable>;

@@ -1,14 +1,10 @@
-import type { Kysely } from 'kysely';
-import type { Database } from '../../db/schema.js';
-import type { Store, Tx } from '../../db/store.js';
+import type { Db, Store } from '../../db/store.js';
 import { isoParam, type ListResult, type Page, paginate } from '../../http/list.js';
 import type { CloudEvent } from '../events/cloudevent.js';
 import type { NodeState, RunState, SkipReason } from './machine.js';
 import type { WorkflowRunNodeTable, WorkflowRunTable } from './tables.js';
 
 /** SQL of workflow runs and run nodes; rows map 1:1 to the API (JSON text parsed here). */
-
-type Db = Kysely<Database> | Tx['db'];
 
 export interface WorkflowRun {
   id: string;

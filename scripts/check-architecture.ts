@@ -51,11 +51,22 @@ function tableOwners(sources: Map<string, ts.SourceFile>): Map<string, string> {
 const problems: string[] = [];
 const all = files(SRC);
 const sources = new Map(
-  all.map((path) => [path, ts.createSourceFile(path, readFileSync(path, 'utf8'), ts.ScriptTarget.Latest, true)]),
+  all.map((path) => [
+    path,
+    ts.createSourceFile(path, readFileSync(path, 'utf8'), ts.ScriptTarget.Latest, true),
+  ]),
 );
 const owners = tableOwners(sources);
 const areaImports = new Map<string, Set<string>>();
-const SQL_CALLS = new Set(['selectFrom', 'insertInto', 'updateTable', 'deleteFrom', 'with', 'innerJoin', 'leftJoin']);
+const SQL_CALLS = new Set([
+  'selectFrom',
+  'insertInto',
+  'updateTable',
+  'deleteFrom',
+  'with',
+  'innerJoin',
+  'leftJoin',
+]);
 
 for (const [path, sf] of sources) {
   const area = areaOf(path);
@@ -97,7 +108,9 @@ for (const [path, sf] of sources) {
       const start = sf.getLineAndCharacterOfPosition(node.getStart(sf)).line;
       const end = sf.getLineAndCharacterOfPosition(node.getEnd()).line;
       if (end - start + 1 > MAX_FUNCTION_LINES) {
-        problems.push(`${rel(path)}:${start + 1}: a function of ${end - start + 1} lines (over ${MAX_FUNCTION_LINES})`);
+        problems.push(
+          `${rel(path)}:${start + 1}: a function of ${end - start + 1} lines (over ${MAX_FUNCTION_LINES})`,
+        );
       }
     }
     node.forEachChild(visit);
@@ -128,4 +141,6 @@ if (problems.length > 0) {
   console.log(`${problems.length} break(s) of the house rules:\n${problems.map((p) => `  ${p}`).join('\n')}`);
   process.exit(1);
 }
-console.log(`house rules hold: ${sources.size} files, ${owners.size} tables owned by their areas, no area cycles`);
+console.log(
+  `house rules hold: ${sources.size} files, ${owners.size} tables owned by their areas, no area cycles`,
+);

@@ -90,14 +90,7 @@ export function createIdentityService(deps: IdentityDeps) {
     return scopes;
   }
 
-  async function currentVersion(): Promise<number> {
-    const row = await store.db
-      .selectFrom('authz_state')
-      .select('version')
-      .where('id', '=', 1)
-      .executeTakeFirstOrThrow();
-    return row.version;
-  }
+  const currentVersion = () => st.authzVersion();
 
   /** Effective scopes of a user right now (union over roles of built-in mapping and persisted entries). */
   async function scopesOfUser(userId: string): Promise<ReadonlySet<string>> {
@@ -311,21 +304,7 @@ export function createIdentityService(deps: IdentityDeps) {
       await st.softDeleteUserRolesOfUser(tx, id, t, actor);
       await st.revokeSessionsOfUser(tx, id, t, 'user_deleted');
       await st.bumpAuthzVersion(tx);
-      const user = await tx.db
-        .selectFrom('users')
-        .select([
-          'id',
-          'email',
-          'name',
-          'mfa_enabled',
-          'created_at',
-          'updated_at',
-          'updated_by',
-          'deleted_at',
-        ])
-        .where('id', '=', id)
-        .executeTakeFirstOrThrow();
-      const deleted = { ...user, mfa_enabled: Boolean(user.mfa_enabled) };
+      const deleted = (await st.findUserAnyState(tx.db, id))!;
       await userEvent(tx, 'deleted', deleted);
       return deleted;
     });

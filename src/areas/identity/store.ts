@@ -254,6 +254,19 @@ export function createIdentityStore(store: Store) {
         .executeTakeFirst();
       return r ? toUser(r) : undefined;
     },
+    /** A user as it is now, deleted or not (the answer of a delete). */
+    async findUserAnyState(d: Db, id: string) {
+      const r = await d.selectFrom('users').select(USER_COLUMNS).where('id', '=', id).executeTakeFirst();
+      return r ? toUser(r) : undefined;
+    },
+    async authzVersion(): Promise<number> {
+      const row = await db
+        .selectFrom('authz_state')
+        .select('version')
+        .where('id', '=', 1)
+        .executeTakeFirstOrThrow();
+      return row.version;
+    },
     async findUsers(ids: string[]) {
       if (ids.length === 0) return [];
       const rows = await db

@@ -9,7 +9,6 @@ import { assertAllowedUrl, ForbiddenTargetError } from '../../lib/net-guard.js';
 import type { CloudEvent } from '../events/cloudevent.js';
 import type { EventHandler } from '../events/handlers.js';
 import type { VaultService } from '../vault/service.js';
-import { MAX_ATTEMPTS } from './backoff.js';
 import { createDeliveryEngine, type DeliveryEngine, type EngineOptions } from './engine.js';
 import type {
   AttemptListQuery,
@@ -64,88 +63,9 @@ export type WebhookDeps = Omit<EngineOptions, 'store' | 'clock' | 'log' | 'secre
   vault: Pick<VaultService, 'seal' | 'open' | 'registerCiphertexts'>;
 };
 
-function toWebhook(row: db.PublicWebhookRow): Webhook {
-  return {
-    id: row.id,
-    name: row.name,
-    url: row.url,
-    event_types: JSON.parse(row.event_types) as string[],
-    description: row.description,
-    enabled: row.enabled === 1,
-    secret_hint: row.secret_hint,
-    created_at: row.created_at,
-    updated_at: row.updated_at,
-    updated_by: row.updated_by,
-    deleted_at: row.deleted_at,
-  };
-}
-
 /** The secret as create and rotate_secret answer it: hex, and the `whsec_` form libraries take. */
 function withSecret(secret: string): { secret: string; standard_webhooks_secret: string } {
   return { secret, standard_webhooks_secret: standardWebhooksSecret(secret) };
-}
-
-/** A new delivery of `event` to one webhook, due now. */
-function deliveryRow(webhookId: string, event: CloudEvent, now: string, id = newId()): db.DeliveryRow {
-  return {
-    id,
-    webhook_id: webhookId,
-    event_id: event.id,
-    event_type: event.type,
-    status: 'PENDING',
-    http_status: null,
-    response_body: null,
-    error: null,
-    attempts: 0,
-    max_attempts: MAX_ATTEMPTS,
-    next_attempt_at: now,
-    delivered_at: null,
-    created_at: now,
-    updated_at: now,
-    locked_until: null,
-    locked_by: null,
-    locked_at: null,
-    generation: 0,
-    total_attempts: 0,
-  };
-}
-
-function toDelivery(row: db.DeliveryWithPayload): Delivery {
-  return {
-    id: row.id,
-    webhook_id: row.webhook_id,
-    event_id: row.event_id,
-    event_type: row.event_type,
-    payload: JSON.parse(row.payload) as Record<string, unknown>,
-    status: row.status,
-    http_status: row.http_status,
-    response_body: row.response_body,
-    error: row.error,
-    attempts: row.attempts,
-    max_attempts: row.max_attempts,
-    next_attempt_at: row.next_attempt_at,
-    delivered_at: row.delivered_at,
-    created_at: row.created_at,
-    updated_at: row.updated_at,
-  };
-}
-
-function toAttempt(row: db.AttemptRow): DeliveryAttempt {
-  return {
-    id: row.id,
-    delivery_id: row.delivery_id,
-    attempt: row.attempt,
-    sequence: row.sequence,
-    outcome: row.outcome,
-    started_at: row.started_at,
-    finished_at: row.finished_at,
-    duration_ms: row.duration_ms,
-    url: row.url,
-    http_status: row.http_status,
-    response_body: row.response_body,
-    error: row.error,
-    signed_at: row.signed_at,
-  };
 }
 
 /** Duplicates dropped, order kept; `*` alone stands for every type. */
@@ -229,7 +149,7 @@ export function createWebhookService(deps: WebhookDeps): WebhookService {
         });
         if (targets.length === 0) continue;
         payloads.push({ eventId: event.id, payload: JSON.stringify(event) });
-        for (const h of targets) rows.push(deliveryRow(h.id, event, now, newDeliveryId()));
+        for (const h of targets) rows.push(db.deliveryRow(h.id, event, now, newDeliveryId()));
       }
       if (rows.length === 0) return;
       // (webhook_id, event_id) is unique: an event handed over again inserts nothing.
@@ -261,16 +181,16 @@ export function createWebhookService(deps: WebhookDeps): WebhookService {
         ...auditInsert(now, by),
       };
       await store.transaction((tx) => db.insertWebhook(tx.db, row));
-      return { ...toWebhook(row), ...withSecret(secret) };
+      return { ...db.toWebhook(row), ...withSecret(secret) };
     },
 
     async list(query) {
       const result = await db.listWebhooks(store.db, query, query);
-      return envelope('webhooks', { items: result.items.map(toWebhook), total: result.total }, query);
+      return envelope('webhooks', { items: result.items.map(db.toWebhook), total: result.total }, query);
     },
 
     async get(id) {
-      return toWebhook(await activeWebhook(id));
+      return db.toWebhook(await activeWebhook(id));
     },
 
     async update(id, input, by) {
@@ -285,7 +205,7 @@ export function createWebhookService(deps: WebhookDeps): WebhookService {
       if (input.enabled !== undefined) changes.enabled = input.enabled ? 1 : 0;
       const updated = await store.transaction((tx) => db.updateWebhook(tx.db, id, changes));
       if (!updated) throw notFound('WEBHOOK.NOT_FOUND', 'Webhook');
-      return toWebhook(await activeWebhook(id));
+      return db.toWebhook(await activeWebhook(id));
     },
 
     async remove(id, by) {
@@ -309,25 +229,25 @@ export function createWebhookService(deps: WebhookDeps): WebhookService {
         }),
       );
       if (!updated) throw notFound('WEBHOOK.NOT_FOUND', 'Webhook');
-      return { ...toWebhook(await activeWebhook(id)), ...withSecret(secret) };
+      return { ...db.toWebhook(await activeWebhook(id)), ...withSecret(secret) };
     },
 
     async listDeliveries(webhookId, query) {
       await activeWebhook(webhookId);
       const result = await db.listDeliveries(store.db, webhookId, query, query);
-      return envelope('deliveries', { items: result.items.map(toDelivery), total: result.total }, query);
+      return envelope('deliveries', { items: result.items.map(db.toDelivery), total: result.total }, query);
     },
 
     async getDelivery(webhookId, deliveryId) {
       const row = await delivery(webhookId, deliveryId);
       const attempts = await db.attemptsOf(store.db, row.id);
-      return { ...toDelivery(row), attempts_log: attempts.map(toAttempt) };
+      return { ...db.toDelivery(row), attempts_log: attempts.map(db.toAttempt) };
     },
 
     async listAttempts(webhookId, deliveryId, query) {
       const row = await delivery(webhookId, deliveryId);
       const result = await db.listAttempts(store.db, row.id, query);
-      return envelope('attempts', { items: result.items.map(toAttempt), total: result.total }, query);
+      return envelope('attempts', { items: result.items.map(db.toAttempt), total: result.total }, query);
     },
 
     async retryDelivery(webhookId, deliveryId) {
@@ -339,7 +259,7 @@ export function createWebhookService(deps: WebhookDeps): WebhookService {
         tx.afterCommit(deps.wake);
         return db.findDelivery(tx.db, webhookId, deliveryId);
       });
-      return toDelivery(reset as db.DeliveryWithPayload);
+      return db.toDelivery(reset as db.DeliveryWithPayload);
     },
 
     async sealPlaintextSecrets() {
@@ -366,14 +286,14 @@ export function createWebhookService(deps: WebhookDeps): WebhookService {
       const now = iso(clock.now());
       // A receiver can tell a test from a real event by the `svctest` extension attribute.
       const event = { ...example, id: newId(), time: now, svctest: true } as CloudEvent;
-      const row = deliveryRow(hook.id, event, now);
+      const row = db.deliveryRow(hook.id, event, now);
       const created = await store.transaction(async (tx) => {
         await db.insertEvents(tx.db, [{ eventId: event.id, payload: JSON.stringify(event) }]);
         await db.insertDeliveries(tx.db, [row]);
         tx.afterCommit(deps.wake);
         return db.findDelivery(tx.db, hook.id, row.id);
       });
-      return toDelivery(created as db.DeliveryWithPayload);
+      return db.toDelivery(created as db.DeliveryWithPayload);
     },
   };
 }

@@ -2,6 +2,10 @@ import { type Selectable, sql } from 'kysely';
 import { updateActive } from '../../db/audit.js';
 import type { Db, Dialect } from '../../db/store.js';
 import { containsInsensitive, isoParam, type ListResult, type Page, paginate } from '../../http/list.js';
+import { newId } from '../../lib/ids.js';
+import type { CloudEvent } from '../events/cloudevent.js';
+import { MAX_ATTEMPTS } from './backoff.js';
+import type { Delivery, DeliveryAttempt, Webhook } from './schemas.js';
 import type { WebhookDeliveryAttemptTable, WebhookDeliveryTable, WebhookTable } from './tables.js';
 
 /** SQL of the webhooks area only. */
@@ -572,4 +576,85 @@ async function completeSuperseded(db: Db, c: Completion): Promise<'superseded' |
     .where('locked_by', '=', c.token)
     .executeTakeFirst();
   return Number(other.numUpdatedRows) > 0 ? 'superseded' : 'lost';
+}
+
+// ---- rows as the API shows them
+
+export function toWebhook(row: PublicWebhookRow): Webhook {
+  return {
+    id: row.id,
+    name: row.name,
+    url: row.url,
+    event_types: JSON.parse(row.event_types) as string[],
+    description: row.description,
+    enabled: row.enabled === 1,
+    secret_hint: row.secret_hint,
+    created_at: row.created_at,
+    updated_at: row.updated_at,
+    updated_by: row.updated_by,
+    deleted_at: row.deleted_at,
+  };
+}
+
+/** A new delivery of `event` to one webhook, due now. */
+export function deliveryRow(webhookId: string, event: CloudEvent, now: string, id = newId()): DeliveryRow {
+  return {
+    id,
+    webhook_id: webhookId,
+    event_id: event.id,
+    event_type: event.type,
+    status: 'PENDING',
+    http_status: null,
+    response_body: null,
+    error: null,
+    attempts: 0,
+    max_attempts: MAX_ATTEMPTS,
+    next_attempt_at: now,
+    delivered_at: null,
+    created_at: now,
+    updated_at: now,
+    locked_until: null,
+    locked_by: null,
+    locked_at: null,
+    generation: 0,
+    total_attempts: 0,
+  };
+}
+
+export function toDelivery(row: DeliveryWithPayload): Delivery {
+  return {
+    id: row.id,
+    webhook_id: row.webhook_id,
+    event_id: row.event_id,
+    event_type: row.event_type,
+    payload: JSON.parse(row.payload) as Record<string, unknown>,
+    status: row.status,
+    http_status: row.http_status,
+    response_body: row.response_body,
+    error: row.error,
+    attempts: row.attempts,
+    max_attempts: row.max_attempts,
+    next_attempt_at: row.next_attempt_at,
+    delivered_at: row.delivered_at,
+    created_at: row.created_at,
+    updated_at: row.updated_at,
+  };
+}
+
+export function toAttempt(row: AttemptRow): DeliveryAttempt {
+  return {
+    id: row.id,
+    delivery_id: row.delivery_id,
+    attempt: row.attempt,
+    sequence: row.sequence,
+    outcome: row.outcome,
+    started_at: row.started_at,
+    finished_at: row.finished_at,
+    duration_ms: row.duration_ms,
+    url: row.url,
+    http_status: row.http_status,
+    response_body: row.response_body,
+    error: row.error,
+    signed_at: row.signed_at,
+  };
 }

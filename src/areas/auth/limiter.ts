@@ -1,7 +1,7 @@
 import type { AuthSettings } from '../../config/config.js';
 import { AppError } from '../../http/errors.js';
 import { type Clock, iso } from '../../lib/clock.js';
-import { sha256Hex } from '../identity/service.js';
+import { sha256Hex } from '../../lib/hash.js';
 import type { AuthStore } from './store.js';
 
 /**

@@ -1,4 +1,3 @@
-import { createHash } from 'node:crypto';
 import type { Logger } from 'pino';
 import { auditInsert, auditUpdate, softDeleted } from '../../db/audit.js';
 import { isUniqueViolation } from '../../db/errors.js';
@@ -9,6 +8,7 @@ import type { Page } from '../../http/list.js';
 import { type Clock, iso } from '../../lib/clock.js';
 import { coalescing } from '../../lib/coalesce.js';
 import { isEmailAddress, MIN_PASSWORD_LENGTH } from '../../lib/email.js';
+import { sha256Hex } from '../../lib/hash.js';
 import { newId, randomBase62 } from '../../lib/ids.js';
 import type { EventPublisher } from '../events/publish.js';
 import { createPasswordHasher } from './passwords.js';
@@ -30,7 +30,6 @@ export interface IdentityDeps {
   accessTokenTtlSeconds: number;
 }
 
-export const sha256Hex = (value: string): string => createHash('sha256').update(value).digest('hex');
 const normaliseEmail = (email: string): string => email.trim().toLowerCase();
 
 /**

@@ -4,7 +4,7 @@ import { admin, apiKey, principal, type TestPrincipal } from '../helpers/auth.js
 import { dialectName } from '../helpers/store.js';
 
 /**
- * Interleaving two requests deterministically: the real identity store, with a pause inserted after
+ * Interleaving two requests deterministically: the real identity store modules, with a pause inserted after
  * chosen queries have run (their result is held until the test releases it), and a count of the
  * queries that reload the role-scope entries.
  */
@@ -24,33 +24,40 @@ async function untilHeld() {
   await vi.waitFor(() => expect(hooks.held).toHaveLength(1));
 }
 
-vi.mock('../../src/areas/identity/store.js', async (importOriginal) => {
-  const original = await importOriginal<typeof import('../../src/areas/identity/store.js')>();
+vi.mock('../../src/areas/identity/role-store.js', async (importOriginal) => {
+  const original = await importOriginal<typeof import('../../src/areas/identity/role-store.js')>();
   return {
     ...original,
-    createIdentityStore(store: Parameters<typeof original.createIdentityStore>[0]) {
-      const st = original.createIdentityStore(store);
+    async rolesOfUser(...args: Parameters<typeof original.rolesOfUser>) {
+      const roles = await original.rolesOfUser(...args);
+      if (hooks.holdRolesOf === args[1]) {
+        hooks.holdRolesOf = undefined;
+        await hold();
+      }
+      return roles;
+    },
+    async allActiveScopeEntries(...args: Parameters<typeof original.allActiveScopeEntries>) {
+      hooks.entryLoads++;
+      return original.allActiveScopeEntries(...args);
+    },
+  };
+});
+
+vi.mock('../../src/areas/identity/credential-checks.js', async (importOriginal) => {
+  const original = await importOriginal<typeof import('../../src/areas/identity/credential-checks.js')>();
+  return {
+    ...original,
+    createCredentialChecks(store: Parameters<typeof original.createCredentialChecks>[0]) {
+      const checks = original.createCredentialChecks(store);
       return {
-        ...st,
-        async rolesOfUser(userId: string) {
-          const roles = await st.rolesOfUser(userId);
-          if (hooks.holdRolesOf === userId) {
-            hooks.holdRolesOf = undefined;
-            await hold();
-          }
-          return roles;
-        },
+        ...checks,
         async userCredentialStates(keys: string[]) {
-          const rows = await st.userCredentialStates(keys);
+          const rows = await checks.userCredentialStates(keys);
           if (keys.some((key) => key.startsWith(`${hooks.holdCredentialsOf} `))) {
             hooks.holdCredentialsOf = undefined;
             await hold();
           }
           return rows;
-        },
-        async allActiveScopeEntries() {
-          hooks.entryLoads++;
-          return st.allActiveScopeEntries();
         },
       };
     },

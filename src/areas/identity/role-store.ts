@@ -1,0 +1,209 @@
+import { softDeleted, updateActive } from '../../db/audit.js';
+import type { Db, Tx } from '../../db/store.js';
+import { containsInsensitive, type ListResult, type Page, paginate } from '../../http/list.js';
+import { type Role, type RoleScopeEntry, toRole, type UserRole } from './records.js';
+import { normaliseScopeKey } from './scopes.js';
+import type { RoleScopeEntryTable, RoleTable, UserRoleTable } from './tables.js';
+
+/** SQL of roles, who holds them, what they grant, and the authz version every such change bumps. */
+
+// ---- authz version (cache invalidation across processes)
+
+export async function authzVersion(d: Db): Promise<number> {
+  const row = await d
+    .selectFrom('authz_state')
+    .select('version')
+    .where('id', '=', 1)
+    .executeTakeFirstOrThrow();
+  return row.version;
+}
+
+export async function bumpAuthzVersion(tx: Tx): Promise<void> {
+  await tx.db
+    .updateTable('authz_state')
+    .set((eb) => ({ version: eb('version', '+', 1) }))
+    .where('id', '=', 1)
+    .execute();
+}
+
+/** Holds the role's row until commit (PostgreSQL): role-scope writes of one role go one at a time. */
+export async function lockRoleScopes(tx: Tx, roleId: string): Promise<void> {
+  if (tx.dialect !== 'postgres') return;
+  await tx.db.selectFrom('role').select('id').where('id', '=', roleId).forUpdate().execute();
+}
+
+// ---- roles
+
+export async function insertRole(tx: Tx, row: RoleTable): Promise<void> {
+  await tx.db.insertInto('role').values(row).execute();
+}
+
+export async function findRole(d: Db, id: string): Promise<Role | undefined> {
+  const r = await d
+    .selectFrom('role')
+    .selectAll()
+    .where('id', '=', id)
+    .where('deleted_at', 'is', null)
+    .executeTakeFirst();
+  return r ? toRole(r) : undefined;
+}
+
+export async function allRoles(d: Db): Promise<Role[]> {
+  const rows = await d
+    .selectFrom('role')
+    .selectAll()
+    .where('deleted_at', 'is', null)
+    .orderBy('key')
+    .execute();
+  return rows.map(toRole);
+}
+
+export async function listRoles(
+  d: Db,
+  page: Page,
+  f: { key?: string; is_builtin?: boolean; search?: string },
+): Promise<ListResult<Role>> {
+  let q = d.selectFrom('role').where('deleted_at', 'is', null);
+  if (f.key) q = q.where('key', '=', f.key);
+  if (f.is_builtin !== undefined) q = q.where('is_builtin', '=', f.is_builtin ? 1 : 0);
+  if (f.search)
+    q = q.where((eb) =>
+      eb.or([containsInsensitive('key', f.search!), containsInsensitive('name', f.search!)]),
+    );
+  return paginate(q, page, toRole);
+}
+
+/** Changes an active role; false when there is none (see updateActive). */
+export const updateRole = (tx: Tx, id: string, patch: Partial<RoleTable>) =>
+  updateActive(tx.db, 'role', id, patch);
+
+/** Soft-deletes what hangs off a role: its assignments and role-scope entries. */
+export async function softDeleteRoleChildren(
+  tx: Tx,
+  roleId: string,
+  now: string,
+  actor: string,
+): Promise<void> {
+  for (const table of ['user_role', 'role_scope_entry'] as const) {
+    await tx.db
+      .updateTable(table)
+      .set(softDeleted(now, actor))
+      .where('role_id', '=', roleId)
+      .where('deleted_at', 'is', null)
+      .execute();
+  }
+}
+
+/** The active roles a user holds, by key. */
+export async function rolesOfUser(d: Db, userId: string): Promise<RoleTable[]> {
+  return d
+    .selectFrom('user_role as ur')
+    .innerJoin('role as r', 'r.id', 'ur.role_id')
+    .selectAll('r')
+    .where('ur.user_id', '=', userId)
+    .where('ur.deleted_at', 'is', null)
+    .where('r.deleted_at', 'is', null)
+    .orderBy('r.key')
+    .execute();
+}
+
+// ---- user roles
+
+export async function insertUserRole(tx: Tx, row: UserRoleTable): Promise<void> {
+  await tx.db.insertInto('user_role').values(row).execute();
+}
+
+export async function findUserRole(d: Db, id: string): Promise<UserRole | undefined> {
+  return d
+    .selectFrom('user_role')
+    .selectAll()
+    .where('id', '=', id)
+    .where('deleted_at', 'is', null)
+    .executeTakeFirst();
+}
+
+export async function listUserRoles(
+  d: Db,
+  page: Page,
+  f: { user_id?: string; role_id?: string },
+): Promise<ListResult<UserRole>> {
+  let q = d.selectFrom('user_role').where('deleted_at', 'is', null);
+  if (f.user_id) q = q.where('user_id', '=', f.user_id);
+  if (f.role_id) q = q.where('role_id', '=', f.role_id);
+  return paginate(q, page, (r) => r as UserRole);
+}
+
+/** False when the assignment is not active (deleted meanwhile). */
+export const softDeleteUserRole = (tx: Tx, id: string, now: string, actor: string) =>
+  updateActive(tx.db, 'user_role', id, softDeleted(now, actor));
+
+export async function softDeleteUserRolesOfUser(tx: Tx, userId: string, now: string, actor: string) {
+  await tx.db
+    .updateTable('user_role')
+    .set(softDeleted(now, actor))
+    .where('user_id', '=', userId)
+    .where('deleted_at', 'is', null)
+    .execute();
+}
+
+// ---- role-scope entries
+
+export async function insertRoleScopeEntries(tx: Tx, rows: RoleScopeEntryTable[]): Promise<void> {
+  if (rows.length) await tx.db.insertInto('role_scope_entry').values(rows).execute();
+}
+
+export async function findRoleScopeEntry(d: Db, id: string): Promise<RoleScopeEntry | undefined> {
+  return d
+    .selectFrom('role_scope_entry')
+    .selectAll()
+    .where('id', '=', id)
+    .where('deleted_at', 'is', null)
+    .executeTakeFirst();
+}
+
+export async function activeScopeEntriesOfRole(d: Db, roleId: string): Promise<RoleScopeEntry[]> {
+  return d
+    .selectFrom('role_scope_entry')
+    .selectAll()
+    .where('role_id', '=', roleId)
+    .where('deleted_at', 'is', null)
+    .execute();
+}
+
+export async function allActiveScopeEntries(d: Db) {
+  return d
+    .selectFrom('role_scope_entry')
+    .select(['role_id', 'scope_key'])
+    .where('deleted_at', 'is', null)
+    .execute();
+}
+
+export async function listRoleScopeEntries(
+  d: Db,
+  page: Page,
+  f: { role_id?: string; scope_key?: string; search?: string },
+): Promise<ListResult<RoleScopeEntry>> {
+  let q = d.selectFrom('role_scope_entry').where('deleted_at', 'is', null);
+  if (f.role_id) q = q.where('role_id', '=', f.role_id);
+  // auth:api_key and auth:manage are one permission (SPEC Authentication 10): stored as auth:manage.
+  if (f.scope_key) q = q.where('scope_key', '=', normaliseScopeKey(f.scope_key));
+  if (f.search) q = q.where(containsInsensitive('scope_key', f.search));
+  return paginate(q, page, (r) => r as RoleScopeEntry);
+}
+
+/** How many of the entries were active and are now deleted. */
+export async function softDeleteRoleScopeEntries(
+  tx: Tx,
+  ids: string[],
+  now: string,
+  actor: string,
+): Promise<number> {
+  if (ids.length === 0) return 0;
+  const res = await tx.db
+    .updateTable('role_scope_entry')
+    .set(softDeleted(now, actor))
+    .where('id', 'in', ids)
+    .where('deleted_at', 'is', null)
+    .executeTakeFirst();
+  return Number(res.numUpdatedRows);
+}

@@ -1,0 +1,130 @@
+import { updateActive } from '../../db/audit.js';
+import type { Db, Tx } from '../../db/store.js';
+import { containsInsensitive, type ListResult, type Page, paginate } from '../../http/list.js';
+import { toUser, USER_COLUMNS, type User } from './records.js';
+import type { AuthSessionTable, UserTable } from './tables.js';
+
+/** SQL of users and their sign-in sessions. The password hash is selected only where it is verified. */
+
+export async function insertUser(tx: Tx, row: UserTable): Promise<void> {
+  await tx.db.insertInto('users').values(row).execute();
+}
+
+export async function findUser(d: Db, id: string): Promise<User | undefined> {
+  const r = await d
+    .selectFrom('users')
+    .select(USER_COLUMNS)
+    .where('id', '=', id)
+    .where('deleted_at', 'is', null)
+    .executeTakeFirst();
+  return r ? toUser(r) : undefined;
+}
+
+/** A user as it is now, deleted or not (the answer of a delete). */
+export async function findUserAnyState(d: Db, id: string): Promise<User | undefined> {
+  const r = await d.selectFrom('users').select(USER_COLUMNS).where('id', '=', id).executeTakeFirst();
+  return r ? toUser(r) : undefined;
+}
+
+export async function findUsers(d: Db, ids: string[]): Promise<User[]> {
+  if (ids.length === 0) return [];
+  const rows = await d
+    .selectFrom('users')
+    .select(USER_COLUMNS)
+    .where('id', 'in', ids)
+    .where('deleted_at', 'is', null)
+    .execute();
+  return rows.map(toUser);
+}
+
+/** Includes the password hash: for verifying a password only. */
+export async function findUserWithHashByEmail(d: Db, emailNormalized: string) {
+  return d
+    .selectFrom('users')
+    .select([...USER_COLUMNS, 'password_hash'])
+    .where('email_normalized', '=', emailNormalized)
+    .where('deleted_at', 'is', null)
+    .executeTakeFirst();
+}
+
+/** Includes the password hash: for verifying a password only. */
+export async function findUserWithHash(d: Db, id: string) {
+  return d
+    .selectFrom('users')
+    .select([...USER_COLUMNS, 'password_hash'])
+    .where('id', '=', id)
+    .where('deleted_at', 'is', null)
+    .executeTakeFirst();
+}
+
+export async function listUsers(
+  d: Db,
+  page: Page,
+  f: { email?: string; search?: string; role_id?: string },
+): Promise<ListResult<User>> {
+  let q = d.selectFrom('users').where('deleted_at', 'is', null);
+  if (f.email) q = q.where('email_normalized', '=', f.email.toLowerCase());
+  if (f.search)
+    q = q.where((eb) =>
+      eb.or([containsInsensitive('email', f.search!), containsInsensitive('name', f.search!)]),
+    );
+  if (f.role_id) {
+    q = q.where('id', 'in', (eb) =>
+      eb
+        .selectFrom('user_role')
+        .select('user_id')
+        .where('role_id', '=', f.role_id!)
+        .where('deleted_at', 'is', null),
+    );
+  }
+  return paginate(q, page, toUser, USER_COLUMNS);
+}
+
+/**
+ * Changes an active user; false when there is none (missing, or deleted meanwhile: a concurrent
+ * delete that committed first makes this one match no row, so only one delete succeeds).
+ */
+export const updateUser = (tx: Tx, id: string, patch: Partial<UserTable>) =>
+  updateActive(tx.db, 'users', id, patch);
+
+// ---- sessions
+
+export async function insertSession(tx: Tx, row: AuthSessionTable): Promise<void> {
+  await tx.db.insertInto('auth_session').values(row).execute();
+}
+
+export async function findSession(d: Db, id: string) {
+  return d
+    .selectFrom('auth_session')
+    .select(['id', 'user_id', 'auth_path', 'device_id', 'revoked_at'])
+    .where('id', '=', id)
+    .executeTakeFirst();
+}
+
+/** Which sessions to end (all conditions given must hold). */
+export interface SessionFilter {
+  sessionId?: string;
+  userId?: string;
+  deviceId?: string;
+  authPaths?: string[];
+  exceptSessionId?: string;
+}
+
+/** Ends the active sessions matching `where`. */
+export async function revokeSessions(
+  tx: Tx,
+  now: string,
+  reason: string,
+  where: SessionFilter,
+): Promise<void> {
+  let q = tx.db
+    .updateTable('auth_session')
+    .set({ revoked_at: now, revoked_reason: reason })
+    .where('revoked_at', 'is', null);
+  if (where.sessionId) q = q.where('id', '=', where.sessionId);
+  if (where.userId) q = q.where('user_id', '=', where.userId);
+  if (where.deviceId) q = q.where('device_id', '=', where.deviceId);
+  if (where.authPaths) q = q.where('auth_path', 'in', where.authPaths);
+  if (where.exceptSessionId) q = q.where('id', '!=', where.exceptSessionId);
+  await q.execute();
+}

@@ -68,11 +68,11 @@ describe(`MFA with TOTP (${dialectName})`, () => {
     expect(ok.body).toEqual({ verified: true });
     // The stored value is a Fernet token under the vault key, never the base32 text.
     const row = await t.ctx.store.db
-      .selectFrom('users')
-      .select(['mfa_pending_secret' as never])
-      .where('id', '=', a.id)
+      .selectFrom('auth_user')
+      .select('mfa_pending_secret')
+      .where('user_id', '=', a.id)
       .executeTakeFirstOrThrow();
-    const stored = (row as Record<string, string>).mfa_pending_secret;
+    const stored = row.mfa_pending_secret as string;
     expect(stored).not.toContain(secret);
     expect(vaultKeyring(TEST_SECRETS.SVC_VAULT_ENCRYPTION_KEY).decrypt(stored).toString()).toBe(secret);
     expect((await call(t, 'PATCH', '/auth/mfa/enable', { enabled: true }, h)).body).toEqual({

@@ -251,9 +251,20 @@ describe(`vault key rotation (${dialectName})`, () => {
     const ids = await seed(a);
     const user = await account(a);
     await a.ctx.store.db
-      .updateTable('users')
-      .set({ mfa_secret: fernetOf('some-forgotten-key').encrypt('JBSWY3DPEHPK3PXP') } as never)
-      .where('id', '=', user.id)
+      .insertInto('auth_user')
+      .values({
+        user_id: user.id,
+        mfa_secret: fernetOf('some-forgotten-key').encrypt('JBSWY3DPEHPK3PXP'),
+        mfa_last_step: null,
+        mfa_pending_secret: null,
+        mfa_pending_verified: 0,
+        mfa_pending_last_step: null,
+        access_token_ttl_seconds: null,
+        refresh_token_ttl_seconds: null,
+        password_reset_required: 0,
+        updated_at: null,
+        updated_by: null,
+      })
       .execute();
     await expect(a.ctx.services.vault.rotateKey(K2)).rejects.toThrow(
       new RegExp(`rotation aborted, nothing changed: 1 secret\\(s\\) .*: user ${user.id} \\(MFA secret\\)$`),

@@ -1,8 +1,9 @@
 import type { AuthSettings } from '../../config/config.js';
+import type { Store } from '../../db/store.js';
 import { AppError } from '../../http/errors.js';
 import { type Clock, iso } from '../../lib/clock.js';
 import { sha256Hex } from '../../lib/hash.js';
-import type { AuthStore } from './store.js';
+import * as attempts from './attempt-store.js';
 
 /**
  * The brute-force guard. Failures are counted per account (keyed by a hash of the normalised email,
@@ -12,8 +13,8 @@ import type { AuthStore } from './store.js';
  * A key quiet for `loginAttemptWindowSeconds` starts over. State lives in the store, so it holds
  * across processes and restarts.
  */
-export function createLimiter(deps: { st: AuthStore; clock: Clock; settings: AuthSettings }) {
-  const { st, clock, settings } = deps;
+export function createLimiter(deps: { store: Store; clock: Clock; settings: AuthSettings }) {
+  const { store, clock, settings } = deps;
 
   const accountKey = (email: string) => `acct:${sha256Hex(email.trim().toLowerCase())}`;
   const ipKey = (ip: string | null) => (ip ? `ip:${ip}` : undefined);
@@ -21,7 +22,8 @@ export function createLimiter(deps: { st: AuthStore; clock: Clock; settings: Aut
   /** Throws 429 AUTH.TOO_MANY_ATTEMPTS (with Retry-After) while any of the keys is locked. */
   async function assertNotLocked(keys: Array<string | undefined>): Promise<void> {
     const at = clock.now();
-    const until = await st.lockedUntil(
+    const until = await attempts.lockedUntil(
+      store.db,
       keys.filter((k): k is string => Boolean(k)),
       iso(at),
     );
@@ -43,10 +45,10 @@ export function createLimiter(deps: { st: AuthStore; clock: Clock; settings: Aut
   async function fail(key: string | undefined, max: number): Promise<void> {
     if (!key) return;
     const at = clock.now();
-    const row = await st.countAttempt(key, iso(at), quietSince(at));
+    const row = await attempts.countAttempt(store.db, key, iso(at), quietSince(at));
     // Already locked (nothing counted), or not yet at the limit.
     if ((row.locked_until && row.locked_until > iso(at)) || Number(row.failures) < max) return;
-    await st.lock(key, max, lockEnd(at, row.lock_count));
+    await attempts.lock(store.db, key, max, lockEnd(at, row.lock_count));
   }
 
   function tooMany(until: string, at: Date): AppError {
@@ -66,18 +68,26 @@ export function createLimiter(deps: { st: AuthStore; clock: Clock; settings: Aut
   async function reserve(key: string, max: number): Promise<Reservation> {
     const at = clock.now();
     const now = iso(at);
-    const row = await st.countAttempt(key, now, quietSince(at));
+    const row = await attempts.countAttempt(store.db, key, now, quietSince(at));
     if (row.locked_until && row.locked_until > now) throw tooMany(row.locked_until, at);
     const failures = Number(row.failures);
     if (failures < max) return { key, max, lockedUntil: null };
     const lockedUntil = lockEnd(at, row.lock_count);
     // Past max: the attempt that reached it is locking the key right now.
     if (failures > max) throw tooMany(lockedUntil, at);
-    return { key, max, lockedUntil: (await st.lock(key, max, lockedUntil)) ? lockedUntil : null };
+    return {
+      key,
+      max,
+      lockedUntil: (await attempts.lock(store.db, key, max, lockedUntil)) ? lockedUntil : null,
+    };
   }
 
   const refund = (r: Reservation) =>
-    st.refundAttempt(r.key, r.lockedUntil ? { max: r.max, lockedUntil: r.lockedUntil } : null);
+    attempts.refundAttempt(
+      store.db,
+      r.key,
+      r.lockedUntil ? { max: r.max, lockedUntil: r.lockedUntil } : null,
+    );
 
   return {
     accountKey,
@@ -105,7 +115,7 @@ export function createLimiter(deps: { st: AuthStore; clock: Clock; settings: Aut
       return {
         async settle(outcome) {
           if (outcome === 'failed') return;
-          if (outcome === 'signedIn') await st.clearAttempts(account);
+          if (outcome === 'signedIn') await attempts.clearAttempts(store.db, account);
           else await refund(acct);
           if (address) await refund(address);
         },
@@ -123,13 +133,13 @@ export function createLimiter(deps: { st: AuthStore; clock: Clock; settings: Aut
      * proceed: false while the key is locked after `max` actions in a row.
      */
     async throttle(key: string, max: number): Promise<boolean> {
-      const locked = await st.lockedUntil([key], iso(clock.now()));
+      const locked = await attempts.lockedUntil(store.db, [key], iso(clock.now()));
       if (locked) return false;
       await fail(key, max);
       return true;
     },
     /** A successful sign-in clears the account's count; the address keeps its own. */
-    clear: (account: string) => st.clearAttempts(account),
+    clear: (account: string) => attempts.clearAttempts(store.db, account),
   };
 }
 

@@ -80,12 +80,12 @@ export interface AuthAttemptTable {
   lock_count: number;
 }
 
-/** Columns this area adds to identity's `users` table (merged in with `withTables`). */
-export interface AuthUserColumns {
-  id: string;
-  email: string;
-  mfa_enabled: number;
-  deleted_at: string | null;
+/**
+ * A user's sign-in state (migration 0011): one row per user who has any; a user without one has no
+ * MFA secret, the global lifetimes and no reset requirement. `mfa_enabled` is on identity's `users`.
+ */
+export interface AuthUserTable {
+  user_id: string;
   /** Fernet token of the active TOTP secret (base32 text). */
   mfa_secret: string | null;
   /** Highest TOTP time step accepted for the active secret: codes never work twice. */
@@ -99,11 +99,12 @@ export interface AuthUserColumns {
   refresh_token_ttl_seconds: number | null;
   /** Password-based sign-in is refused until the password is reset (docs/auth.md). */
   password_reset_required: number;
-  updated_at: string;
+  updated_at: string | null;
   updated_by: string | null;
 }
 
 export interface AuthTables {
+  auth_user: AuthUserTable;
   refresh_token: RefreshTokenTable;
   auth_device: AuthDeviceTable;
   password_reset_token: PasswordResetTokenTable;

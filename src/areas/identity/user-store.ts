@@ -101,6 +101,16 @@ export async function findSession(d: Db, id: string) {
     .executeTakeFirst();
 }
 
+/** Whether a session has ended and whether its user is deleted: what a refresh-token redemption checks. */
+export async function sessionState(d: Db, sessionId: string) {
+  return d
+    .selectFrom('auth_session as s')
+    .innerJoin('users as u', 'u.id', 's.user_id')
+    .select(['s.revoked_at', 'u.deleted_at as user_deleted_at'])
+    .where('s.id', '=', sessionId)
+    .executeTakeFirst();
+}
+
 /** Which sessions to end (all conditions given must hold). */
 export interface SessionFilter {
   sessionId?: string;

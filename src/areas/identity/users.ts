@@ -228,6 +228,15 @@ export function createUserService(deps: {
     revokeSessions: (tx: Tx, reason: string, where: st.SessionFilter) =>
       st.revokeSessions(tx, now(), reason, where),
     getUser: (id: string) => requireUser(store.db, id),
+    /** The active user, read with `d` (a transaction's, to see its own writes); undefined if none. */
+    findUser: (d: Db, id: string) => st.findUser(d, id),
+    /** Whether a session has ended and its user is deleted (undefined: no such session). */
+    sessionState: (d: Db, sessionId: string) => st.sessionState(d, sessionId),
+    /** MFA on or off on the user record (the sign-in flows own the secrets); a change of the user. */
+    setMfaEnabled: async (tx: Tx, userId: string, enabled: boolean, actor: string) => {
+      if (!(await st.updateUser(tx, userId, { mfa_enabled: enabled ? 1 : 0, ...auditUpdate(now(), actor) })))
+        throw userNotFound();
+    },
     /** Active users by id, in one query (missing or deleted ids are left out). */
     getUsers: (ids: string[]) => st.findUsers(store.db, [...new Set(ids)]),
     findUserByEmail: async (email: string): Promise<User | undefined> => {

@@ -1,0 +1,119 @@
+import type { Selectable } from 'kysely';
+import { updateActive } from '../../db/audit.js';
+import type { Db, Tx } from '../../db/store.js';
+import { containsInsensitive, type ListResult, type Page, paginate } from '../../http/list.js';
+import type { AuthDeviceTable } from './tables.js';
+
+/** SQL of devices: a registration (a one-time token) and, once exchanged, a device that signs in. */
+
+const changed = (r: { numUpdatedRows: bigint } | undefined) => Number(r?.numUpdatedRows ?? 0) > 0;
+
+export interface DeviceRecord {
+  id: string;
+  user_id: string;
+  name: string;
+  status: 'PENDING' | 'REGISTERED';
+  registration_expires_at: string;
+  registered_at: string | null;
+  registered_by: string | null;
+  consent_given: boolean;
+  consent_at: string | null;
+  last_login_at: string | null;
+  access_token_ttl_seconds: number | null;
+  refresh_token_ttl_seconds: number | null;
+  created_at: string;
+  updated_at: string;
+  updated_by: string | null;
+  deleted_at: string | null;
+}
+
+const DEVICE_COLUMNS = [
+  'id',
+  'user_id',
+  'name',
+  'registration_expires_at',
+  'registered_at',
+  'registered_by',
+  'consent_given',
+  'consent_at',
+  'last_login_at',
+  'access_token_ttl_seconds',
+  'refresh_token_ttl_seconds',
+  'created_at',
+  'updated_at',
+  'updated_by',
+  'deleted_at',
+] as const;
+
+type DeviceRow = Pick<Selectable<AuthDeviceTable>, (typeof DEVICE_COLUMNS)[number]>;
+const toDevice = (r: DeviceRow): DeviceRecord => ({
+  id: r.id,
+  user_id: r.user_id,
+  name: r.name,
+  status: r.registered_at ? 'REGISTERED' : 'PENDING',
+  registration_expires_at: r.registration_expires_at,
+  registered_at: r.registered_at,
+  registered_by: r.registered_by,
+  consent_given: Boolean(r.consent_given),
+  consent_at: r.consent_at,
+  last_login_at: r.last_login_at,
+  access_token_ttl_seconds: r.access_token_ttl_seconds === null ? null : Number(r.access_token_ttl_seconds),
+  refresh_token_ttl_seconds:
+    r.refresh_token_ttl_seconds === null ? null : Number(r.refresh_token_ttl_seconds),
+  created_at: r.created_at,
+  updated_at: r.updated_at,
+  updated_by: r.updated_by,
+  deleted_at: r.deleted_at,
+});
+
+export interface DeviceFilters {
+  user_id?: string;
+  search?: string;
+}
+
+export async function insertDevice(tx: Tx, row: AuthDeviceTable) {
+  await tx.db.insertInto('auth_device').values(row).execute();
+}
+
+export async function findDevice(
+  d: Db,
+  id: string,
+  includeDeleted = false,
+): Promise<DeviceRecord | undefined> {
+  let q = d.selectFrom('auth_device').select(DEVICE_COLUMNS).where('id', '=', id);
+  if (!includeDeleted) q = q.where('deleted_at', 'is', null);
+  const row = await q.executeTakeFirst();
+  return row && toDevice(row);
+}
+
+export async function deviceByRegistrationToken(d: Db, tokenHash: string) {
+  return d
+    .selectFrom('auth_device')
+    .select(['id', 'user_id', 'registration_expires_at', 'registered_at', 'deleted_at'])
+    .where('registration_token_hash', '=', tokenHash)
+    .executeTakeFirst();
+}
+
+/** Spends a registration token: false if it was used, expired or the device deleted meanwhile. */
+export async function registerDevice(tx: Tx, id: string, now: string): Promise<boolean> {
+  const r = await tx.db
+    .updateTable('auth_device')
+    .set({ registered_at: now, last_login_at: now, updated_at: now })
+    .where('id', '=', id)
+    .where('registered_at', 'is', null)
+    .where('deleted_at', 'is', null)
+    .where('registration_expires_at', '>', now)
+    .executeTakeFirst();
+  return changed(r);
+}
+
+/** Changes an active device; false when it is gone (deleted meanwhile by a concurrent request). */
+export const updateDevice = (tx: Tx, id: string, patch: Partial<AuthDeviceTable>) =>
+  updateActive(tx.db, 'auth_device', id, patch);
+
+export async function listDevices(d: Db, page: Page, f: DeviceFilters): Promise<ListResult<DeviceRecord>> {
+  let q = d.selectFrom('auth_device').where('deleted_at', 'is', null);
+  if (f.user_id) q = q.where('user_id', '=', f.user_id);
+  if (f.search) q = q.where(containsInsensitive('name', f.search));
+  return paginate(q, page, toDevice, DEVICE_COLUMNS);
+}

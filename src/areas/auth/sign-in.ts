@@ -1,0 +1,194 @@
+import type { AuthSettings, Config } from '../../config/config.js';
+import type { Db, Store, Tx } from '../../db/store.js';
+import type { AuthPath } from '../../http/access.js';
+import { AppError } from '../../http/errors.js';
+import { type Clock, iso } from '../../lib/clock.js';
+import { sha256Hex } from '../../lib/hash.js';
+import { newId } from '../../lib/ids.js';
+import type { IdentityService } from '../identity/service.js';
+import { type AccountState, findAccount } from './account-store.js';
+import { findDevice } from './device-store.js';
+import { newToken, PREFIX } from './secrets.js';
+import {
+  insertRefreshToken as insertRefreshTokenRow,
+  revokeRefreshTokens,
+  type TokenFilter,
+} from './token-store.js';
+
+/** CONTRACTS §3 token response. */
+export interface TokenResponse {
+  access_token: string;
+  token_type: 'bearer';
+  expires_in: number;
+  refresh_token: string;
+  refresh_expires_at: string;
+  refresh_expires_in: number;
+}
+
+export interface RequestMeta {
+  ip: string | null;
+  userAgent: string | null;
+}
+
+/** A user as the sign-in flows see them: identity's record with their sign-in state (auth_user). */
+export type Account = AccountState & { id: string; email: string; mfa_enabled: boolean };
+
+/** Sign-in paths whose users face MFA and password-reset enforcement (SPEC Authentication 9, docs/auth.md). */
+export const ENFORCED_PATHS: readonly AuthPath[] = ['password', 'mfa'];
+
+export const passwordResetRequired = () =>
+  new AppError(
+    'AUTH.PASSWORD_RESET_REQUIRED',
+    'The password of this account must be reset before signing in with it (POST /auth/password_reset/request)',
+  );
+
+interface Grant {
+  userId: string;
+  sessionId: string;
+  authPath: AuthPath;
+  deviceId: string | null;
+  accessTtl: number;
+  refreshToken: string;
+  refreshExpiresAt: string;
+  refreshTtl: number;
+}
+
+export interface SignInDeps {
+  store: Store;
+  clock: Clock;
+  identity: IdentityService;
+  config: Config;
+  settings: AuthSettings;
+}
+
+/**
+ * What every sign-in flow shares: a sign-in is a session (identity's auth_session) and its refresh
+ * token family (this area's refresh_token); ending sign-ins ends both, in the caller's transaction.
+ */
+export function createSignIn(deps: SignInDeps) {
+  const { store, clock, identity, config, settings } = deps;
+  const now = () => iso(clock.now());
+  const later = (seconds: number) => iso(new Date(clock.now().getTime() + seconds * 1000));
+
+  /** The active user with their sign-in state; undefined when the user is missing or deleted. */
+  async function accountOf(d: Db, userId: string): Promise<Account | undefined> {
+    const [user, state] = await Promise.all([identity.findUser(d, userId), findAccount(d, userId)]);
+    return user && { ...state, id: user.id, email: user.email, mfa_enabled: user.mfa_enabled };
+  }
+
+  async function lifetimes(d: Db, userId: string, deviceId: string | null) {
+    const account = await findAccount(d, userId);
+    const device = deviceId ? await findDevice(d, deviceId) : undefined;
+    // Most specific wins: device, then user, then the global setting (SPEC Authentication 12).
+    return {
+      access: Number(
+        device?.access_token_ttl_seconds ?? account.access_token_ttl_seconds ?? config.accessTokenTtlSeconds,
+      ),
+      refresh: Number(
+        device?.refresh_token_ttl_seconds ??
+          account.refresh_token_ttl_seconds ??
+          settings.refreshTokenTtlSeconds,
+      ),
+    };
+  }
+
+  /** The next refresh token of a session (its family), in `tx`. */
+  async function insertRefreshToken(
+    tx: Tx,
+    input: {
+      userId: string;
+      sessionId: string;
+      authPath: AuthPath;
+      deviceId: string | null;
+      parentId: string | null;
+      meta: RequestMeta;
+    },
+  ): Promise<Grant> {
+    const lt = await lifetimes(tx.db, input.userId, input.deviceId);
+    const token = newToken(PREFIX.refresh);
+    const expiresAt = later(lt.refresh);
+    await insertRefreshTokenRow(tx, {
+      id: newId(),
+      token_hash: sha256Hex(token),
+      user_id: input.userId,
+      session_id: input.sessionId,
+      parent_id: input.parentId,
+      device_id: input.deviceId,
+      auth_path: input.authPath,
+      expires_at: expiresAt,
+      ip_address: input.meta.ip,
+      user_agent: input.meta.userAgent,
+      created_at: now(),
+      used_at: null,
+      revoked_at: null,
+      revoked_reason: null,
+      deleted_at: null,
+    });
+    return {
+      userId: input.userId,
+      sessionId: input.sessionId,
+      authPath: input.authPath,
+      deviceId: input.deviceId,
+      accessTtl: lt.access,
+      refreshToken: token,
+      refreshExpiresAt: expiresAt,
+      refreshTtl: lt.refresh,
+    };
+  }
+
+  async function tokenResponse(grant: Grant): Promise<TokenResponse> {
+    const { token, expiresIn } = await identity.issueAccessToken(
+      {
+        sub: grant.userId,
+        sid: grant.sessionId,
+        ap: grant.authPath,
+        ...(grant.deviceId && { did: grant.deviceId }),
+      },
+      grant.accessTtl,
+    );
+    return {
+      access_token: token,
+      token_type: 'bearer',
+      expires_in: expiresIn,
+      refresh_token: grant.refreshToken,
+      refresh_expires_at: grant.refreshExpiresAt,
+      refresh_expires_in: grant.refreshTtl,
+    };
+  }
+
+  /** Starts a session and its refresh-token family in one transaction; `before` runs in it first. */
+  async function startSignIn(
+    input: { userId: string; authPath: AuthPath; deviceId?: string | null; meta: RequestMeta },
+    before?: (tx: Tx) => Promise<void>,
+  ): Promise<TokenResponse> {
+    const grant = await store.transaction(async (tx) => {
+      await before?.(tx);
+      const sessionId = await identity.startSession(tx, {
+        userId: input.userId,
+        authPath: input.authPath,
+        deviceId: input.deviceId ?? null,
+        ip: input.meta.ip,
+        userAgent: input.meta.userAgent,
+      });
+      return insertRefreshToken(tx, {
+        userId: input.userId,
+        sessionId,
+        authPath: input.authPath,
+        deviceId: input.deviceId ?? null,
+        parentId: null,
+        meta: input.meta,
+      });
+    });
+    return tokenResponse(grant);
+  }
+
+  /** Ends the matching sign-ins in `tx`: their sessions (identity) and their refresh tokens. */
+  async function endSignIns(tx: Tx, reason: string, where: TokenFilter): Promise<void> {
+    await identity.revokeSessions(tx, reason, where);
+    await revokeRefreshTokens(tx, now(), reason, where);
+  }
+
+  return { accountOf, insertRefreshToken, tokenResponse, startSignIn, endSignIns, now, later };
+}
+
+export type SignIn = ReturnType<typeof createSignIn>;

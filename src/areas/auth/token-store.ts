@@ -1,0 +1,253 @@
+import type { Db, Tx } from '../../db/store.js';
+import type { AuthPath } from '../../http/access.js';
+import { type ListResult, type Page, paginate } from '../../http/list.js';
+import type { MfaChallengeTable, PasswordResetTokenTable, RefreshTokenTable } from './tables.js';
+
+/**
+ * SQL of the tokens the sign-in flows hand out: refresh tokens, MFA login challenges, password reset
+ * tokens. Token hashes are selected only by the queries that redeem a token. Single-use tokens are
+ * consumed by conditional updates (`... where used_at is null`), so two processes redeeming the same
+ * token cannot both win.
+ */
+
+const changed = (r: { numUpdatedRows: bigint } | undefined) => Number(r?.numUpdatedRows ?? 0) > 0;
+
+export interface RefreshTokenRecord {
+  id: string;
+  user_id: string;
+  session_id: string;
+  parent_id: string | null;
+  device_id: string | null;
+  auth_path: AuthPath;
+  expires_at: string;
+  ip_address: string | null;
+  user_agent: string | null;
+  created_at: string;
+  used_at: string | null;
+  revoked_at: string | null;
+  revoked_reason: string | null;
+  deleted_at: string | null;
+}
+
+const REFRESH_COLUMNS = [
+  'id',
+  'user_id',
+  'session_id',
+  'parent_id',
+  'device_id',
+  'auth_path',
+  'expires_at',
+  'ip_address',
+  'user_agent',
+  'created_at',
+  'used_at',
+  'revoked_at',
+  'revoked_reason',
+  'deleted_at',
+] as const;
+
+export interface RefreshFilters {
+  user_id?: string;
+  device_id?: string;
+  session_id?: string;
+  auth_path?: string;
+  /** Usable right now: not rotated, not revoked, not expired. */
+  active?: boolean;
+}
+
+export async function insertRefreshToken(tx: Tx, row: RefreshTokenTable) {
+  await tx.db.insertInto('refresh_token').values(row).execute();
+}
+
+/** Everything a redemption needs in one round trip: the token, its session, user and device. */
+/**
+ * Everything a redemption needs of this area in one round trip: the token and its device. The state
+ * of its session and user is identity's (UserService.sessionState).
+ */
+export async function refreshTokenForRedeem(d: Db, tokenHash: string) {
+  return d
+    .selectFrom('refresh_token as r')
+    .leftJoin('auth_device as dv', 'dv.id', 'r.device_id')
+    .select([
+      'r.id',
+      'r.user_id',
+      'r.session_id',
+      'r.device_id',
+      'r.auth_path',
+      'r.expires_at',
+      'r.used_at',
+      'r.revoked_at',
+      'r.deleted_at',
+      'dv.deleted_at as device_deleted_at',
+    ])
+    .where('r.token_hash', '=', tokenHash)
+    .executeTakeFirst();
+}
+
+/** Which refresh tokens to revoke with their sessions (all conditions given must hold). */
+export interface TokenFilter {
+  sessionId?: string;
+  userId?: string;
+  deviceId?: string;
+  authPaths?: string[];
+  exceptSessionId?: string;
+}
+
+/** Revokes the unrevoked refresh tokens matching `where` (their sessions end through identity). */
+export async function revokeRefreshTokens(
+  tx: Tx,
+  now: string,
+  reason: string,
+  where: TokenFilter,
+): Promise<void> {
+  let q = tx.db
+    .updateTable('refresh_token')
+    .set({ revoked_at: now, revoked_reason: reason })
+    .where('revoked_at', 'is', null);
+  if (where.sessionId) q = q.where('session_id', '=', where.sessionId);
+  if (where.userId) q = q.where('user_id', '=', where.userId);
+  if (where.deviceId) q = q.where('device_id', '=', where.deviceId);
+  if (where.authPaths) q = q.where('auth_path', 'in', where.authPaths);
+  if (where.exceptSessionId) q = q.where('session_id', '!=', where.exceptSessionId);
+  await q.execute();
+}
+
+/** Marks a token rotated; false when another request redeemed (or revoked) it first. */
+export async function markRefreshTokenUsed(tx: Tx, id: string, now: string): Promise<boolean> {
+  const r = await tx.db
+    .updateTable('refresh_token')
+    .set({ used_at: now })
+    .where('id', '=', id)
+    .where('used_at', 'is', null)
+    .where('revoked_at', 'is', null)
+    .executeTakeFirst();
+  return changed(r);
+}
+
+export async function refreshToken(
+  d: Db,
+  id: string,
+  includeDeleted = false,
+): Promise<RefreshTokenRecord | undefined> {
+  let q = d.selectFrom('refresh_token').select(REFRESH_COLUMNS).where('id', '=', id);
+  if (!includeDeleted) q = q.where('deleted_at', 'is', null);
+  return (await q.executeTakeFirst()) as RefreshTokenRecord | undefined;
+}
+
+export async function listRefreshTokens(
+  d: Db,
+  page: Page,
+  f: RefreshFilters,
+  now: string,
+): Promise<ListResult<RefreshTokenRecord>> {
+  let q = d.selectFrom('refresh_token').where('deleted_at', 'is', null);
+  if (f.user_id) q = q.where('user_id', '=', f.user_id);
+  if (f.device_id) q = q.where('device_id', '=', f.device_id);
+  if (f.session_id) q = q.where('session_id', '=', f.session_id);
+  if (f.auth_path) q = q.where('auth_path', '=', f.auth_path);
+  if (f.active === true) {
+    q = q.where('used_at', 'is', null).where('revoked_at', 'is', null).where('expires_at', '>', now);
+  }
+  if (f.active === false) {
+    q = q.where((eb) =>
+      eb.or([eb('used_at', 'is not', null), eb('revoked_at', 'is not', null), eb('expires_at', '<=', now)]),
+    );
+  }
+  return paginate(q, page, (r: RefreshTokenRecord) => r, REFRESH_COLUMNS);
+}
+
+export async function softDeleteRefreshToken(tx: Tx, id: string, now: string) {
+  await tx.db.updateTable('refresh_token').set({ deleted_at: now }).where('id', '=', id).execute();
+}
+
+/** The 24-hour job: soft-deletes every expired token still listed; answers how many. */
+export async function softDeleteExpiredRefreshTokens(d: Db, now: string): Promise<number> {
+  const r = await d
+    .updateTable('refresh_token')
+    .set({ deleted_at: now })
+    .where('deleted_at', 'is', null)
+    .where('expires_at', '<=', now)
+    .executeTakeFirst();
+  return Number(r.numUpdatedRows);
+}
+
+/** Housekeeping next to it: spent or expired one-time tokens and stale attempt counters go. */
+export async function purgeSpentOneTimeTokens(d: Db, now: string, quietSince: string) {
+  await d.deleteFrom('mfa_challenge').where('expires_at', '<=', now).execute();
+  await d.deleteFrom('password_reset_token').where('expires_at', '<=', now).execute();
+  await d
+    .deleteFrom('auth_attempt')
+    .where('last_failure_at', '<', quietSince)
+    .where((eb) => eb.or([eb('locked_until', 'is', null), eb('locked_until', '<=', now)]))
+    .execute();
+}
+
+export async function insertMfaChallenge(tx: Tx, row: MfaChallengeTable) {
+  await tx.db.insertInto('mfa_challenge').values(row).execute();
+}
+
+export async function mfaChallenge(d: Db, tokenHash: string) {
+  return d
+    .selectFrom('mfa_challenge')
+    .select(['id', 'user_id', 'expires_at', 'attempts', 'used_at'])
+    .where('token_hash', '=', tokenHash)
+    .executeTakeFirst();
+}
+
+export async function countMfaChallengeFailure(d: Db, id: string) {
+  await d
+    .updateTable('mfa_challenge')
+    .set((eb) => ({ attempts: eb('attempts', '+', 1) }))
+    .where('id', '=', id)
+    .execute();
+}
+
+/** Spends every open challenge of the user: the password it proved is no longer good enough. */
+export async function endMfaChallenges(tx: Tx, userId: string, now: string) {
+  await tx.db
+    .updateTable('mfa_challenge')
+    .set({ used_at: now })
+    .where('user_id', '=', userId)
+    .where('used_at', 'is', null)
+    .execute();
+}
+
+export async function useMfaChallenge(tx: Tx, id: string, now: string): Promise<boolean> {
+  const r = await tx.db
+    .updateTable('mfa_challenge')
+    .set({ used_at: now })
+    .where('id', '=', id)
+    .where('used_at', 'is', null)
+    .executeTakeFirst();
+  return changed(r);
+}
+
+export async function insertResetToken(tx: Tx, row: PasswordResetTokenTable) {
+  await tx.db.insertInto('password_reset_token').values(row).execute();
+}
+
+export async function resetToken(d: Db, tokenHash: string) {
+  return d
+    .selectFrom('password_reset_token')
+    .select(['id', 'user_id', 'expires_at', 'used_at'])
+    .where('token_hash', '=', tokenHash)
+    .executeTakeFirst();
+}
+
+/** Spends the token and every other outstanding token of the user; false if it was spent already. */
+export async function useResetToken(tx: Tx, id: string, userId: string, now: string): Promise<boolean> {
+  const r = await tx.db
+    .updateTable('password_reset_token')
+    .set({ used_at: now })
+    .where('id', '=', id)
+    .where('used_at', 'is', null)
+    .executeTakeFirst();
+  if (!changed(r)) return false;
+  await tx.db
+    .updateTable('password_reset_token')
+    .set({ used_at: now })
+    .where('user_id', '=', userId)
+    .where('used_at', 'is', null)
+    .execute();
+  return true;
+}

@@ -1,0 +1,197 @@
+import { authenticated, publicAccess } from '../../http/access.js';
+import type { App } from '../../http/app.js';
+import { requestMeta } from './request-meta.js';
+import {
+  ChangePasswordBody,
+  CredentialsBody,
+  ExternalIdpBody,
+  LoginResponse,
+  Message,
+  MfaCodeBody,
+  MfaEnableBody,
+  MfaEnableResponse,
+  MfaSetupResponse,
+  MfaVerifyLoginBody,
+  MfaVerifyResponse,
+  RefreshBody,
+  ResetConfirmBody,
+  ResetRequestBody,
+  TokenResponse,
+} from './schemas.js';
+import type { AuthService } from './service.js';
+
+const tags = ['auth'];
+
+/** Sign-in (credentials, MFA step, IdP, refresh, sign-out), MFA management, passwords (docs/auth.md). */
+export function registerSignInRoutes(app: App, { auth }: { auth: AuthService }): void {
+  // ---- sign-in
+  app.post(
+    '/auth/login/credentials',
+    {
+      schema: {
+        operationId: 'loginWithCredentials',
+        summary: 'Sign in with email and password',
+        tags,
+        description: 'Email and password. With MFA enabled the answer is `mfa_required` and an `mfa_token`.',
+        body: CredentialsBody,
+        response: { 200: LoginResponse },
+      },
+      config: publicAccess(),
+    },
+    async (req) => auth.loginWithCredentials(req.body.email, req.body.password, requestMeta(req)),
+  );
+  for (const [url, operationId, alias] of [
+    ['/auth/login/mfa_verify', 'verifyMfaLogin', ''],
+    ['/auth/login/mfa/verify_login', 'verifyMfaLoginAlias', ' (alias)'],
+  ]) {
+    app.post(
+      url,
+      {
+        schema: {
+          operationId,
+          summary: `Finish an MFA sign-in with a TOTP code${alias}`,
+          tags,
+          description: 'Second step of an MFA sign-in: the `mfa_token` and a TOTP code.',
+          body: MfaVerifyLoginBody,
+          response: { 200: TokenResponse },
+        },
+        config: publicAccess(),
+      },
+      async (req) => auth.verifyMfaLogin(req.body.mfa_token, req.body.code, requestMeta(req)),
+    );
+  }
+  app.post(
+    '/auth/login/external_idp',
+    {
+      schema: {
+        operationId: 'loginWithExternalIdp',
+        summary: "Sign in with an external identity provider's ID token",
+        tags,
+        description: 'Sign in with an OIDC ID token of the configured identity provider.',
+        body: ExternalIdpBody,
+        response: { 200: TokenResponse },
+      },
+      config: publicAccess(),
+    },
+    async (req) => auth.loginWithExternalIdp(req.body.id_token, requestMeta(req)),
+  );
+  app.post(
+    '/auth/refresh',
+    {
+      schema: {
+        operationId: 'refreshTokens',
+        summary: 'Exchange a refresh token for a new token pair',
+        tags,
+        description: 'Rotates a refresh token. A used token presented again ends its whole session.',
+        body: RefreshBody,
+        response: { 200: TokenResponse },
+      },
+      config: publicAccess(),
+    },
+    async (req) => auth.refresh(req.body.refresh_token, requestMeta(req)),
+  );
+  app.post(
+    '/auth/logout',
+    {
+      schema: {
+        operationId: 'logout',
+        summary: 'Sign out: revoke a refresh token',
+        tags,
+        description: 'Ends the current session and its refresh tokens.',
+        response: { 200: Message },
+      },
+      config: authenticated(),
+    },
+    async (req) => auth.logout(req.principal),
+  );
+
+  // ---- MFA
+  app.post(
+    '/auth/mfa/setup',
+    {
+      schema: {
+        operationId: 'setUpMfa',
+        summary: 'Start MFA set-up: a new TOTP secret and its otpauth URI',
+        tags,
+        response: { 200: MfaSetupResponse },
+      },
+      config: authenticated(),
+    },
+    async (req) => auth.mfaSetup(req.principal),
+  );
+  app.post(
+    '/auth/mfa/verify',
+    {
+      schema: {
+        operationId: 'verifyMfaSetup',
+        summary: 'Check a TOTP code against the pending MFA secret',
+        tags,
+        body: MfaCodeBody,
+        response: { 200: MfaVerifyResponse },
+      },
+      config: authenticated(),
+    },
+    async (req) => auth.mfaVerify(req.principal, req.body.code, requestMeta(req)),
+  );
+  app.patch(
+    '/auth/mfa/enable',
+    {
+      schema: {
+        operationId: 'enableMfa',
+        summary: 'Enable or disable MFA',
+        tags,
+        body: MfaEnableBody,
+        response: { 200: MfaEnableResponse },
+      },
+      config: authenticated(),
+    },
+    async (req) => auth.mfaEnable(req.principal, req.body, requestMeta(req)),
+  );
+
+  // ---- passwords
+  app.post(
+    '/auth/password_reset/request',
+    {
+      schema: {
+        operationId: 'requestPasswordReset',
+        summary: 'Ask for a password reset mail',
+        tags,
+        description: 'Mails a one-time reset token. The answer is the same whether or not the email exists.',
+        body: ResetRequestBody,
+        response: { 200: Message },
+      },
+      config: publicAccess(),
+    },
+    async (req) => auth.requestPasswordReset(req.body.email, requestMeta(req)),
+  );
+  app.post(
+    '/auth/password_reset/confirm',
+    {
+      schema: {
+        operationId: 'confirmPasswordReset',
+        summary: 'Set a new password with a reset token',
+        tags,
+        body: ResetConfirmBody,
+        response: { 200: Message },
+      },
+      config: publicAccess(),
+    },
+    async (req) => auth.confirmPasswordReset(req.body.token, req.body.new_password, requestMeta(req)),
+  );
+  app.post(
+    '/user/change_password',
+    {
+      schema: {
+        operationId: 'changePassword',
+        summary: 'Change your own password',
+        tags: ['users'],
+        description: "Changes the caller's own password; every other session of the account ends.",
+        body: ChangePasswordBody,
+        response: { 200: Message },
+      },
+      config: authenticated(),
+    },
+    async (req) =>
+      auth.changePassword(req.principal, req.body.current_password, req.body.new_password, requestMeta(req)),
+  );
+}

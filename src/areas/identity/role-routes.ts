@@ -1,0 +1,215 @@
+import { Type } from '@sinclair/typebox';
+import { anyScope } from '../../http/access.js';
+import type { App } from '../../http/app.js';
+import { envelope } from '../../http/list.js';
+import { IdParams, ListQuery, ListResponse, MessageBody, QueryBoolean } from '../../http/schemas.js';
+import {
+  CreateRoleBody,
+  CreateUserRoleBody,
+  PersistedRoleScopes,
+  PutRoleScopesBody,
+  Role,
+  RoleScopeDiff,
+  UpdateRoleBody,
+  UserRole,
+} from './schemas.js';
+import type { IdentityService } from './service.js';
+
+const AUDIT_SORT = ['created_at', 'updated_at'] as const;
+
+/** Roles and user roles. */
+export function registerRoleRoutes(app: App, { identity }: { identity: IdentityService }): void {
+  // The role-scope table is the same for every caller until the authz version moves, and
+  // roleScopeTable hands out one array per version: its answer is serialised once per version.
+  // ---- roles
+  app.get(
+    '/role',
+    {
+      schema: {
+        operationId: 'listRoles',
+        summary: 'List roles',
+        tags: ['roles'],
+        querystring: ListQuery(
+          ['key', 'name', ...AUDIT_SORT],
+          {
+            key: Type.Optional(Type.String()),
+            is_builtin: Type.Optional(QueryBoolean),
+            search: Type.Optional(Type.String()),
+          },
+          { sortBy: 'key', sortDir: 'asc' },
+        ),
+        response: { 200: ListResponse('roles', Role) },
+      },
+      config: anyScope('user:read'),
+    },
+    async (req) => {
+      const { limit, offset, sort_by, sort_dir, ...filters } = req.query;
+      return envelope(
+        'roles',
+        await identity.listRoles({ limit, offset, sort_by, sort_dir }, filters),
+        req.query,
+      );
+    },
+  );
+  app.post(
+    '/role',
+    {
+      schema: {
+        operationId: 'createRole',
+        summary: 'Create a role',
+        tags: ['roles'],
+        body: CreateRoleBody,
+        response: { 200: Role },
+      },
+      config: anyScope('user:write'),
+    },
+    async (req) => identity.createRole(req.principal.userId, req.body),
+  );
+  app.get(
+    '/role/:id',
+    {
+      schema: {
+        operationId: 'getRole',
+        summary: 'Get a role',
+        tags: ['roles'],
+        params: IdParams,
+        response: { 200: Role },
+      },
+      config: anyScope('user:read'),
+    },
+    async (req) => identity.getRole(req.params.id),
+  );
+  app.patch(
+    '/role/:id',
+    {
+      schema: {
+        operationId: 'updateRole',
+        summary: 'Update a role',
+        tags: ['roles'],
+        params: IdParams,
+        body: UpdateRoleBody,
+        response: { 200: Role },
+      },
+      config: anyScope('user:write'),
+    },
+    async (req) => identity.updateRole(req.principal.userId, req.params.id, req.body),
+  );
+  app.delete(
+    '/role/:id',
+    {
+      schema: {
+        operationId: 'deleteRole',
+        summary: 'Delete a role (soft)',
+        tags: ['roles'],
+        params: IdParams,
+        response: { 200: MessageBody },
+      },
+      config: anyScope('user:delete'),
+    },
+    async (req) => {
+      await identity.deleteRole(req.principal.userId, req.params.id);
+      return { message: 'Role deleted' };
+    },
+  );
+  app.get(
+    '/role/:id/scope',
+    {
+      schema: {
+        operationId: 'getRoleScopes',
+        summary: 'The scopes granted to a role',
+        tags: ['roles'],
+        params: IdParams,
+        response: { 200: PersistedRoleScopes },
+      },
+      config: anyScope('user:read'),
+    },
+    async (req) => identity.persistedRoleScopes(req.params.id),
+  );
+  app.put(
+    '/role/:id/scope',
+    {
+      schema: {
+        operationId: 'putRoleScopes',
+        summary: 'Replace the scopes granted to a role',
+        tags: ['roles'],
+        params: IdParams,
+        body: PutRoleScopesBody,
+        response: { 200: RoleScopeDiff },
+      },
+      config: anyScope('user:write'),
+    },
+    async (req) => identity.replaceRoleScopes(req.principal.userId, req.params.id, req.body.scope_keys),
+  );
+
+  // ---- user roles
+  app.get(
+    '/user_role',
+    {
+      schema: {
+        operationId: 'listUserRoles',
+        summary: 'List user-role assignments',
+        tags: ['roles'],
+        querystring: ListQuery(
+          AUDIT_SORT,
+          { user_id: Type.Optional(Type.String()), role_id: Type.Optional(Type.String()) },
+          { sortBy: 'created_at' },
+        ),
+        response: { 200: ListResponse('user_roles', UserRole) },
+      },
+      config: anyScope('user:read'),
+    },
+    async (req) => {
+      const { limit, offset, sort_by, sort_dir, ...filters } = req.query;
+      return envelope(
+        'user_roles',
+        await identity.listUserRoles({ limit, offset, sort_by, sort_dir }, filters),
+        req.query,
+      );
+    },
+  );
+  app.post(
+    '/user_role',
+    {
+      schema: {
+        operationId: 'createUserRole',
+        summary: 'Give a user a role',
+        tags: ['roles'],
+        body: CreateUserRoleBody,
+        response: { 200: UserRole },
+      },
+      config: anyScope('user:write'),
+    },
+    async (req) => identity.assignRole(req.principal.userId, req.body),
+  );
+  app.get(
+    '/user_role/:id',
+    {
+      schema: {
+        operationId: 'getUserRole',
+        summary: 'Get a user-role assignment',
+        tags: ['roles'],
+        params: IdParams,
+        response: { 200: UserRole },
+      },
+      config: anyScope('user:read'),
+    },
+    async (req) => identity.getUserRole(req.params.id),
+  );
+  app.delete(
+    '/user_role/:id',
+    {
+      schema: {
+        operationId: 'deleteUserRole',
+        summary: 'Take a role from a user',
+        tags: ['roles'],
+        params: IdParams,
+        response: { 200: MessageBody },
+      },
+      config: anyScope('user:delete'),
+    },
+    async (req) => {
+      await identity.unassignRole(req.principal.userId, req.params.id);
+      return { message: 'User role assignment deleted' };
+    },
+  );
+}

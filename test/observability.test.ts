@@ -82,7 +82,7 @@ describe(`observability: /metrics and the log (${dialectName})`, () => {
     expect(value(before.get('svc_outbox_oldest_task_age_seconds'))).toBeGreaterThanOrEqual(0);
 
     await settle(t);
-    await t.ctx.services.webhooks.engine.deliverDue();
+    await t.ctx.services.webhookEngine.deliverDue();
     const m = await scrape();
     expect(value(m.get('svc_outbox_backlog_tasks'))).toBe(0);
     expect(value(m.get('svc_outbox_oldest_task_age_seconds'))).toBe(0);

@@ -177,7 +177,7 @@ async function benchStore(choice: StoreChoice): Promise<void> {
     SVC_LOG_LEVEL: 'warn',
   });
   const ctx: AppContext = await createContext(config, { log: pino({ level: 'warn' }) });
-  const { webhooks } = ctx.services;
+  const { webhooks, webhookEngine } = ctx.services;
   const actor = newId();
   let secret = '';
   for (let i = 0; i < WEBHOOKS; i++) {
@@ -207,7 +207,7 @@ async function benchStore(choice: StoreChoice): Promise<void> {
         await webhooks.dispatcher.handle(events.slice(i, i + 100) as CloudEvent[]);
       }
       const t1 = performance.now();
-      await webhooks.engine.deliverDue();
+      await webhookEngine.deliverDue();
       const t2 = performance.now();
       const cAfter = await ceiling(rx.url, secret, bodies);
       const c = (cBefore + cAfter) / 2;
@@ -247,7 +247,7 @@ async function benchStore(choice: StoreChoice): Promise<void> {
         `end-to-end/ceiling ${median(e2eRatios).toFixed(2)}`,
     );
   } finally {
-    await webhooks.engine.close();
+    await webhookEngine.close();
     await ctx.store.close();
     await rx.close();
   }

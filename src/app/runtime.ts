@@ -41,8 +41,12 @@ export function createWorker(ctx: AppContext): Worker {
   return new Worker(ctx.services.jobs, ctx.services.wakeups, ctx.log);
 }
 
-/** Flushes what the services buffer (API key usage, mail in flight), then closes the store. */
+/**
+ * Flushes what the services buffer (webhook attempts in flight and their results, API key usage,
+ * mail in flight), then closes the store.
+ */
 export async function closeContext(ctx: AppContext): Promise<void> {
+  await ctx.services.webhookEngine.close();
   await ctx.services.auth.close();
   await ctx.services.identity.close();
   await ctx.store.close();

@@ -18,6 +18,7 @@ import { createQuestionnaireArea, type QuestionnaireArea } from '../areas/questi
 import { createSubmissionService, type SubmissionService } from '../areas/submissions/service.js';
 import { createSubscriptionService, type SubscriptionService } from '../areas/subscriptions/service.js';
 import { createVaultService, type VaultService } from '../areas/vault/service.js';
+import { createDeliveryEngine, type DeliveryEngine, WEBHOOKS_JOB } from '../areas/webhooks/engine.js';
 import { createWebhookMetrics } from '../areas/webhooks/metrics.js';
 import { createWebhookService, type WebhookService } from '../areas/webhooks/service.js';
 import { createWorkflowEngine, WORKFLOWS_JOB, type WorkflowEngine } from '../areas/workflows/engine.js';
@@ -69,8 +70,10 @@ export interface Services {
   workflowEngine: WorkflowEngine;
   /** Workflow runs, introspection, evaluation and simulation (docs/workflows.md). */
   workflows: WorkflowService;
-  /** Webhooks: CRUD, the dispatcher (an event handler) and the sender (the `webhooks` job). */
+  /** Webhooks: CRUD, deliveries and the dispatcher (an event handler). */
   webhooks: WebhookService;
+  /** The webhook sender: its pool of attempts in flight and the `webhooks` job that feeds it. */
+  webhookEngine: DeliveryEngine;
   /** What the outbox drain hands every event to (src/areas/events/handlers.ts). */
   eventHandlers: EventHandler[];
   /** Background loops the worker runs. */
@@ -151,14 +154,22 @@ export function createServices(deps: ServiceDeps): Services {
     store: deps.store,
     clock: deps.clock,
     log: deps.log,
+    allowPrivate: deps.config.allowPrivateNetworks,
+    wake: () => wakeups.wake(WEBHOOKS_JOB),
+    examplesOf: (type) => eventRegistry.get(type)?.examples as CloudEvent[] | undefined,
+    vault,
+  });
+  const webhookEngine = createDeliveryEngine({
+    store: deps.store,
+    clock: deps.clock,
+    log: deps.log,
     timeoutMs: deps.config.webhookTimeoutMs,
     backoffBaseSeconds: deps.config.webhookBackoffBaseSeconds,
     retryIntervalMs: deps.config.webhookRetryIntervalMs,
     allowPrivate: deps.config.allowPrivateNetworks,
-    wake: () => wakeups.wake('webhooks'),
+    wake: () => wakeups.wake(WEBHOOKS_JOB),
     metrics: createWebhookMetrics(metrics),
-    examplesOf: (type) => eventRegistry.get(type)?.examples as CloudEvent[] | undefined,
-    vault,
+    secrets: vault,
   });
   const plugins = createPluginService({
     store: deps.store,
@@ -232,7 +243,8 @@ export function createServices(deps: ServiceDeps): Services {
     }),
     analytics: createAnalyticsService({ config: deps.config.analytics, clock: deps.clock }),
     webhooks,
+    webhookEngine,
     eventHandlers,
-    jobs: [outbox, webhooks.engine.job, workflowEngine.job, auth.cleanupJob],
+    jobs: [outbox, webhookEngine.job, workflowEngine.job, auth.cleanupJob],
   };
 }

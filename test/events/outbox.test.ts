@@ -345,7 +345,12 @@ describe(`outbox (${dialectName})`, () => {
       const held = new Promise<void>((resolve) => {
         releaseAll = resolve;
       });
-      const hang = anotherDrain(t, [{ name: 'hang', handle: () => held }], { workerId: 'hangs' });
+      // Its lease is an hour of the test clock, renewed every 20 real minutes: no heartbeat runs while
+      // the test does (a renewal from a slow step would move the lease past the next clock advance).
+      const hang = anotherDrain(t, [{ name: 'hang', handle: () => held }], {
+        workerId: 'hangs',
+        leaseMs: 3_600_000,
+      });
       const steps: Promise<boolean>[] = [];
       for (let i = 0; i < 20; i++) {
         const step = hang.run();
@@ -353,7 +358,7 @@ describe(`outbox (${dialectName})`, () => {
         const claimed = eventually(async () => (await mine()).status === 'IN_PROGRESS', 5_000);
         await Promise.race([step, claimed]);
         if ((await mine()).status === 'FAILED') break;
-        clock.advance(300_000);
+        clock.advance(7_200_000);
       }
       releaseAll();
       await Promise.all(steps);

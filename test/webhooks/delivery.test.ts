@@ -40,7 +40,7 @@ describe(`webhook delivery (${dialectName})`, () => {
     await rx.close();
     await t.close();
   });
-  const engine = () => t.ctx.services.webhooks.engine;
+  const engine = () => t.ctx.services.webhookEngine;
 
   it('down, then 500, then hang past the timeout, then recovered: SUCCESS, webhook-id stable, none lost', async () => {
     const hook = await createHook(t, who.headers, { name: 'r', url: rx.url, event_types: ['*'] });
@@ -298,7 +298,7 @@ describe(`webhook delivery (${dialectName})`, () => {
     await dispatch(t, cloudEvent());
     const [d] = await deliveries(t, who.headers, hook.id);
     const id = d?.id as string;
-    await t.ctx.services.webhooks.engine.job.run();
+    await t.ctx.services.webhookEngine.job.run();
     await waitFor(() => rx.heldCount() === 1);
     // Retry during the attempt: reset at once, but the lease keeps a second send from starting.
     const retry = await t.app.inject({
@@ -310,7 +310,7 @@ describe(`webhook delivery (${dialectName})`, () => {
     // Claim steps for longer than the batch wait (20 ms), so claims really run: none takes it.
     const end = Date.now() + 100;
     while (Date.now() < end) {
-      await t.ctx.services.webhooks.engine.job.run();
+      await t.ctx.services.webhookEngine.job.run();
       await new Promise((r) => setTimeout(r, 5));
     }
     expect(rx.received).toHaveLength(1);
@@ -332,7 +332,7 @@ describe(`webhook delivery (${dialectName})`, () => {
       headers: who.headers,
     });
     expect(again.statusCode).toBe(200);
-    await t.ctx.services.webhooks.engine.job.run();
+    await t.ctx.services.webhookEngine.job.run();
     await waitFor(() => rx.heldCount() === 1);
     await t.app.inject({
       method: 'POST',

@@ -83,10 +83,10 @@ describe(`webhook pipeline (${dialectName})`, () => {
     const hook = await createHook(t, who.headers, { name: 'once', url: rx.url, event_types: ['*'] });
     const event = cloudEvent();
     await dispatch(t, event);
-    await t.ctx.services.webhooks.engine.deliverDue();
+    await t.ctx.services.webhookEngine.deliverDue();
     // Redelivered, also concurrently.
     await Promise.all([dispatch(t, event), dispatch(t, event), dispatch(t, event)]);
-    await t.ctx.services.webhooks.engine.deliverDue();
+    await t.ctx.services.webhookEngine.deliverDue();
     expect(await deliveries(t, who.headers, hook.id)).toHaveLength(1);
     expect(rx.received).toHaveLength(1);
   });
@@ -124,7 +124,7 @@ describe(`webhook pipeline (${dialectName})`, () => {
     // Each event's body is stored once, however many webhooks it fans out to.
     const bodies = await t.ctx.store.db.selectFrom('webhook_event').select('event_id').execute();
     expect(bodies).toHaveLength(3);
-    await t.ctx.services.webhooks.engine.deliverDue();
+    await t.ctx.services.webhookEngine.deliverDue();
     expect(rx.received).toHaveLength(6);
     expect(rx.received.map((r) => r.headers['x-webhook-id']).filter((id) => id === star.id)).toHaveLength(3);
   });
@@ -166,7 +166,7 @@ describe(`webhook pipeline (${dialectName})`, () => {
     }
     for (let i = 0; i < 40; i++) await dispatch(t, cloudEvent('svc.test'));
     rx.reply = 'hold';
-    const engine = t.ctx.services.webhooks.engine;
+    const engine = t.ctx.services.webhookEngine;
     await engine.job.run();
     // 5 webhooks x 32 claimed (the per-webhook cap), 128 of them sent (the pool), 32 waiting in memory.
     await eventually(async () => rx.heldCount() === 128);
@@ -199,7 +199,7 @@ describe(`webhook pipeline (${dialectName})`, () => {
     }
     for (let i = 0; i < 40; i++) await dispatch(t, cloudEvent('svc.test'));
     rx.reply = 'hold';
-    const engine = t.ctx.services.webhooks.engine;
+    const engine = t.ctx.services.webhookEngine;
     await engine.job.run();
     await eventually(async () => rx.heldCount() === 128);
     // One of the 32 claimed but still waiting in memory: retried by hand while this worker holds it.
@@ -249,7 +249,7 @@ describe(`webhook pipeline (${dialectName})`, () => {
       }
       for (let i = 0; i < 40; i++) await dispatch(t, cloudEvent());
       rx.reply = 'hold';
-      const engine = t.ctx.services.webhooks.engine;
+      const engine = t.ctx.services.webhookEngine;
       await engine.job.run();
       // 5 webhooks x 32 claimed (the per-webhook cap): 128 sent (the pool), 32 waiting in memory.
       await eventually(async () => rx.heldCount() === 128);
@@ -327,7 +327,7 @@ describe(`webhook SSRF re-check at send time (${dialectName})`, () => {
       for (const url of urls) {
         await t.ctx.store.db.updateTable('webhook').set({ url }).where('id', '=', hook.id).execute();
         await dispatch(t, cloudEvent());
-        await t.ctx.services.webhooks.engine.deliverDue();
+        await t.ctx.services.webhookEngine.deliverDue();
       }
       const list = await deliveries(t, who.headers, hook.id);
       expect(list).toHaveLength(2);
@@ -350,7 +350,7 @@ describe(`webhook SSRF re-check at send time (${dialectName})`, () => {
         .where('id', '=', hook.id)
         .execute();
       await dispatch(t, cloudEvent());
-      await t.ctx.services.webhooks.engine.deliverDue();
+      await t.ctx.services.webhookEngine.deliverDue();
       const [latest] = await deliveries(t, who.headers, hook.id, '&sort_by=updated_at');
       expect(latest?.error).toMatch(/only https:\/\/ URLs are allowed/);
     } finally {
@@ -401,7 +401,7 @@ describe(`webhook SSRF re-check at send time (${dialectName})`, () => {
       ]) {
         await t.ctx.store.db.updateTable('webhook').set({ url }).where('id', '=', hook.id).execute();
         await dispatch(t, cloudEvent());
-        await t.ctx.services.webhooks.engine.deliverDue();
+        await t.ctx.services.webhookEngine.deliverDue();
       }
       const list = await deliveries(t, who.headers, hook.id);
       expect(list).toHaveLength(2);
@@ -445,7 +445,7 @@ describe(`webhook SSRF re-check at send time (${dialectName})`, () => {
       });
       expect(createTime).toHaveBeenCalled();
       await dispatch(t, cloudEvent());
-      await t.ctx.services.webhooks.engine.deliverDue();
+      await t.ctx.services.webhookEngine.deliverDue();
       const [d] = await deliveries(t, who.headers, hook.id);
       expect(sendTime).toHaveBeenCalled();
       expect(d).toMatchObject({ status: 'PENDING', attempts: 1, http_status: null });

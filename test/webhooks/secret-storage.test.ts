@@ -55,7 +55,7 @@ describe(`webhook signing secrets at rest (${dialectName})`, () => {
   const deliversSignedWith = async (t: TestApp, whsec: string) => {
     const before = rx.received.length;
     await dispatch(t, cloudEvent());
-    await t.ctx.services.webhooks.engine.deliverDue();
+    await t.ctx.services.webhookEngine.deliverDue();
     const got = rx.received[before];
     expect(got).toBeDefined();
     expect(new StandardWebhook(whsec).verify(got.body, got.headers as never)).toBeTruthy();

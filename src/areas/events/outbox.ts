@@ -1,10 +1,11 @@
-import { randomBytes } from 'node:crypto';
-import { hostname } from 'node:os';
 import type { Logger } from 'pino';
 import type { Store } from '../../db/store.js';
 import { type Clock, iso } from '../../lib/clock.js';
+import { DueTimer } from '../../worker/due-timer.js';
+import { createLease } from '../../worker/lease.js';
 import type { Wakeups } from '../../worker/wakeups.js';
 import type { Job } from '../../worker/worker.js';
+import { newWorkerId } from '../../worker/worker-id.js';
 import type { CloudEvent } from './cloudevent.js';
 import type { EventHandler } from './handlers.js';
 import type { OutboxMetrics } from './metrics.js';
@@ -65,16 +66,20 @@ export function createOutboxJob(deps: OutboxDeps, options: OutboxOptions): Outbo
   const { store, clock, log } = deps;
   const batchSize = options.batchSize ?? 100;
   const handlerTimeoutMs = options.handlerTimeoutMs ?? 5 * 60_000;
-  const workerId = options.workerId ?? `${hostname()}/${process.pid}/${randomBytes(4).toString('hex')}`;
-  let dueTimer: NodeJS.Timeout | undefined;
+  const workerId = options.workerId ?? newWorkerId();
+  const lease = createLease(clock, options.leaseMs);
+  // Wakes the drain for the next retry or lease expiry (or the next housekeeping, which may find
+  // one), so it happens on time rather than at the next interval.
+  const dueTimer = new DueTimer(clock, () => deps.wakeups.wake(OUTBOX_JOB), {
+    horizonMs: options.intervalMs,
+    minDelayMs: MIN_TIMER_MS,
+  });
   // Housekeeping (reaping expired leases, asking the store for the next due time) costs three queries.
   // Under a stream of publishes the drain steps hundreds of times a second, so housekeeping runs at
   // most every `housekeepingMs`; retries this drain schedules meanwhile are tracked in `knownDueAt`.
   const housekeepingMs = Math.min(1_000, options.leaseMs / 2);
   let housekeepingAt = 0;
   let knownDueAt: number | null = null;
-
-  const leaseUntil = () => iso(new Date(clock.now().getTime() + options.leaseMs));
 
   /**
    * Expired leases are interrupted attempts (the worker crashed or stalled, not the event's fault):
@@ -173,19 +178,6 @@ export function createOutboxJob(deps: OutboxDeps, options: OutboxOptions): Outbo
     }
   }
 
-  /**
-   * Arms a timer for the next retry or lease expiry (or the next housekeeping, which may find one), so
-   * it happens on time rather than at the next interval.
-   */
-  function armDueTimer(wakeAt: number | null, nowMs: number): void {
-    clearTimeout(dueTimer);
-    if (wakeAt === null) return;
-    const delay = Math.max(wakeAt - nowMs, MIN_TIMER_MS);
-    if (delay >= options.intervalMs) return;
-    dueTimer = setTimeout(() => deps.wakeups.wake(OUTBOX_JOB), delay);
-    dueTimer.unref();
-  }
-
   return {
     name: OUTBOX_JOB,
     intervalMs: options.intervalMs,
@@ -197,25 +189,21 @@ export function createOutboxJob(deps: OutboxDeps, options: OutboxOptions): Outbo
       if (housekeeping) await reapExpiredLeases(now);
       const tasks = await claimTasks(store.db, store.dialect, {
         now: iso(now),
-        leaseUntil: leaseUntil(),
+        leaseUntil: lease.until(),
         workerId,
         limit: batchSize,
       });
       if (tasks.length > 0) {
         const ids = tasks.map((t) => t.id);
-        const heartbeat = setInterval(
-          () => {
-            extendLeases(store.db, ids, workerId, leaseUntil()).catch((err) =>
-              log.warn({ err }, 'outbox: lease renewal failed'),
-            );
-          },
-          Math.max(options.leaseMs / 3, 10),
+        const stopHeartbeat = lease.heartbeat(
+          (until) => extendLeases(store.db, ids, workerId, until),
+          (err) => log.warn({ err }, 'outbox: lease renewal failed'),
         );
         try {
           const results = await deliver(tasks);
           await settle(tasks, results);
         } finally {
-          clearInterval(heartbeat);
+          stopHeartbeat();
         }
       }
       if (tasks.length === batchSize) return true;
@@ -223,11 +211,11 @@ export function createOutboxJob(deps: OutboxDeps, options: OutboxOptions): Outbo
         const due = await nextDueAt(store.db);
         knownDueAt = due ? Date.parse(due) : null;
         housekeepingAt = nowMs + housekeepingMs;
-        armDueTimer(knownDueAt, nowMs);
+        if (knownDueAt !== null) dueTimer.arm(knownDueAt);
       } else {
         // What was due by `now` was claimable in this step; look ahead only.
         if (knownDueAt !== null && knownDueAt <= nowMs) knownDueAt = null;
-        armDueTimer(earliest(knownDueAt, housekeepingAt), nowMs);
+        dueTimer.arm(earliest(knownDueAt, housekeepingAt));
       }
       return false;
     },
@@ -235,7 +223,7 @@ export function createOutboxJob(deps: OutboxDeps, options: OutboxOptions): Outbo
       deps.signal.listen();
     },
     async stop() {
-      clearTimeout(dueTimer);
+      dueTimer.clear();
       await deps.signal.close();
     },
   };

@@ -1,4 +1,3 @@
-import { randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
 import type { Dispatcher } from 'undici';
 import type { Store } from '../../db/store.js';
@@ -6,7 +5,11 @@ import { type Clock, iso } from '../../lib/clock.js';
 import { newId } from '../../lib/ids.js';
 import { guardedDispatcher } from '../../lib/net-guard.js';
 import { VERSION } from '../../version.js';
+import { DueTimer } from '../../worker/due-timer.js';
+import { createLease } from '../../worker/lease.js';
 import type { Job } from '../../worker/worker.js';
+import { newWorkerId } from '../../worker/worker-id.js';
+import { WriteBatcher } from '../../worker/write-batcher.js';
 import { afterAttemptFailure } from './backoff.js';
 import type { WebhookMetrics } from './metrics.js';
 import { sendAttempt } from './sender.js';
@@ -54,8 +57,6 @@ export interface DeliveryEngine {
   inFlight(): number;
 }
 
-/** How long a result may wait for others to share its write. */
-const FLUSH_DELAY_MS = 5;
 /** How long free slots may wait to fill a claim batch. */
 const CLAIM_BATCH_WAIT_MS = 20;
 
@@ -89,12 +90,12 @@ export function createDeliveryEngine(opts: EngineOptions): DeliveryEngine {
   // A lease covers the wait in the buffer (two pools' worth ahead of it, each freed within one
   // attempt deadline at the latest), the attempt itself and the time to record it; past it, the
   // holder is presumed dead (crash) and the delivery is claimable again.
-  const leaseMs = 3 * opts.timeoutMs + 5_000;
+  const lease = createLease(clock, 3 * opts.timeoutMs + 5_000);
   /** A buffered delivery older than this is handed back rather than started: its lease is too short. */
   const maxBufferWaitMs = 2 * opts.timeoutMs + 2_500;
   // Every claim gets its own lease token (this engine's id + a sequence number), so a result that
   // arrives after its lease was lost can never be taken for a later claim of the same delivery.
-  const engineId = randomUUID();
+  const engineId = newWorkerId();
   let claimSeq = 0;
   let dispatcher: Dispatcher | undefined;
   const http = () => {
@@ -110,91 +111,56 @@ export function createDeliveryEngine(opts: EngineOptions): DeliveryEngine {
   let starting = false;
   /** Buffered plus in flight, per webhook: the per-webhook cap counts both. */
   const perWebhook = new Map<string, number>();
-  const queue: Outcome[] = [];
-  let flushing: Promise<void> | null = null;
   const settleWaiters: Array<() => void> = [];
-  let retryTimer: NodeJS.Timeout | undefined;
-  let retryTimerAt = Number.POSITIVE_INFINITY;
+  /** Wakes the job when the earliest retry is due (sooner than the job's interval would). */
+  const retryTimer = new DueTimer(clock, opts.wake, { horizonMs: opts.retryIntervalMs });
 
   function notifySettled() {
     for (const w of settleWaiters.splice(0)) w();
   }
 
-  /** Wakes the job when the earliest retry is due (sooner than the job's interval would). */
   function scheduleRetryWake(at: Date) {
-    const delay = at.getTime() - clock.now().getTime();
-    if (closed || delay >= opts.retryIntervalMs) return;
-    const when = Date.now() + Math.max(delay, 0);
-    if (when >= retryTimerAt) return;
-    clearTimeout(retryTimer);
-    retryTimerAt = when;
-    retryTimer = setTimeout(
-      () => {
-        retryTimerAt = Number.POSITIVE_INFINITY;
-        opts.wake();
-      },
-      Math.max(delay, 0),
+    if (!closed) retryTimer.arm(at.getTime());
+  }
+
+  // Results are written by the write batcher: those arriving together share one transaction (one
+  // commit, a multi-row statement), and a batch that fails is retried result by result.
+  const batcher = new WriteBatcher(store, 500);
+  const writeResult = batcher.register('attempt-result', async (tx, outcomes: Outcome[]) => {
+    const results = await db.completeAttempts(
+      tx.db,
+      outcomes.map((o) => o.completion),
+      tx.dialect,
     );
-    retryTimer.unref();
-  }
+    await db.insertAttempts(
+      tx.db,
+      outcomes.map((o) => o.attempt),
+      tx.dialect,
+    );
+    return results;
+  });
+  /** Results handed to the batcher and not written yet. */
+  let recording = 0;
 
-  async function flush(): Promise<void> {
-    while (queue.length > 0) {
-      const batch = queue.splice(0, 500);
-      try {
-        const results = await store.transaction(async (tx) => {
-          const out = await db.completeAttempts(
-            tx.db,
-            batch.map((o) => o.completion),
-            tx.dialect,
-          );
-          await db.insertAttempts(
-            tx.db,
-            batch.map((o) => o.attempt),
-            tx.dialect,
-          );
-          return out;
-        });
-        results.forEach((r, i) => {
-          if (r === 'lost') {
-            const id = batch[i]?.completion.id;
-            log.warn(
-              { delivery_id: id },
-              'webhook attempt finished after its lease expired; result kept in the attempt log only',
-            );
-          }
-        });
-      } catch (err) {
-        // The leases of this batch expire and the deliveries are attempted again (at-least-once).
-        log.error({ err, count: batch.length }, 'recording webhook attempt results failed');
-      }
-    }
-  }
-
-  function startFlush() {
-    flushing = flush().finally(() => {
-      flushing = null;
-      // Results queued while the last batch was being written would otherwise wait for the next one.
-      if (queue.length > 0) startFlush();
-      else notifySettled();
-    });
-  }
-
-  let flushTimer: NodeJS.Timeout | undefined;
   function record(outcome: Outcome) {
-    queue.push(outcome);
-    if (flushing) return;
-    // Results arriving within a few milliseconds share one transaction (one commit, one statement).
-    if (queue.length >= 200 || inflight <= 1) {
-      clearTimeout(flushTimer);
-      flushTimer = undefined;
-      startFlush();
-    } else {
-      flushTimer ??= setTimeout(() => {
-        flushTimer = undefined;
-        if (!flushing && queue.length > 0) startFlush();
-      }, FLUSH_DELAY_MS);
-    }
+    recording++;
+    writeResult(outcome)
+      .then(
+        (result) => {
+          if (result !== 'lost') return;
+          log.warn(
+            { delivery_id: outcome.completion.id },
+            'webhook attempt finished after its lease expired; result kept in the attempt log only',
+          );
+        },
+        // The lease expires and the delivery is attempted again (at-least-once).
+        (err) =>
+          log.error({ err, delivery_id: outcome.completion.id }, 'recording a webhook attempt result failed'),
+      )
+      .finally(() => {
+        recording--;
+        notifySettled();
+      });
   }
 
   /** Plaintext signing keys by stored token: a Fernet decryption per attempt is avoidable work. */
@@ -538,7 +504,7 @@ export function createDeliveryEngine(opts: EngineOptions): DeliveryEngine {
       // One statement, no explicit transaction: the claim is atomic by itself.
       const claimed = await db.claimDue(store.db, {
         now: nowIso,
-        leaseUntil: iso(new Date(now.getTime() + leaseMs)),
+        leaseUntil: lease.until(),
         token: `${engineId}:${++claimSeq}`,
         limit: asked,
         perWebhookCap,
@@ -593,15 +559,12 @@ export function createDeliveryEngine(opts: EngineOptions): DeliveryEngine {
   }
 
   async function idle(): Promise<void> {
-    while (inflight > 0 || ready.length > 0 || claiming || flushing || queue.length > 0) {
-      if (flushing && inflight === 0) await flushing;
-      else await nextSettle();
-    }
+    while (inflight > 0 || ready.length > 0 || claiming || recording > 0) await nextSettle();
   }
 
   async function close(): Promise<void> {
     closed = true;
-    clearTimeout(retryTimer);
+    retryTimer.clear();
     clearTimeout(claimTimer);
     // Buffered deliveries go back to the store at once rather than waiting out their leases.
     const unsent = ready.splice(0);
@@ -630,7 +593,7 @@ export function createDeliveryEngine(opts: EngineOptions): DeliveryEngine {
       for (;;) {
         const { claimed, deferred } = await claimAndStart();
         if (claimed === 0) {
-          if (inflight === 0 && ready.length === 0 && !claiming && !flushing && queue.length === 0) return;
+          if (inflight === 0 && ready.length === 0 && !claiming && recording === 0) return;
           await (deferred
             ? Promise.race([nextSettle(), new Promise((r) => setTimeout(r, CLAIM_BATCH_WAIT_MS))])
             : nextSettle());

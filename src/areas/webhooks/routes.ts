@@ -24,9 +24,6 @@ const tags = ['webhooks'];
 
 /** /webhook (SPEC Webhooks table). HTTP only: schema, scope, one service call. */
 export function registerWebhookRoutes(api: App, { webhooks }: { webhooks: WebhookService }): void {
-  // Closing the app lets attempts in flight finish and be recorded before the store closes.
-  api.addHook('onClose', async () => webhooks.engine.close());
-
   api.post(
     '/webhook',
     {

@@ -9,7 +9,6 @@ import { assertAllowedUrl, ForbiddenTargetError } from '../../lib/net-guard.js';
 import type { CloudEvent } from '../events/cloudevent.js';
 import type { EventHandler } from '../events/handlers.js';
 import type { VaultService } from '../vault/service.js';
-import { createDeliveryEngine, type DeliveryEngine, type EngineOptions } from './engine.js';
 import type {
   AttemptListQuery,
   CreateWebhook,
@@ -49,19 +48,21 @@ export interface WebhookService {
   sendTest(webhookId: string, input: TestWebhookBody): Promise<Delivery>;
   /** SPEC Pipeline 4: the drain's handler creating one delivery per matching webhook. */
   dispatcher: EventHandler;
-  /** The sender (the `webhooks` worker job and its pool). */
-  engine: DeliveryEngine;
 }
 
-export type WebhookDeps = Omit<EngineOptions, 'store' | 'clock' | 'log' | 'secrets'> & {
+export interface WebhookDeps {
   store: Store;
   clock: Clock;
   log: Logger;
+  /** SVC_ALLOW_PRIVATE_NETWORKS: checked when a url is set (the sender checks again per attempt). */
+  allowPrivate: boolean;
+  /** Wakes the sender (src/areas/webhooks/engine.ts): new deliveries, a manual retry. */
+  wake: () => void;
   /** Complete example events of a registered type (the event registry), or undefined if unknown. */
   examplesOf(eventType: string): readonly CloudEvent[] | undefined;
   /** The vault: signing keys are stored sealed under its key and re-encrypted when it rotates. */
-  vault: Pick<VaultService, 'seal' | 'open' | 'registerCiphertexts'>;
-};
+  vault: Pick<VaultService, 'seal' | 'registerCiphertexts'>;
+}
 
 /** The secret as create and rotate_secret answer it: hex, and the `whsec_` form libraries take. */
 function withSecret(secret: string): { secret: string; standard_webhooks_secret: string } {
@@ -76,7 +77,6 @@ function normaliseTypes(types: string[]): string[] {
 
 export function createWebhookService(deps: WebhookDeps): WebhookService {
   const { store, clock, log } = deps;
-  const engine = createDeliveryEngine({ ...deps, secrets: deps.vault });
   // Key rotation re-encrypts the signing keys with the vault's entries; a plaintext key left by an
   // earlier version is sealed under the new key on the way.
   deps.vault.registerCiphertexts('webhook signing secret(s)', async (tx, reencrypt) => {
@@ -163,7 +163,6 @@ export function createWebhookService(deps: WebhookDeps): WebhookService {
 
   return {
     dispatcher,
-    engine,
 
     async create(input, by) {
       await checkUrl(input.url);

@@ -13,18 +13,19 @@
  * - A worker that stops mid-run leaves its lease to expire; the next claim resumes the run from its
  *   last persisted node. An ACTION attempt found in flight is re-run only if the action is idempotent.
  */
-import { randomBytes } from 'node:crypto';
-import { hostname } from 'node:os';
 import type { Logger } from 'pino';
 import type { Store } from '../../db/store.js';
 import { AppError } from '../../http/errors.js';
 import { type Clock, iso } from '../../lib/clock.js';
 import { newId } from '../../lib/ids.js';
+import { DueTimer } from '../../worker/due-timer.js';
+import { createLease } from '../../worker/lease.js';
 import type { Job } from '../../worker/worker.js';
+import { newWorkerId } from '../../worker/worker-id.js';
+import { WriteBatcher } from '../../worker/write-batcher.js';
 import type { CloudEvent } from '../events/cloudevent.js';
 import type { EventHandler, HandlerFailures } from '../events/handlers.js';
 import { maskSecrets, secretValues } from '../vault/references.js';
-import { WriteBatcher } from './batcher.js';
 import type { GraphSource, RoutedSubscription } from './graph-source.js';
 import { CompiledCache, describeThrown, truthy } from './jsonlogic.js';
 import { type Barrier, eventContext, MAX_INTERRUPTIONS, type NodeState, RunMachine } from './machine.js';
@@ -97,11 +98,9 @@ export function createWorkflowEngine(deps: EngineDeps) {
   const plans = new PlanCache();
   const conditions = new CompiledCache(500);
   const batchSize = deps.batchSize ?? 64;
-  const workerId = deps.workerId ?? `${hostname()}/${process.pid}/${randomBytes(4).toString('hex')}`;
+  const workerId = deps.workerId ?? newWorkerId();
   /** Runs this process just created: claimed without a query for them when the job runs here. */
   const hints: RunMachine[] = [];
-  let timer: NodeJS.Timeout | undefined;
-  let timerAt: number | undefined;
   /** Ends the current step's wait (new work arrived). */
   let wakeStep: (() => void) | undefined;
   /** Runs of this process inside an ACTION call: only those make waiting for the in-flight ones slow. */
@@ -113,7 +112,9 @@ export function createWorkflowEngine(deps: EngineDeps) {
     deps.wake();
   };
 
-  const leaseUntil = () => iso(new Date(clock.now().getTime() + deps.leaseMs));
+  const lease = createLease(clock, deps.leaseMs);
+  /** Wakes the job when a released run (DELAY, retry backoff) comes due. */
+  const dueTimer = new DueTimer(clock, notify);
 
   function planOf(subscriptionId: string, version: number): Promise<Plan> {
     return plans.get(subscriptionId, version, async () => {
@@ -237,29 +238,11 @@ export function createWorkflowEngine(deps: EngineDeps) {
     }
   }
 
-  function armTimer(untilIso: string): void {
-    const at = Date.parse(untilIso);
-    if (timerAt !== undefined && timerAt <= at) return;
-    if (timer) clearTimeout(timer);
-    timerAt = at;
-    const ms = Math.max(0, Math.min(at - clock.now().getTime(), 2 ** 31 - 1));
-    timer = setTimeout(() => {
-      timer = undefined;
-      timerAt = undefined;
-      notify();
-    }, ms);
-    timer.unref();
-  }
-
   function heartbeat(runId: string): () => void {
-    const every = Math.max(100, Math.floor(deps.leaseMs / 3));
-    const t = setInterval(() => {
-      runs.renewLease(runId, workerId, leaseUntil(), iso(clock.now())).catch((err) => {
-        log.warn({ run_id: runId, err }, 'workflow engine: lease renewal failed');
-      });
-    }, every);
-    t.unref();
-    return () => clearInterval(t);
+    return lease.heartbeat(
+      (until) => runs.renewLease(runId, workerId, until, iso(clock.now())),
+      (err) => log.warn({ run_id: runId, err }, 'workflow engine: lease renewal failed'),
+    );
   }
 
   function errorText(err: unknown): string {
@@ -318,7 +301,7 @@ export function createWorkflowEngine(deps: EngineDeps) {
       return;
     }
     // The attempt is durable (running, input, attempts) before the plugin can see it.
-    await persist(machine, { wake_at: leaseUntil(), locked_by: workerId });
+    await persist(machine, { wake_at: lease.until(), locked_by: workerId });
     const actionMs = description.timeout_seconds * 1000;
     const limit = Math.max(1, Math.min(node.timeoutMs ?? Number.POSITIVE_INFINITY, actionMs));
     const stop = heartbeat(machine.run.id);
@@ -394,7 +377,7 @@ export function createWorkflowEngine(deps: EngineDeps) {
         }
         if (b.kind === 'wait') {
           await persist(machine, { wake_at: b.until, locked_by: null });
-          armTimer(b.until);
+          dueTimer.arm(Date.parse(b.until));
           return;
         }
         await invoke(machine, b);
@@ -486,18 +469,18 @@ export function createWorkflowEngine(deps: EngineDeps) {
     let more = false;
     if (room > 0) {
       const now = iso(clock.now());
-      const lease = leaseUntil();
+      const leaseUntil = lease.until();
       const local = hints.splice(0, room);
       const claimed = await runs.claimIds(
         local.map((m) => m.run.id),
         workerId,
         now,
-        lease,
+        leaseUntil,
       );
       const machines = local.filter((m) => claimed.has(m.run.id));
       const free = room - machines.length;
       if (free > 0) {
-        const due = await runs.claimDue(workerId, now, lease, free);
+        const due = await runs.claimDue(workerId, now, leaseUntil, free);
         more = due.length === free;
         machines.push(...(await hydrate(due)));
       }
@@ -526,9 +509,7 @@ export function createWorkflowEngine(deps: EngineDeps) {
   async function stop(): Promise<void> {
     // Graceful stop: the runs in flight finish their current step (an ACTION attempt included).
     await Promise.allSettled([...inFlight]);
-    if (timer) clearTimeout(timer);
-    timer = undefined;
-    timerAt = undefined;
+    dueTimer.clear();
   }
 
   const job: Job = { name: WORKFLOWS_JOB, intervalMs: pollMs, run: step, stop };

@@ -1,4 +1,4 @@
-import type { Store, Tx } from '../../db/store.js';
+import type { Store, Tx } from '../db/store.js';
 
 /** Writes one group of same-kind items in a transaction; answers one result per item, in order. */
 export type GroupWriter<I, R> = (tx: Tx, items: I[]) => Promise<R[]>;

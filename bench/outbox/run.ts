@@ -3,8 +3,8 @@
  * latency (p50/p99), on SQLite (a WAL file, as deployed) and on PostgreSQL.
  *
  * Each run publishes EVENTS events, PUBLISHERS transactions in flight (like concurrent requests), one
- * event per transaction, while the real worker (createContext + createWorker, woken after every
- * commit) drains them. Throughput = events / time from the first publish until every task is DONE.
+ * event per transaction, while the real drain (the outbox job of src/areas/events/outbox.ts, run by
+ * the worker loop and woken after every commit) drains them. Throughput = events / time from the first publish until every task is DONE.
  * Latency = from the publishing transaction's commit to the handler's call.
  *
  * Ceiling, measured in the same run on the same store: the raw rate of the same single-row insert
@@ -12,8 +12,8 @@
  * events can be written, so drained/ceiling is the ratio to watch.
  *
  * Two handler sets: `probe` (only the latency probe: the outbox machinery itself) and `app` (the
- * probe plus every handler the areas register: webhook dispatcher, workflow router; no webhooks or
- * subscriptions exist, so each only looks and finds nothing).
+ * probe after every handler of the areas, services.eventHandlers: webhook dispatcher, workflow router;
+ * no webhooks or subscriptions exist, so each only looks and finds nothing).
  *
  * Env: BENCH_EVENTS (default 5000), BENCH_RUNS (3), BENCH_PUBLISHERS (4), BENCH_PG_URL (default
  * postgres://postgres@127.0.0.1:5432/postgres; a fresh database is created and dropped; "off" skips).
@@ -24,12 +24,17 @@ import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import pg from 'pg';
 import pino from 'pino';
-import { createContext, createWorker } from '../../src/app/runtime.js';
+import { Registry } from 'prom-client';
+import { createContext } from '../../src/app/runtime.js';
 import type { AppContext } from '../../src/app/types.js';
 import type { EventHandler } from '../../src/areas/events/handlers.js';
+import { createOutboxMetrics } from '../../src/areas/events/metrics.js';
+import { createOutboxJob } from '../../src/areas/events/outbox.js';
+import { createOutboxSignal } from '../../src/areas/events/signal.js';
 import { loadConfig } from '../../src/config/config.js';
 import { iso, systemClock } from '../../src/lib/clock.js';
 import { newId } from '../../src/lib/ids.js';
+import { Worker } from '../../src/worker/worker.js';
 import { median } from '../lib/load.js';
 
 const EVENTS = Number(process.env.BENCH_EVENTS ?? 5_000);
@@ -168,10 +173,20 @@ async function drainRun(ctx: AppContext, withAppHandlers: boolean) {
       }
     },
   };
-  const handlers = ctx.services.eventHandlers;
-  const original = handlers.splice(0, handlers.length);
-  handlers.push(...(withAppHandlers ? original : []), probe);
-  const worker = createWorker(ctx);
+  const { store, clock, log, services, config } = ctx;
+  const drain = createOutboxJob(
+    {
+      store,
+      clock,
+      log,
+      wakeups: services.wakeups,
+      handlers: withAppHandlers ? [...services.eventHandlers, probe] : [probe],
+      signal: createOutboxSignal({ store, wakeups: services.wakeups, log }),
+      metrics: createOutboxMetrics(new Registry(), store, clock),
+    },
+    { intervalMs: config.outboxDrainIntervalMs, leaseMs: config.outboxLeaseMs },
+  );
+  const worker = new Worker([drain], services.wakeups, log);
   worker.start();
   const started = performance.now();
   try {
@@ -215,7 +230,6 @@ async function drainRun(ctx: AppContext, withAppHandlers: boolean) {
     };
   } finally {
     await worker.stop();
-    handlers.splice(0, handlers.length, ...original);
   }
 }
 

@@ -1,4 +1,5 @@
 import pino, { type Logger } from 'pino';
+import type { EventHandler } from '../areas/events/handlers.js';
 import type { Config } from '../config/config.js';
 import { migrateToLatest } from '../db/migrate.js';
 import { openStore, type Store } from '../db/store.js';
@@ -21,6 +22,8 @@ export interface RuntimeOptions {
    * them: a command run without the server's plugin settings must not mark its plugins disabled.
    */
   startup?: boolean;
+  /** Event handlers called after the areas' own (tests' and benchmarks' probes). */
+  eventHandlers?: readonly EventHandler[];
 }
 
 /** Opens the store, applies migrations, builds the services and runs the areas' start-up tasks. */
@@ -31,7 +34,13 @@ export async function createContext(config: Config, options: RuntimeOptions = {}
     options.store ?? openStore(fullConfig.databaseUrl, { guardTransactions: options.guardTransactions });
   await migrateToLatest(store);
   const clock = options.clock ?? systemClock;
-  const services = createServices({ config: fullConfig, store, clock, log });
+  const services = createServices({
+    config: fullConfig,
+    store,
+    clock,
+    log,
+    extraEventHandlers: options.eventHandlers,
+  });
   const ctx: AppContext = { config: fullConfig, store, clock, log, services };
   if (options.startup !== false) await runStartup(ctx);
   return ctx;

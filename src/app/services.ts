@@ -74,8 +74,8 @@ export interface Services {
   webhooks: WebhookService;
   /** The webhook sender: its pool of attempts in flight and the `webhooks` job that feeds it. */
   webhookEngine: DeliveryEngine;
-  /** What the outbox drain hands every event to (src/areas/events/handlers.ts). */
-  eventHandlers: EventHandler[];
+  /** What the outbox drain hands every event to, fixed at construction (src/areas/events/handlers.ts). */
+  eventHandlers: readonly EventHandler[];
   /** Background loops the worker runs. */
   jobs: Job[];
 }
@@ -85,6 +85,8 @@ export interface ServiceDeps {
   store: Store;
   clock: Clock;
   log: Logger;
+  /** Handlers the drain calls after the areas' own (a test's or a benchmark's probe). */
+  extraEventHandlers?: readonly EventHandler[];
 }
 
 export function createServices(deps: ServiceDeps): Services {
@@ -104,20 +106,6 @@ export function createServices(deps: ServiceDeps): Services {
       registry: deps.config.production ? undefined : eventRegistry,
     }),
   });
-  // Areas append their handlers (webhook dispatcher, workflow router); the drain reads the live list.
-  const eventHandlers: EventHandler[] = [];
-  const outbox = createOutboxJob(
-    {
-      store: deps.store,
-      clock: deps.clock,
-      log: deps.log,
-      wakeups,
-      handlers: eventHandlers,
-      signal: outboxSignal,
-      metrics: createOutboxMetrics(metrics, deps.store, deps.clock),
-    },
-    { intervalMs: deps.config.outboxDrainIntervalMs, leaseMs: deps.config.outboxLeaseMs },
-  );
   const identity = createIdentityService({
     store: deps.store,
     clock: deps.clock,
@@ -181,7 +169,6 @@ export function createServices(deps: ServiceDeps): Services {
     allowPrivateNetworks: deps.config.allowPrivateNetworks,
     metrics: createPluginMetrics(metrics),
   });
-  eventHandlers.push(webhooks.dispatcher);
   const auth = createAuthService({
     store: deps.store,
     clock: deps.clock,
@@ -209,7 +196,20 @@ export function createServices(deps: ServiceDeps): Services {
     leaseMs: deps.config.workflowLeaseMs,
     pollIntervalMs: deps.config.workflowPollIntervalMs,
   });
-  eventHandlers.push(workflowEngine.router);
+  // The drain comes last: its handlers are the areas' event consumers, complete from the start.
+  const eventHandlers = [webhooks.dispatcher, workflowEngine.router, ...(deps.extraEventHandlers ?? [])];
+  const outbox = createOutboxJob(
+    {
+      store: deps.store,
+      clock: deps.clock,
+      log: deps.log,
+      wakeups,
+      handlers: eventHandlers,
+      signal: outboxSignal,
+      metrics: createOutboxMetrics(metrics, deps.store, deps.clock),
+    },
+    { intervalMs: deps.config.outboxDrainIntervalMs, leaseMs: deps.config.outboxLeaseMs },
+  );
   const workflows = createWorkflowService({
     store: deps.store,
     clock: deps.clock,

@@ -1,6 +1,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { createWorker } from '../../src/app/runtime.js';
 import { validateCloudEvent } from '../../src/areas/events/cloudevent.js';
+import type { EventHandler } from '../../src/areas/events/handlers.js';
 import { afterFailure } from '../../src/areas/events/retry.js';
 import { AppError } from '../../src/http/errors.js';
 import { manualClock } from '../../src/lib/clock.js';
@@ -27,9 +28,10 @@ describe(`outbox (${dialectName})`, () => {
     t = undefined;
   });
 
-  async function start(env: Record<string, string> = {}) {
+  /** An app on the test clock whose drain also calls `handlers` (after the areas' own). */
+  async function start(env: Record<string, string> = {}, handlers: EventHandler[] = []) {
     const clock = manualClock(T0);
-    t = await startTestApp({ clock, env });
+    t = await startTestApp({ clock, env, eventHandlers: handlers });
     return { t, clock };
   }
 
@@ -137,10 +139,9 @@ describe(`outbox (${dialectName})`, () => {
 
   describe('drain', () => {
     it('hands every event to every handler, then marks the tasks DONE', async () => {
-      const { t } = await start();
       const a = recorder('a');
       const b = recorder('b');
-      t.ctx.services.eventHandlers.push(a.handler, b.handler);
+      const { t } = await start({}, [a.handler, b.handler]);
       const events = await publishMany(t, 3);
       expect(await outboxJob(t).run()).toBe(false);
       expect(a.calls.map((e) => e.id).sort()).toEqual(events.map((e) => e.id).sort());
@@ -167,9 +168,8 @@ describe(`outbox (${dialectName})`, () => {
     });
 
     it('a handler failing twice then succeeding: retried after 5 s and 10 s, DONE with attempts 3', async () => {
-      const { t, clock } = await start();
       const flaky = recorder('flaky', (_e, call) => call <= 2);
-      t.ctx.services.eventHandlers.push(flaky.handler);
+      const { t, clock } = await start({}, [flaky.handler]);
       const [event] = await publishMany(t, 1);
       const job = outboxJob(t);
       const task = async () => (await allTasks(t))[0];
@@ -206,9 +206,8 @@ describe(`outbox (${dialectName})`, () => {
     });
 
     it('a handler that always fails: FAILED once max_attempts (3) are spent, never retried again', async () => {
-      const { t, clock } = await start();
       const broken = recorder('broken', () => true);
-      t.ctx.services.eventHandlers.push(broken.handler);
+      const { t, clock } = await start({}, [broken.handler]);
       await publishMany(t, 1);
       const job = outboxJob(t);
       for (const wait of [0, 5_000, 10_000]) {
@@ -225,10 +224,9 @@ describe(`outbox (${dialectName})`, () => {
     });
 
     it('a failing handler does not keep the others from the event; the retry calls every handler again', async () => {
-      const { t, clock } = await start();
       const once = recorder('once', (_e, call) => call === 1);
       const steady = recorder('steady');
-      t.ctx.services.eventHandlers.push(once.handler, steady.handler);
+      const { t, clock } = await start({}, [once.handler, steady.handler]);
       await publishMany(t, 1);
       await outboxJob(t).run();
       expect(steady.calls).toHaveLength(1);
@@ -240,17 +238,21 @@ describe(`outbox (${dialectName})`, () => {
     });
 
     it('hands the claimed batch over at once; a handler failing one event fails only that task', async () => {
-      const { t } = await start();
       const batches: number[] = [];
-      const events = await publishMany(t, 3);
-      const middle = events[1].id;
-      t.ctx.services.eventHandlers.push({
-        name: 'picky',
-        handle: async (batch) => {
-          batches.push(batch.length);
-          return new Map(batch.filter((e) => e.id === middle).map((e) => [e.id, new Error('not this one')]));
+      let middle = '';
+      const { t } = await start({}, [
+        {
+          name: 'picky',
+          handle: async (batch) => {
+            batches.push(batch.length);
+            return new Map(
+              batch.filter((e) => e.id === middle).map((e) => [e.id, new Error('not this one')]),
+            );
+          },
         },
-      });
+      ]);
+      const events = await publishMany(t, 3);
+      middle = events[1].id;
       await outboxJob(t).run();
       expect(batches).toEqual([3]);
       const byEvent = new Map((await allTasks(t)).map((task) => [task.event_id, task]));
@@ -259,9 +261,8 @@ describe(`outbox (${dialectName})`, () => {
     });
 
     it('a handler that throws fails every task of the batch; the other handlers still get it', async () => {
-      const { t } = await start();
       const steady = recorder('steady');
-      t.ctx.services.eventHandlers.push(
+      const { t } = await start({}, [
         {
           name: 'down',
           handle: async () => {
@@ -269,7 +270,7 @@ describe(`outbox (${dialectName})`, () => {
           },
         },
         steady.handler,
-      );
+      ]);
       await publishMany(t, 2);
       await outboxJob(t).run();
       expect(steady.calls).toHaveLength(2);
@@ -279,9 +280,8 @@ describe(`outbox (${dialectName})`, () => {
     });
 
     it('claims in batches: a step takes at most 100 tasks and says when more are waiting', async () => {
-      const { t } = await start();
       const seen = recorder('seen');
-      t.ctx.services.eventHandlers.push(seen.handler);
+      const { t } = await start({}, [seen.handler]);
       await publishMany(t, 230, 50);
       const job = outboxJob(t);
       expect(await job.run()).toBe(true);
@@ -410,9 +410,8 @@ describe(`outbox (${dialectName})`, () => {
 
   describe('end to end', () => {
     it('POST /user commits the user and its svc.user.created together; the drain hands it to the handlers', async () => {
-      const { t } = await start();
       const seen = recorder('seen');
-      t.ctx.services.eventHandlers.push(seen.handler);
+      const { t } = await start({}, [seen.handler]);
       const boss = await admin(t);
       const res = await t.app.inject({
         method: 'POST',
@@ -443,16 +442,15 @@ describe(`outbox (${dialectName})`, () => {
   describe('worker', () => {
     it('processes an event as soon as its transaction commits, not at the next interval', async () => {
       // Real clock; the interval is 10 minutes, so only the wake-up after commit can explain a prompt delivery.
-      t = await startTestApp({ env: { SVC_OUTBOX_DRAIN_INTERVAL_MS: '600000' } });
-      const app = t;
       let delivered!: (id: string) => void;
       const got = new Promise<string>((resolve) => {
         delivered = resolve;
       });
-      app.ctx.services.eventHandlers.push({
-        name: 'probe',
-        handle: async (events) => delivered(events[0].id),
+      t = await startTestApp({
+        env: { SVC_OUTBOX_DRAIN_INTERVAL_MS: '600000' },
+        eventHandlers: [{ name: 'probe', handle: async (events) => delivered(events[0].id) }],
       });
+      const app = t;
       const worker = createWorker(app.ctx);
       worker.start();
       try {
@@ -470,10 +468,12 @@ describe(`outbox (${dialectName})`, () => {
     });
 
     it('wakes itself when a retry comes due, not at the next interval', async () => {
-      t = await startTestApp({ env: { SVC_OUTBOX_DRAIN_INTERVAL_MS: '600000' } });
-      const app = t;
       const flaky = recorder('flaky', (_e, call) => call === 1);
-      app.ctx.services.eventHandlers.push(flaky.handler);
+      t = await startTestApp({
+        env: { SVC_OUTBOX_DRAIN_INTERVAL_MS: '600000' },
+        eventHandlers: [flaky.handler],
+      });
+      const app = t;
       const worker = createWorker(app.ctx);
       worker.start();
       try {

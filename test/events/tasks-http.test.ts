@@ -18,7 +18,17 @@ describe(`GET /event_delivery_task (${dialectName})`, () => {
 
   beforeAll(async () => {
     const clock = manualClock(T0);
-    t = await startTestApp({ clock });
+    // The drain's extra handler fails B only (ids.B is set below, before B is drained).
+    t = await startTestApp({
+      clock,
+      eventHandlers: [
+        {
+          name: 'picky',
+          handle: async (events) =>
+            new Map(events.filter((e) => e.id === ids.B).map((e) => [e.id, new Error('B is not welcome')])),
+        },
+      ],
+    });
     // T0: making the reader's creator publishes svc.user.created (R); drained at once: DONE at T0.
     reader = await apiKey(t, ['event_subscription:read']);
     await outboxJob(t).run();
@@ -29,11 +39,6 @@ describe(`GET /event_delivery_task (${dialectName})`, () => {
     // T0+2h: B, whose handler fails: PENDING again, next attempt at T0+2h+5s.
     clock.advance(HOUR);
     [{ id: ids.B }] = await publishMany(t, 1);
-    t.ctx.services.eventHandlers.push({
-      name: 'picky',
-      handle: async (events) =>
-        new Map(events.filter((e) => e.id === ids.B).map((e) => [e.id, new Error('B is not welcome')])),
-    });
     await outboxJob(t).run();
     // T0+3h: C, not drained: PENDING, due at T0+3h.
     clock.advance(HOUR);

@@ -163,13 +163,13 @@ describePg('outbox wake-ups across processes (LISTEN/NOTIFY)', () => {
     publisher = await startTestApp();
     const app = publisher;
     // A second process's worth of services on the same database, running the worker.
+    const seen = recorder('seen');
     drainer = await startTestApp({
       databaseUrl: app.ctx.store.url,
       env: { SVC_OUTBOX_DRAIN_INTERVAL_MS: QUIET },
+      eventHandlers: [seen.handler],
     });
     const other = drainer;
-    const seen = recorder('seen');
-    other.ctx.services.eventHandlers.push(seen.handler);
     const worker = createWorker(other.ctx);
     worker.start();
     const listener = async () =>

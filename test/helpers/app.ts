@@ -4,6 +4,7 @@ import { buildApp } from '../../src/app/build-app.js';
 import { loggerOptions } from '../../src/app/logger.js';
 import { closeContext, createContext } from '../../src/app/runtime.js';
 import type { AppContext } from '../../src/app/types.js';
+import type { EventHandler } from '../../src/areas/events/handlers.js';
 import { loadConfig } from '../../src/config/config.js';
 import type { App, RouteEntry } from '../../src/http/app.js';
 import type { Clock } from '../../src/lib/clock.js';
@@ -25,6 +26,8 @@ export interface TestAppOptions {
   clock?: Clock;
   /** Use this database URL instead of a fresh one (e.g. a shared SQLite file). */
   databaseUrl?: string;
+  /** Event handlers the outbox drain calls after the areas' own (probes). */
+  eventHandlers?: EventHandler[];
 }
 
 export const TEST_SECRETS = {
@@ -55,7 +58,12 @@ export async function startTestApp(options: TestAppOptions = {}): Promise<TestAp
     },
   });
   const log = pino(loggerOptions(config.logLevel), sink);
-  const ctx = await createContext(config, { log, clock: options.clock, guardTransactions: true });
+  const ctx = await createContext(config, {
+    log,
+    clock: options.clock,
+    guardTransactions: true,
+    eventHandlers: options.eventHandlers,
+  });
   const { app, routes } = await buildApp(ctx);
   return {
     app,

@@ -5,7 +5,7 @@ export type HandlerFailures = ReadonlyMap<string, Error>;
 
 /**
  * Something the outbox drain hands every published event to (the workflow router, the webhook
- * dispatcher, ...), registered by appending to `Services.eventHandlers` in src/app/services.ts.
+ * dispatcher), listed in `eventHandlers` in src/app/services.ts when the drain is built.
  *
  * The drain hands over a whole claimed batch at once, so a handler looks up what it needs once per
  * batch rather than once per event: per-event lookups were most of the drain's latency.

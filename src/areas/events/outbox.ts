@@ -40,7 +40,7 @@ export interface OutboxDeps {
   clock: Clock;
   log: Logger;
   wakeups: Wakeups;
-  /** Read at every event, so handlers appended after construction are called too. */
+  /** Every consumer of events, in call order; fixed at construction (src/app/services.ts). */
   handlers: readonly EventHandler[];
   signal: OutboxSignal;
   metrics: OutboxMetrics;

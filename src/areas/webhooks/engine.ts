@@ -11,10 +11,12 @@ import type { Job } from '../../worker/worker.js';
 import { newWorkerId } from '../../worker/worker-id.js';
 import { WriteBatcher } from '../../worker/write-batcher.js';
 import { afterAttemptFailure } from './backoff.js';
+import * as deliveries from './delivery-store.js';
 import type { WebhookMetrics } from './metrics.js';
 import { sendAttempt } from './sender.js';
+import * as sending from './sending-store.js';
 import { signDelivery } from './signing.js';
-import * as db from './store.js';
+import * as hooks from './webhook-store.js';
 
 export const WEBHOOKS_JOB = 'webhooks';
 
@@ -66,8 +68,8 @@ const INTERRUPTED =
   'interrupted: the worker stopped before the attempt finished (its lease expired); counted as a failed attempt';
 
 interface Outcome {
-  completion: db.Completion;
-  attempt: db.AttemptRow;
+  completion: sending.Completion;
+  attempt: deliveries.AttemptRow;
 }
 
 /**
@@ -106,7 +108,7 @@ export function createDeliveryEngine(opts: EngineOptions): DeliveryEngine {
   let closed = false;
   let inflight = 0;
   /** Claimed, not started yet, oldest first, with the event body (read once, at claim: it never changes). */
-  const ready: Array<{ row: db.DeliveryRow; payload: string | undefined; claimedAt: number }> = [];
+  const ready: Array<{ row: deliveries.DeliveryRow; payload: string | undefined; claimedAt: number }> = [];
   /** A batch taken from `ready` is reading its webhooks' url and secret (its slots are reserved). */
   let starting = false;
   /** Buffered plus in flight, per webhook: the per-webhook cap counts both. */
@@ -127,12 +129,12 @@ export function createDeliveryEngine(opts: EngineOptions): DeliveryEngine {
   // commit, a multi-row statement), and a batch that fails is retried result by result.
   const batcher = new WriteBatcher(store, 500);
   const writeResult = batcher.register('attempt-result', async (tx, outcomes: Outcome[]) => {
-    const results = await db.completeAttempts(
+    const results = await sending.completeAttempts(
       tx.db,
       outcomes.map((o) => o.completion),
       tx.dialect,
     );
-    await db.insertAttempts(
+    await sending.insertAttempts(
       tx.db,
       outcomes.map((o) => o.attempt),
       tx.dialect,
@@ -166,10 +168,10 @@ export function createDeliveryEngine(opts: EngineOptions): DeliveryEngine {
   /** Plaintext signing keys by stored token: a Fernet decryption per attempt is avoidable work. */
   const keys = new Map<string, string>();
   /** The signing key of `hook`, or undefined when no configured vault key opens its token (logged). */
-  function signingKey(hook: db.SendingTarget): string | undefined {
+  function signingKey(hook: hooks.SendingTarget): string | undefined {
     const stored = hook.secret;
-    // A plaintext key of a version before sealing (sealed at the next start-up, db.isSealedSecret).
-    if (!db.isSealedSecret(stored)) return stored;
+    // A plaintext key of a version before sealing (sealed at the next start-up, hooks.isSealedSecret).
+    if (!hooks.isSealedSecret(stored)) return stored;
     let key = keys.get(stored);
     if (key === undefined) {
       try {
@@ -188,9 +190,9 @@ export function createDeliveryEngine(opts: EngineOptions): DeliveryEngine {
   }
 
   async function attempt(
-    row: db.DeliveryRow,
+    row: deliveries.DeliveryRow,
     payload: string | undefined,
-    hook: db.SendingTarget | undefined,
+    hook: hooks.SendingTarget | undefined,
   ): Promise<void> {
     const startedAt = clock.now();
     let result: Awaited<ReturnType<typeof sendAttempt>>;
@@ -239,7 +241,7 @@ export function createDeliveryEngine(opts: EngineOptions): DeliveryEngine {
     }
     const finished = clock.now();
     const now = iso(finished);
-    let changes: db.Completion['changes'];
+    let changes: sending.Completion['changes'];
     if (result.success) {
       changes = {
         status: 'SUCCESS',
@@ -320,7 +322,7 @@ export function createDeliveryEngine(opts: EngineOptions): DeliveryEngine {
   async function reapDeadLeases(now: Date): Promise<void> {
     const nowIso = iso(now);
     const { reaped, exhausted, earliest } = await store.transaction(async (tx) => {
-      const reaped = await db.reapExpiredLeases(tx.db, nowIso, 1000);
+      const reaped = await sending.reapExpiredLeases(tx.db, nowIso, 1000);
       if (reaped.length === 0) return { reaped, exhausted: [], earliest: undefined };
       const lastChance: string[] = [];
       const retries = new Map<string, string[]>();
@@ -339,15 +341,15 @@ export function createDeliveryEngine(opts: EngineOptions): DeliveryEngine {
         else retries.set(at, [r.id]);
         if (!earliest || next.next_attempt_at < earliest) earliest = next.next_attempt_at;
       }
-      await db.deferInterrupted(tx.db, retries, nowIso, INTERRUPTED);
-      const exhausted = await db.failExhausted(tx.db, lastChance, nowIso, INTERRUPTED);
+      await sending.deferInterrupted(tx.db, retries, nowIso, INTERRUPTED);
+      const exhausted = await sending.failExhausted(tx.db, lastChance, nowIso, INTERRUPTED);
       const urls = new Map(
-        (await db.webhooksForSending(tx.db, [...new Set(reaped.map((r) => r.webhook_id))])).map((h) => [
+        (await hooks.webhooksForSending(tx.db, [...new Set(reaped.map((r) => r.webhook_id))])).map((h) => [
           h.id,
           h.url,
         ]),
       );
-      await db.insertAttempts(
+      await sending.insertAttempts(
         tx.db,
         reaped.map((r) => ({
           id: newId(),
@@ -400,7 +402,7 @@ export function createDeliveryEngine(opts: EngineOptions): DeliveryEngine {
   }
 
   function takeBatch() {
-    const stale: db.DeliveryRow[] = [];
+    const stale: deliveries.DeliveryRow[] = [];
     const batch: (typeof ready)[number][] = [];
     while (!closed && inflight + batch.length < globalCap && ready.length > 0) {
       const next = ready.shift() as (typeof ready)[number];
@@ -430,10 +432,10 @@ export function createDeliveryEngine(opts: EngineOptions): DeliveryEngine {
    * the previous read ran.
    */
   async function startBatch(batch: (typeof ready)[number][]): Promise<void> {
-    let targets: Map<string, db.SendingTarget> | undefined;
+    let targets: Map<string, hooks.SendingTarget> | undefined;
     try {
       const ids = [...new Set(batch.map((b) => b.row.webhook_id))];
-      targets = new Map((await db.webhooksForSending(store.db, ids)).map((h) => [h.id, h]));
+      targets = new Map((await hooks.webhooksForSending(store.db, ids)).map((h) => [h.id, h]));
     } catch (err) {
       log.error({ err, count: batch.length }, 'reading webhooks for sending failed; deliveries handed back');
     }
@@ -461,11 +463,11 @@ export function createDeliveryEngine(opts: EngineOptions): DeliveryEngine {
   }
 
   /** Hands claimed deliveries that were never sent back to the store, uncounted. */
-  async function giveBack(rows: db.DeliveryRow[]): Promise<void> {
+  async function giveBack(rows: deliveries.DeliveryRow[]): Promise<void> {
     try {
       const byLease = new Map<string, string[]>();
       for (const r of rows) byLease.set(r.locked_by ?? '', [...(byLease.get(r.locked_by ?? '') ?? []), r.id]);
-      for (const [lease, ids] of byLease) await db.releaseUnsent(store.db, ids, lease);
+      for (const [lease, ids] of byLease) await sending.releaseUnsent(store.db, ids, lease);
     } catch (err) {
       // Their leases expire instead; the reaper then counts one attempt too many, nothing worse.
       log.error({ err, count: rows.length }, 'returning unsent webhook deliveries failed');
@@ -502,7 +504,7 @@ export function createDeliveryEngine(opts: EngineOptions): DeliveryEngine {
         await reapDeadLeases(now);
       }
       // One statement, no explicit transaction: the claim is atomic by itself.
-      const claimed = await db.claimDue(store.db, {
+      const claimed = await sending.claimDue(store.db, {
         now: nowIso,
         leaseUntil: lease.until(),
         token: `${engineId}:${++claimSeq}`,
@@ -514,7 +516,7 @@ export function createDeliveryEngine(opts: EngineOptions): DeliveryEngine {
       lastClaimShort = claimed.length < asked;
       let bodies: Map<string, string>;
       try {
-        bodies = await db.payloadsOf(
+        bodies = await deliveries.payloadsOf(
           store.db,
           claimed.map((r) => r.event_id),
         );

@@ -9,6 +9,7 @@ import { assertAllowedUrl, ForbiddenTargetError } from '../../lib/net-guard.js';
 import type { CloudEvent } from '../events/cloudevent.js';
 import type { EventHandler } from '../events/handlers.js';
 import type { VaultService } from '../vault/service.js';
+import * as deliveries from './delivery-store.js';
 import type {
   AttemptListQuery,
   CreateWebhook,
@@ -23,7 +24,7 @@ import type {
   WebhookWithSecret,
 } from './schemas.js';
 import { newSecret, secretHint, standardWebhooksSecret } from './signing.js';
-import * as db from './store.js';
+import * as hooks from './webhook-store.js';
 
 type Envelope<K extends string, T> = ReturnType<typeof envelope<K, T>>;
 
@@ -81,11 +82,13 @@ export function createWebhookService(deps: WebhookDeps): WebhookService {
   // earlier version is sealed under the new key on the way.
   deps.vault.registerCiphertexts('webhook signing secret(s)', async (tx, reencrypt) => {
     let count = 0;
-    for (const row of await db.allSecrets(tx.db)) {
+    for (const row of await hooks.allSecrets(tx.db)) {
       const label = `webhook ${row.id} (signing secret)`;
-      const next = db.isSealedSecret(row.secret) ? reencrypt(row.secret, label) : deps.vault.seal(row.secret);
+      const next = hooks.isSealedSecret(row.secret)
+        ? reencrypt(row.secret, label)
+        : deps.vault.seal(row.secret);
       if (next !== row.secret) {
-        await db.setSecret(tx.db, row.id, next);
+        await hooks.setSecret(tx.db, row.id, next);
         count++;
       }
     }
@@ -108,15 +111,15 @@ export function createWebhookService(deps: WebhookDeps): WebhookService {
     }
   }
 
-  async function activeWebhook(id: string): Promise<db.PublicWebhookRow> {
-    const row = await db.findActiveWebhook(store.db, id);
+  async function activeWebhook(id: string): Promise<hooks.PublicWebhookRow> {
+    const row = await hooks.findActiveWebhook(store.db, id);
     if (!row) throw notFound('WEBHOOK.NOT_FOUND', 'Webhook');
     return row;
   }
 
-  async function delivery(webhookId: string, deliveryId: string): Promise<db.DeliveryWithPayload> {
+  async function delivery(webhookId: string, deliveryId: string): Promise<deliveries.DeliveryWithPayload> {
     await activeWebhook(webhookId);
-    const row = await db.findDelivery(store.db, webhookId, deliveryId);
+    const row = await deliveries.findDelivery(store.db, webhookId, deliveryId);
     if (!row) throw notFound('WEBHOOK.DELIVERY_NOT_FOUND', 'Webhook delivery');
     return row;
   }
@@ -137,25 +140,25 @@ export function createWebhookService(deps: WebhookDeps): WebhookService {
     name: 'webhooks',
     // One lookup and one transaction for the whole batch the drain hands over.
     async handle(events: readonly CloudEvent[]): Promise<void> {
-      const hooks = await db.subscribedWebhooks(store.db);
-      if (hooks.length === 0) return;
+      const subscribed = await hooks.subscribedWebhooks(store.db);
+      if (subscribed.length === 0) return;
       const now = iso(clock.now());
       const payloads: { eventId: string; payload: string }[] = [];
-      const rows: db.DeliveryRow[] = [];
+      const rows: deliveries.DeliveryRow[] = [];
       for (const event of events) {
-        const targets = hooks.filter((h) => {
+        const targets = subscribed.filter((h) => {
           const types = typesOf(h.event_types);
           return types.has('*') || types.has(event.type);
         });
         if (targets.length === 0) continue;
         payloads.push({ eventId: event.id, payload: JSON.stringify(event) });
-        for (const h of targets) rows.push(db.deliveryRow(h.id, event, now, newDeliveryId()));
+        for (const h of targets) rows.push(deliveries.deliveryRow(h.id, event, now, newDeliveryId()));
       }
       if (rows.length === 0) return;
       // (webhook_id, event_id) is unique: an event handed over again inserts nothing.
       const inserted = await store.transaction(async (tx) => {
-        await db.insertEvents(tx.db, payloads);
-        return db.insertDeliveries(tx.db, rows);
+        await deliveries.insertEvents(tx.db, payloads);
+        return deliveries.insertDeliveries(tx.db, rows);
       });
       if (inserted > 0) deps.wake();
     },
@@ -168,7 +171,7 @@ export function createWebhookService(deps: WebhookDeps): WebhookService {
       await checkUrl(input.url);
       const now = iso(clock.now());
       const secret = newSecret();
-      const row: db.WebhookRow = {
+      const row: hooks.WebhookRow = {
         id: newId(),
         name: input.name,
         url: input.url,
@@ -179,38 +182,38 @@ export function createWebhookService(deps: WebhookDeps): WebhookService {
         secret_hint: secretHint(secret),
         ...auditInsert(now, by),
       };
-      await store.transaction((tx) => db.insertWebhook(tx.db, row));
-      return { ...db.toWebhook(row), ...withSecret(secret) };
+      await store.transaction((tx) => hooks.insertWebhook(tx.db, row));
+      return { ...hooks.toWebhook(row), ...withSecret(secret) };
     },
 
     async list(query) {
-      const result = await db.listWebhooks(store.db, query, query);
-      return envelope('webhooks', { items: result.items.map(db.toWebhook), total: result.total }, query);
+      const result = await hooks.listWebhooks(store.db, query, query);
+      return envelope('webhooks', { items: result.items.map(hooks.toWebhook), total: result.total }, query);
     },
 
     async get(id) {
-      return db.toWebhook(await activeWebhook(id));
+      return hooks.toWebhook(await activeWebhook(id));
     },
 
     async update(id, input, by) {
       await activeWebhook(id);
       if (input.url !== undefined) await checkUrl(input.url);
-      const changes: Partial<db.WebhookRow> = auditUpdate(iso(clock.now()), by);
+      const changes: Partial<hooks.WebhookRow> = auditUpdate(iso(clock.now()), by);
       if (input.name !== undefined) changes.name = input.name;
       if (input.url !== undefined) changes.url = input.url;
       if (input.event_types !== undefined)
         changes.event_types = JSON.stringify(normaliseTypes(input.event_types));
       if (input.description !== undefined) changes.description = input.description;
       if (input.enabled !== undefined) changes.enabled = input.enabled ? 1 : 0;
-      const updated = await store.transaction((tx) => db.updateWebhook(tx.db, id, changes));
+      const updated = await store.transaction((tx) => hooks.updateWebhook(tx.db, id, changes));
       if (!updated) throw notFound('WEBHOOK.NOT_FOUND', 'Webhook');
-      return db.toWebhook(await activeWebhook(id));
+      return hooks.toWebhook(await activeWebhook(id));
     },
 
     async remove(id, by) {
       await activeWebhook(id);
       const now = iso(clock.now());
-      const removed = await store.transaction((tx) => db.updateWebhook(tx.db, id, softDeleted(now, by)));
+      const removed = await store.transaction((tx) => hooks.updateWebhook(tx.db, id, softDeleted(now, by)));
       if (!removed) throw notFound('WEBHOOK.NOT_FOUND', 'Webhook');
       return { message: 'Webhook deleted; its queued deliveries keep retrying' };
     },
@@ -221,32 +224,40 @@ export function createWebhookService(deps: WebhookDeps): WebhookService {
       const now = iso(clock.now());
       // The sender reads the secret at every attempt, so the old one signs nothing from now on.
       const updated = await store.transaction((tx) =>
-        db.updateWebhook(tx.db, id, {
+        hooks.updateWebhook(tx.db, id, {
           secret: deps.vault.seal(secret),
           secret_hint: secretHint(secret),
           ...auditUpdate(now, by),
         }),
       );
       if (!updated) throw notFound('WEBHOOK.NOT_FOUND', 'Webhook');
-      return { ...db.toWebhook(await activeWebhook(id)), ...withSecret(secret) };
+      return { ...hooks.toWebhook(await activeWebhook(id)), ...withSecret(secret) };
     },
 
     async listDeliveries(webhookId, query) {
       await activeWebhook(webhookId);
-      const result = await db.listDeliveries(store.db, webhookId, query, query);
-      return envelope('deliveries', { items: result.items.map(db.toDelivery), total: result.total }, query);
+      const result = await deliveries.listDeliveries(store.db, webhookId, query, query);
+      return envelope(
+        'deliveries',
+        { items: result.items.map(deliveries.toDelivery), total: result.total },
+        query,
+      );
     },
 
     async getDelivery(webhookId, deliveryId) {
       const row = await delivery(webhookId, deliveryId);
-      const attempts = await db.attemptsOf(store.db, row.id);
-      return { ...db.toDelivery(row), attempts_log: attempts.map(db.toAttempt) };
+      const attempts = await deliveries.attemptsOf(store.db, row.id);
+      return { ...deliveries.toDelivery(row), attempts_log: attempts.map(deliveries.toAttempt) };
     },
 
     async listAttempts(webhookId, deliveryId, query) {
       const row = await delivery(webhookId, deliveryId);
-      const result = await db.listAttempts(store.db, row.id, query);
-      return envelope('attempts', { items: result.items.map(db.toAttempt), total: result.total }, query);
+      const result = await deliveries.listAttempts(store.db, row.id, query);
+      return envelope(
+        'attempts',
+        { items: result.items.map(deliveries.toAttempt), total: result.total },
+        query,
+      );
     },
 
     async retryDelivery(webhookId, deliveryId) {
@@ -254,17 +265,17 @@ export function createWebhookService(deps: WebhookDeps): WebhookService {
       // The answer is read inside the transaction: after the commit the woken sender may already
       // have started attempt 1.
       const reset = await store.transaction(async (tx) => {
-        await db.resetDelivery(tx.db, row.id, iso(clock.now()));
+        await deliveries.resetDelivery(tx.db, row.id, iso(clock.now()));
         tx.afterCommit(deps.wake);
-        return db.findDelivery(tx.db, webhookId, deliveryId);
+        return deliveries.findDelivery(tx.db, webhookId, deliveryId);
       });
-      return db.toDelivery(reset as db.DeliveryWithPayload);
+      return deliveries.toDelivery(reset as deliveries.DeliveryWithPayload);
     },
 
     async sealPlaintextSecrets() {
       return store.transaction(async (tx) => {
-        const plain = (await db.allSecrets(tx.db)).filter((r) => !db.isSealedSecret(r.secret));
-        for (const row of plain) await db.setSecret(tx.db, row.id, deps.vault.seal(row.secret));
+        const plain = (await hooks.allSecrets(tx.db)).filter((r) => !hooks.isSealedSecret(r.secret));
+        for (const row of plain) await hooks.setSecret(tx.db, row.id, deps.vault.seal(row.secret));
         if (plain.length > 0)
           log.info({ count: plain.length }, 'webhook signing secrets sealed under the vault key');
         return plain.length;
@@ -285,14 +296,14 @@ export function createWebhookService(deps: WebhookDeps): WebhookService {
       const now = iso(clock.now());
       // A receiver can tell a test from a real event by the `svctest` extension attribute.
       const event = { ...example, id: newId(), time: now, svctest: true } as CloudEvent;
-      const row = db.deliveryRow(hook.id, event, now);
+      const row = deliveries.deliveryRow(hook.id, event, now);
       const created = await store.transaction(async (tx) => {
-        await db.insertEvents(tx.db, [{ eventId: event.id, payload: JSON.stringify(event) }]);
-        await db.insertDeliveries(tx.db, [row]);
+        await deliveries.insertEvents(tx.db, [{ eventId: event.id, payload: JSON.stringify(event) }]);
+        await deliveries.insertDeliveries(tx.db, [row]);
         tx.afterCommit(deps.wake);
-        return db.findDelivery(tx.db, hook.id, row.id);
+        return deliveries.findDelivery(tx.db, hook.id, row.id);
       });
-      return db.toDelivery(created as db.DeliveryWithPayload);
+      return deliveries.toDelivery(created as deliveries.DeliveryWithPayload);
     },
   };
 }

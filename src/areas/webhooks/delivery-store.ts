@@ -1,0 +1,212 @@
+import type { Selectable } from 'kysely';
+import type { Db } from '../../db/store.js';
+import { isoParam, type ListResult, type Page, paginate } from '../../http/list.js';
+import { newId } from '../../lib/ids.js';
+import type { CloudEvent } from '../events/cloudevent.js';
+import { MAX_ATTEMPTS } from './backoff.js';
+import type { Delivery, DeliveryAttempt } from './schemas.js';
+import type { WebhookDeliveryAttemptTable, WebhookDeliveryTable } from './tables.js';
+
+/**
+ * Deliveries as the dispatcher creates them and the API reads and retries them, with the event
+ * bodies they send (`webhook_event`) and their attempt log. The sender's claims and results are in
+ * sending-store.ts.
+ */
+export type DeliveryRow = Selectable<WebhookDeliveryTable>;
+/** A delivery with the body it sends (stored once per event in webhook_event). */
+export type DeliveryWithPayload = DeliveryRow & { payload: string };
+export type AttemptRow = Selectable<WebhookDeliveryAttemptTable>;
+
+/** Stores events' bodies once each (an event handed over again changes nothing). */
+export async function insertEvents(
+  db: Db,
+  events: readonly { eventId: string; payload: string }[],
+): Promise<void> {
+  // Bounded chunks keep each statement under SQLite's host-parameter limit.
+  for (let i = 0; i < events.length; i += 500) {
+    await db
+      .insertInto('webhook_event')
+      .values(events.slice(i, i + 500).map((e) => ({ event_id: e.eventId, payload: e.payload })))
+      .onConflict((oc) => oc.column('event_id').doNothing())
+      .execute();
+  }
+}
+
+/** The bodies of these events, by event id. */
+export async function payloadsOf(db: Db, eventIds: readonly string[]): Promise<Map<string, string>> {
+  const out = new Map<string, string>();
+  const unique = [...new Set(eventIds)];
+  for (let i = 0; i < unique.length; i += 500) {
+    const rows = await db
+      .selectFrom('webhook_event')
+      .select(['event_id', 'payload'])
+      .where('event_id', 'in', unique.slice(i, i + 500))
+      .execute();
+    for (const r of rows) out.set(r.event_id, r.payload);
+  }
+  return out;
+}
+
+async function withPayloads(db: Db, rows: DeliveryRow[]): Promise<DeliveryWithPayload[]> {
+  const payloads = await payloadsOf(
+    db,
+    rows.map((r) => r.event_id),
+  );
+  return rows.map((r) => ({ ...r, payload: payloads.get(r.event_id) ?? '{}' }));
+}
+
+/** Inserts deliveries, ignoring any (webhook, event) pair that already has one. Returns how many were new. */
+export async function insertDeliveries(db: Db, rows: DeliveryRow[]): Promise<number> {
+  let inserted = 0;
+  // Bounded chunks keep each statement under SQLite's host-parameter limit.
+  for (let i = 0; i < rows.length; i += 200) {
+    const res = await db
+      .insertInto('webhook_delivery')
+      .values(rows.slice(i, i + 200))
+      .onConflict((oc) => oc.columns(['webhook_id', 'event_id']).doNothing())
+      .executeTakeFirst();
+    inserted += Number(res.numInsertedOrUpdatedRows ?? 0);
+  }
+  return inserted;
+}
+
+export interface DeliveryFilters {
+  status?: DeliveryRow['status'];
+  event_type?: string;
+  http_status?: number;
+  http_status_gte?: number;
+  http_status_lte?: number;
+  delivered_at_gte?: string;
+  delivered_at_lte?: string;
+}
+
+export async function listDeliveries(
+  db: Db,
+  webhookId: string,
+  filters: DeliveryFilters,
+  page: Page,
+): Promise<ListResult<DeliveryWithPayload>> {
+  let q = db.selectFrom('webhook_delivery').where('webhook_id', '=', webhookId);
+  if (filters.status) q = q.where('status', '=', filters.status);
+  if (filters.event_type !== undefined) q = q.where('event_type', '=', filters.event_type);
+  if (filters.http_status !== undefined) q = q.where('http_status', '=', filters.http_status);
+  if (filters.http_status_gte !== undefined) q = q.where('http_status', '>=', filters.http_status_gte);
+  if (filters.http_status_lte !== undefined) q = q.where('http_status', '<=', filters.http_status_lte);
+  if (filters.delivered_at_gte !== undefined)
+    q = q.where('delivered_at', '>=', isoParam(filters.delivered_at_gte));
+  if (filters.delivered_at_lte !== undefined)
+    q = q.where('delivered_at', '<=', isoParam(filters.delivered_at_lte));
+  const result = await paginate(q, page, (row: DeliveryRow) => row);
+  return { items: await withPayloads(db, result.items), total: result.total };
+}
+
+export async function findDelivery(
+  db: Db,
+  webhookId: string,
+  id: string,
+): Promise<DeliveryWithPayload | undefined> {
+  const row = await db
+    .selectFrom('webhook_delivery')
+    .selectAll()
+    .where('id', '=', id)
+    .where('webhook_id', '=', webhookId)
+    .executeTakeFirst();
+  return row ? (await withPayloads(db, [row]))[0] : undefined;
+}
+
+export async function attemptsOf(db: Db, deliveryId: string): Promise<AttemptRow[]> {
+  return db
+    .selectFrom('webhook_delivery_attempt')
+    .selectAll()
+    .where('delivery_id', '=', deliveryId)
+    .orderBy('sequence', 'asc')
+    .execute();
+}
+
+export async function listAttempts(db: Db, deliveryId: string, page: Page): Promise<ListResult<AttemptRow>> {
+  const q = db.selectFrom('webhook_delivery_attempt').where('delivery_id', '=', deliveryId);
+  return paginate(q, page, (row: AttemptRow) => row);
+}
+
+/**
+ * SPEC "POST retry": back to PENDING, attempts 0, due now, error cleared. The lease is left alone:
+ * an attempt in flight keeps it, so nobody else can start a second send of this delivery meanwhile;
+ * the bumped generation tells that attempt it was superseded.
+ */
+export async function resetDelivery(db: Db, id: string, now: string): Promise<void> {
+  await db
+    .updateTable('webhook_delivery')
+    .set((eb) => ({
+      status: 'PENDING',
+      attempts: 0,
+      next_attempt_at: now,
+      error: null,
+      updated_at: now,
+      generation: eb('generation', '+', 1),
+    }))
+    .where('id', '=', id)
+    .execute();
+}
+
+/** A new delivery of `event` to one webhook, due now. */
+export function deliveryRow(webhookId: string, event: CloudEvent, now: string, id = newId()): DeliveryRow {
+  return {
+    id,
+    webhook_id: webhookId,
+    event_id: event.id,
+    event_type: event.type,
+    status: 'PENDING',
+    http_status: null,
+    response_body: null,
+    error: null,
+    attempts: 0,
+    max_attempts: MAX_ATTEMPTS,
+    next_attempt_at: now,
+    delivered_at: null,
+    created_at: now,
+    updated_at: now,
+    locked_until: null,
+    locked_by: null,
+    locked_at: null,
+    generation: 0,
+    total_attempts: 0,
+  };
+}
+
+export function toDelivery(row: DeliveryWithPayload): Delivery {
+  return {
+    id: row.id,
+    webhook_id: row.webhook_id,
+    event_id: row.event_id,
+    event_type: row.event_type,
+    payload: JSON.parse(row.payload) as Record<string, unknown>,
+    status: row.status,
+    http_status: row.http_status,
+    response_body: row.response_body,
+    error: row.error,
+    attempts: row.attempts,
+    max_attempts: row.max_attempts,
+    next_attempt_at: row.next_attempt_at,
+    delivered_at: row.delivered_at,
+    created_at: row.created_at,
+    updated_at: row.updated_at,
+  };
+}
+
+export function toAttempt(row: AttemptRow): DeliveryAttempt {
+  return {
+    id: row.id,
+    delivery_id: row.delivery_id,
+    attempt: row.attempt,
+    sequence: row.sequence,
+    outcome: row.outcome,
+    started_at: row.started_at,
+    finished_at: row.finished_at,
+    duration_ms: row.duration_ms,
+    url: row.url,
+    http_status: row.http_status,
+    response_body: row.response_body,
+    error: row.error,
+    signed_at: row.signed_at,
+  };
+}

@@ -1,0 +1,131 @@
+import type { Selectable } from 'kysely';
+import { updateActive } from '../../db/audit.js';
+import type { Db } from '../../db/store.js';
+import { containsInsensitive, type ListResult, type Page, paginate } from '../../http/list.js';
+import type { Webhook } from './schemas.js';
+import type { WebhookTable } from './tables.js';
+
+/** The `webhook` table: endpoints, their event types and their (sealed) signing keys. */
+export type WebhookRow = Selectable<WebhookTable>;
+export type PublicWebhookRow = Omit<WebhookRow, 'secret'>;
+
+/** Every column but the secret: lists and reads can never leak it by accident. */
+const PUBLIC_COLUMNS = [
+  'id',
+  'name',
+  'url',
+  'event_types',
+  'description',
+  'enabled',
+  'secret_hint',
+  'created_at',
+  'updated_at',
+  'updated_by',
+  'deleted_at',
+] as const;
+
+export async function insertWebhook(db: Db, row: WebhookRow): Promise<void> {
+  await db.insertInto('webhook').values(row).execute();
+}
+
+export async function findActiveWebhook(db: Db, id: string): Promise<PublicWebhookRow | undefined> {
+  return db
+    .selectFrom('webhook')
+    .select(PUBLIC_COLUMNS)
+    .where('id', '=', id)
+    .where('deleted_at', 'is', null)
+    .executeTakeFirst();
+}
+
+export async function updateWebhook(
+  db: Db,
+  id: string,
+  changes: Partial<Omit<WebhookRow, 'id' | 'created_at'>>,
+): Promise<boolean> {
+  return updateActive(db, 'webhook', id, changes);
+}
+
+export interface WebhookFilters {
+  enabled?: boolean;
+  name?: string;
+  url?: string;
+  search?: string;
+}
+
+export async function listWebhooks(
+  db: Db,
+  filters: WebhookFilters,
+  page: Page,
+): Promise<ListResult<PublicWebhookRow>> {
+  let q = db.selectFrom('webhook').where('deleted_at', 'is', null);
+  if (filters.enabled !== undefined) q = q.where('enabled', '=', filters.enabled ? 1 : 0);
+  if (filters.name !== undefined) q = q.where(containsInsensitive('name', filters.name));
+  if (filters.url !== undefined) q = q.where(containsInsensitive('url', filters.url));
+  if (filters.search !== undefined) {
+    const s = filters.search;
+    q = q.where((eb) =>
+      eb.or([
+        containsInsensitive('name', s),
+        containsInsensitive('url', s),
+        containsInsensitive('description', s),
+      ]),
+    );
+  }
+  return paginate(q, page, (row: PublicWebhookRow) => row, PUBLIC_COLUMNS);
+}
+
+/** The dispatcher's read: enabled, active webhooks and the types they want. */
+export async function subscribedWebhooks(db: Db): Promise<Pick<WebhookRow, 'id' | 'event_types'>[]> {
+  return db
+    .selectFrom('webhook')
+    .select(['id', 'event_types'])
+    .where('enabled', '=', 1)
+    .where('deleted_at', 'is', null)
+    .execute();
+}
+
+/**
+ * The sender's read: url and secret of webhooks, soft-deleted ones included (their queue drains).
+ * Made when attempts start, not when deliveries are claimed, so a rotated secret or changed url
+ * applies at once.
+ */
+export async function webhooksForSending(db: Db, ids: readonly string[]): Promise<SendingTarget[]> {
+  if (ids.length === 0) return [];
+  return db.selectFrom('webhook').select(['id', 'url', 'secret']).where('id', 'in', ids).execute();
+}
+
+/**
+ * Whether a stored `secret` is sealed (a Fernet token under the vault key) rather than the 64-hex
+ * plaintext earlier versions stored. A token is base64url starting with `gAAAAA`; never 64 hex.
+ */
+export function isSealedSecret(stored: string): boolean {
+  return !/^[0-9a-f]{64}$/.test(stored);
+}
+
+/** Every webhook's stored secret, deleted ones included (key rotation, sealing at start-up). */
+export async function allSecrets(db: Db): Promise<Array<{ id: string; secret: string }>> {
+  return db.selectFrom('webhook').select(['id', 'secret']).execute();
+}
+
+export async function setSecret(db: Db, id: string, secret: string): Promise<void> {
+  await db.updateTable('webhook').set({ secret }).where('id', '=', id).execute();
+}
+
+/** What an attempt needs of its webhook, read when attempts start (see webhooksForSending). */
+export type SendingTarget = Pick<WebhookRow, 'id' | 'url' | 'secret'>;
+
+export function toWebhook(row: PublicWebhookRow): Webhook {
+  return {
+    id: row.id,
+    name: row.name,
+    url: row.url,
+    event_types: JSON.parse(row.event_types) as string[],
+    description: row.description,
+    enabled: row.enabled === 1,
+    secret_hint: row.secret_hint,
+    created_at: row.created_at,
+    updated_at: row.updated_at,
+    updated_by: row.updated_by,
+    deleted_at: row.deleted_at,
+  };
+}

@@ -2,20 +2,17 @@ import type { Logger } from 'pino';
 import type { Dispatcher } from 'undici';
 import type { Store } from '../../db/store.js';
 import { type Clock, iso } from '../../lib/clock.js';
-import { newId } from '../../lib/ids.js';
 import { guardedDispatcher } from '../../lib/net-guard.js';
-import { VERSION } from '../../version.js';
 import { DueTimer } from '../../worker/due-timer.js';
 import { createLease } from '../../worker/lease.js';
 import type { Job } from '../../worker/worker.js';
 import { newWorkerId } from '../../worker/worker-id.js';
-import { WriteBatcher } from '../../worker/write-batcher.js';
-import { afterAttemptFailure } from './backoff.js';
+import { createAttempter } from './attempt.js';
 import * as deliveries from './delivery-store.js';
 import type { WebhookMetrics } from './metrics.js';
-import { sendAttempt } from './sender.js';
+import { reapDeadLeases } from './reaper.js';
+import { createResultRecorder } from './results.js';
 import * as sending from './sending-store.js';
-import { signDelivery } from './signing.js';
 import * as hooks from './webhook-store.js';
 
 export const WEBHOOKS_JOB = 'webhooks';
@@ -61,16 +58,6 @@ export interface DeliveryEngine {
 
 /** How long free slots may wait to fill a claim batch. */
 const CLAIM_BATCH_WAIT_MS = 20;
-
-const USER_AGENT = `svc-webhooks/${VERSION}`;
-
-const INTERRUPTED =
-  'interrupted: the worker stopped before the attempt finished (its lease expired); counted as a failed attempt';
-
-interface Outcome {
-  completion: sending.Completion;
-  attempt: deliveries.AttemptRow;
-}
 
 /**
  * The sender: a bounded pool of attempts in flight, fed by claiming due deliveries under a lease
@@ -125,261 +112,19 @@ export function createDeliveryEngine(opts: EngineOptions): DeliveryEngine {
     if (!closed) retryTimer.arm(at.getTime());
   }
 
-  // Results are written by the write batcher: those arriving together share one transaction (one
-  // commit, a multi-row statement), and a batch that fails is retried result by result.
-  const batcher = new WriteBatcher(store, 500);
-  const writeResult = batcher.register('attempt-result', async (tx, outcomes: Outcome[]) => {
-    const results = await sending.completeAttempts(
-      tx.db,
-      outcomes.map((o) => o.completion),
-      tx.dialect,
-    );
-    await sending.insertAttempts(
-      tx.db,
-      outcomes.map((o) => o.attempt),
-      tx.dialect,
-    );
-    return results;
-  });
-  /** Results handed to the batcher and not written yet. */
-  let recording = 0;
-
-  function record(outcome: Outcome) {
-    recording++;
-    writeResult(outcome)
-      .then(
-        (result) => {
-          if (result !== 'lost') return;
-          log.warn(
-            { delivery_id: outcome.completion.id },
-            'webhook attempt finished after its lease expired; result kept in the attempt log only',
-          );
-        },
-        // The lease expires and the delivery is attempted again (at-least-once).
-        (err) =>
-          log.error({ err, delivery_id: outcome.completion.id }, 'recording a webhook attempt result failed'),
-      )
-      .finally(() => {
-        recording--;
-        notifySettled();
-      });
-  }
-
-  /** Plaintext signing keys by stored token: a Fernet decryption per attempt is avoidable work. */
-  const keys = new Map<string, string>();
-  /** The signing key of `hook`, or undefined when no configured vault key opens its token (logged). */
-  function signingKey(hook: hooks.SendingTarget): string | undefined {
-    const stored = hook.secret;
-    // A plaintext key of a version before sealing (sealed at the next start-up, hooks.isSealedSecret).
-    if (!hooks.isSealedSecret(stored)) return stored;
-    let key = keys.get(stored);
-    if (key === undefined) {
-      try {
-        key = opts.secrets.open(stored);
-      } catch {
-        log.error(
-          { webhook_id: hook.id },
-          'webhook secret cannot be decrypted with the configured vault keys',
-        );
-        return undefined;
-      }
-      if (keys.size >= 1000) keys.delete(keys.keys().next().value as string);
-      keys.set(stored, key);
-    }
-    return key;
-  }
-
-  async function attempt(
-    row: deliveries.DeliveryRow,
-    payload: string | undefined,
-    hook: hooks.SendingTarget | undefined,
-  ): Promise<void> {
-    const startedAt = clock.now();
-    let result: Awaited<ReturnType<typeof sendAttempt>>;
-    let signedAt: number | null = null;
-    const secret = hook && payload !== undefined ? signingKey(hook) : undefined;
-    if (!hook || payload === undefined) {
-      result = {
-        success: false,
-        httpStatus: null,
-        responseBody: null,
-        error: hook ? 'event body not found' : 'webhook not found',
-        durationMs: 0,
-      };
-    } else if (!opts.allowPrivate && !hook.url.startsWith('https:')) {
-      result = {
-        success: false,
-        httpStatus: null,
-        responseBody: null,
-        error: 'forbidden target: only https:// URLs are allowed unless SVC_ALLOW_PRIVATE_NETWORKS=true',
-        durationMs: 0,
-      };
-    } else if (secret === undefined) {
-      result = {
-        success: false,
-        httpStatus: null,
-        responseBody: null,
-        error: 'the webhook secret cannot be decrypted with the configured vault keys',
-        durationMs: 0,
-      };
-    } else {
-      signedAt = Math.floor(startedAt.getTime() / 1000);
-      const headers = signDelivery({
-        secret,
-        webhookId: row.webhook_id,
-        deliveryId: row.id,
-        eventType: row.event_type,
-        timestamp: signedAt,
-        body: payload,
-      });
-      result = await sendAttempt(http(), {
-        url: hook.url,
-        headers: { ...headers, 'user-agent': USER_AGENT },
-        body: payload,
-        timeoutMs: opts.timeoutMs,
-      });
-    }
-    const finished = clock.now();
-    const now = iso(finished);
-    let changes: sending.Completion['changes'];
-    if (result.success) {
-      changes = {
-        status: 'SUCCESS',
-        http_status: result.httpStatus,
-        response_body: result.responseBody,
-        error: null,
-        next_attempt_at: null,
-        delivered_at: now,
-        updated_at: now,
-      };
-    } else {
-      const next = afterAttemptFailure(row.attempts, row.max_attempts, opts.backoffBaseSeconds, finished);
-      changes = {
-        status: next.status,
-        http_status: result.httpStatus,
-        response_body: result.responseBody,
-        error: result.error,
-        next_attempt_at: next.status === 'PENDING' ? iso(next.next_attempt_at) : null,
-        delivered_at: row.delivered_at,
-        updated_at: now,
-      };
-      if (next.status === 'PENDING') scheduleRetryWake(next.next_attempt_at);
-      // The URL is left out: it may carry credentials in its userinfo or query.
-      log.info(
-        {
-          webhook_id: row.webhook_id,
-          delivery_id: row.id,
-          event_type: row.event_type,
-          attempt: row.attempts,
-          http_status: result.httpStatus,
-          duration_ms: result.durationMs,
-          error: result.error,
-          next: next.status === 'PENDING' ? changes.next_attempt_at : 'FAILED (attempts exhausted)',
-        },
-        'webhook attempt failed',
-      );
-    }
-    opts.metrics.attempted(
-      result.success ? 'success' : 'failed',
-      row.attempts,
-      result.durationMs / 1000,
-      changes.status,
-    );
-    record({
-      completion: {
-        id: row.id,
-        token: row.locked_by ?? '',
-        generation: row.generation,
-        success: result.success,
-        changes,
-      },
-      attempt: {
-        id: newId(),
-        delivery_id: row.id,
-        webhook_id: row.webhook_id,
-        attempt: row.attempts,
-        sequence: row.total_attempts,
-        outcome: result.success ? 'SUCCESS' : 'FAILED',
-        started_at: iso(startedAt),
-        finished_at: now,
-        duration_ms: result.durationMs,
-        url: hook?.url ?? '',
-        http_status: result.httpStatus,
-        response_body: result.responseBody,
-        error: result.error,
-        signed_at: signedAt,
-      },
-    });
-  }
+  const results = createResultRecorder(store, log, notifySettled);
+  const attempt = createAttempter({ ...opts, http });
 
   let lastReap = Number.NEGATIVE_INFINITY;
 
-  /**
-   * Leases whose holder died mid-attempt: the attempt is logged as INTERRUPTED (it counted when it
-   * was claimed) and, like any failed attempt k, makes the delivery wait base x 2^(k-1) before the
-   * next one (CONTRACTS §7), or FAILED when that was its last attempt.
-   */
-  async function reapDeadLeases(now: Date): Promise<void> {
-    const nowIso = iso(now);
-    const { reaped, exhausted, earliest } = await store.transaction(async (tx) => {
-      const reaped = await sending.reapExpiredLeases(tx.db, nowIso, 1000);
-      if (reaped.length === 0) return { reaped, exhausted: [], earliest: undefined };
-      const lastChance: string[] = [];
-      const retries = new Map<string, string[]>();
-      let earliest: Date | undefined;
-      for (const r of reaped) {
-        // attempts 0: a manual retry reset the delivery after the claim; it stays due as the reset left it.
-        if (r.attempts === 0) continue;
-        const next = afterAttemptFailure(r.attempts, r.max_attempts, opts.backoffBaseSeconds, now);
-        if (next.status === 'FAILED') {
-          lastChance.push(r.id);
-          continue;
-        }
-        const at = iso(next.next_attempt_at);
-        const ids = retries.get(at);
-        if (ids) ids.push(r.id);
-        else retries.set(at, [r.id]);
-        if (!earliest || next.next_attempt_at < earliest) earliest = next.next_attempt_at;
-      }
-      await sending.deferInterrupted(tx.db, retries, nowIso, INTERRUPTED);
-      const exhausted = await sending.failExhausted(tx.db, lastChance, nowIso, INTERRUPTED);
-      const urls = new Map(
-        (await hooks.webhooksForSending(tx.db, [...new Set(reaped.map((r) => r.webhook_id))])).map((h) => [
-          h.id,
-          h.url,
-        ]),
-      );
-      await sending.insertAttempts(
-        tx.db,
-        reaped.map((r) => ({
-          id: newId(),
-          delivery_id: r.id,
-          webhook_id: r.webhook_id,
-          attempt: Math.max(r.attempts, 1),
-          sequence: r.total_attempts,
-          outcome: 'INTERRUPTED' as const,
-          started_at: r.locked_at ?? nowIso,
-          finished_at: nowIso,
-          duration_ms: null,
-          url: urls.get(r.webhook_id) ?? '',
-          http_status: null,
-          response_body: null,
-          error: INTERRUPTED,
-          signed_at: null,
-        })),
-        tx.dialect,
-      );
-      return { reaped, exhausted, earliest };
-    });
+  async function reap(now: Date): Promise<void> {
+    const { reaped, exhausted, earliest } = await reapDeadLeases(store, now, opts.backoffBaseSeconds);
     if (earliest) scheduleRetryWake(earliest);
-    if (reaped.length > 0) {
-      log.warn(
-        { count: reaped.length },
-        'webhook attempts interrupted by a stopped worker; counted as failed',
-      );
+    if (reaped > 0) {
+      log.warn({ count: reaped }, 'webhook attempts interrupted by a stopped worker; counted as failed');
     }
-    if (exhausted.length > 0) {
-      log.warn({ count: exhausted.length }, 'webhook deliveries failed: their last attempt was interrupted');
+    if (exhausted > 0) {
+      log.warn({ count: exhausted }, 'webhook deliveries failed: their last attempt was interrupted');
     }
   }
 
@@ -450,6 +195,10 @@ export function createDeliveryEngine(opts: EngineOptions): DeliveryEngine {
     }
     for (const { row, payload } of batch) {
       attempt(row, payload, targets.get(row.webhook_id))
+        .then((outcome) => {
+          if (outcome.retryAt) scheduleRetryWake(outcome.retryAt);
+          results.record(outcome);
+        })
         .catch((err) => log.error({ err, delivery_id: row.id }, 'webhook attempt crashed'))
         .finally(() => {
           inflight--;
@@ -501,7 +250,7 @@ export function createDeliveryEngine(opts: EngineOptions): DeliveryEngine {
       // Dead leases are looked for at most once a second: they only appear after a crash.
       if (now.getTime() - lastReap >= 1000) {
         lastReap = now.getTime();
-        await reapDeadLeases(now);
+        await reap(now);
       }
       // One statement, no explicit transaction: the claim is atomic by itself.
       const claimed = await sending.claimDue(store.db, {
@@ -561,7 +310,7 @@ export function createDeliveryEngine(opts: EngineOptions): DeliveryEngine {
   }
 
   async function idle(): Promise<void> {
-    while (inflight > 0 || ready.length > 0 || claiming || recording > 0) await nextSettle();
+    while (inflight > 0 || ready.length > 0 || claiming || results.pending() > 0) await nextSettle();
   }
 
   async function close(): Promise<void> {
@@ -595,7 +344,7 @@ export function createDeliveryEngine(opts: EngineOptions): DeliveryEngine {
       for (;;) {
         const { claimed, deferred } = await claimAndStart();
         if (claimed === 0) {
-          if (inflight === 0 && ready.length === 0 && !claiming && recording === 0) return;
+          if (inflight === 0 && ready.length === 0 && !claiming && results.pending() === 0) return;
           await (deferred
             ? Promise.race([nextSettle(), new Promise((r) => setTimeout(r, CLAIM_BATCH_WAIT_MS))])
             : nextSettle());

@@ -1,9 +1,9 @@
 /**
  * The durable workflow engine (docs/workflows.md "Durability"):
  *
- * - The router (an EventHandler the outbox drain calls) creates, per matching subscription, one run
- *   and one pending run-node per node of the subscription's current graph version, in one write that
- *   a unique index on (subscription, event id) makes idempotent.
+ * - The router (router.ts, an EventHandler the outbox drain calls) creates, per matching
+ *   subscription, one run and one pending run-node per node of the subscription's current graph
+ *   version, in one write that a unique index on (subscription, event id) makes idempotent.
  * - The `workflows` job claims runs (a lease: `locked_by` + `wake_at`), drives each with the pure
  *   RunMachine, and persists every step before the next one. Side-effect-free steps (COMPUTE, SWITCH,
  *   JOIN, END, skips) are deterministic, so consecutive ones are persisted together; an ACTION
@@ -15,47 +15,22 @@
  */
 import type { Logger } from 'pino';
 import type { Store } from '../../db/store.js';
-import { AppError } from '../../http/errors.js';
 import { type Clock, iso } from '../../lib/clock.js';
-import { newId } from '../../lib/ids.js';
 import { DueTimer } from '../../worker/due-timer.js';
 import { createLease } from '../../worker/lease.js';
 import type { Job } from '../../worker/worker.js';
 import { newWorkerId } from '../../worker/worker-id.js';
 import { WriteBatcher } from '../../worker/write-batcher.js';
 import type { CloudEvent } from '../events/cloudevent.js';
-import type { EventHandler, HandlerFailures } from '../events/handlers.js';
-import { maskSecrets, secretValues } from '../vault/references.js';
-import type { GraphSource, RoutedSubscription } from './graph-source.js';
-import { CompiledCache, describeThrown, truthy } from './jsonlogic.js';
-import { type Barrier, eventContext, MAX_INTERRUPTIONS, type NodeState, RunMachine } from './machine.js';
+import { type ActionInvoker, createActionCaller, type ReferenceResolver } from './action-call.js';
+import type { GraphSource } from './graph-source.js';
+import { describeThrown } from './jsonlogic.js';
+import { type NodeState, RunMachine } from './machine.js';
 import type { WorkflowMetrics } from './metrics.js';
 import { buildPlan, type Plan, PlanCache } from './plan.js';
-import { createRunStore, nodeRow, type RunWrite, toNodeState } from './store.js';
+import { createRouter } from './router.js';
+import { createRunStore, type RunWrite, toNodeState } from './store.js';
 import type { WorkflowRunNodeTable, WorkflowRunTable } from './tables.js';
-
-/** What ACTION nodes need of the plugins area (services.plugins). */
-export interface ActionInvoker {
-  invoke(req: {
-    instanceId: string;
-    action: string;
-    payload?: unknown;
-    idempotencyKey?: string;
-    timeoutMs?: number;
-    signal?: AbortSignal;
-    /** Values this caller resolved into `payload` from `$secret:` references, masked in the answer. */
-    secrets?: readonly string[];
-  }): Promise<unknown>;
-  describeAction(
-    instanceId: string,
-    action: string,
-  ): Promise<{ idempotent: boolean; timeout_seconds: number; output_schema?: unknown }>;
-}
-
-/** The second pass over input mappings (execution rule 6): services.vault. */
-export interface ReferenceResolver {
-  resolveReferences<T>(value: T): Promise<T>;
-}
 
 export interface EngineDeps {
   store: Store;
@@ -96,7 +71,6 @@ export function createWorkflowEngine(deps: EngineDeps) {
     runs.writeRuns(tx.db, workerId, items),
   );
   const plans = new PlanCache();
-  const conditions = new CompiledCache(500);
   const batchSize = deps.batchSize ?? 64;
   const workerId = deps.workerId ?? newWorkerId();
   /** Runs this process just created: claimed without a query for them when the job runs here. */
@@ -123,106 +97,18 @@ export function createWorkflowEngine(deps: EngineDeps) {
     });
   }
 
-  /** SPEC Pipeline 3: exact source/subject filters, then condition_jsonlogic truthy. */
-  function routes(sub: RoutedSubscription, event: CloudEvent): boolean {
-    if (sub.source_filter !== null && sub.source_filter !== event.source) return false;
-    if (sub.subject_filter !== null && sub.subject_filter !== (event.subject ?? null)) return false;
-    if (sub.condition_jsonlogic === null) return true;
-    const fn = conditions.get(sub.condition_jsonlogic, 'condition_jsonlogic');
-    return truthy(fn({ event: eventContext(event), nodes: {} }));
-  }
-
-  async function startRun(sub: RoutedSubscription, event: CloudEvent): Promise<RunMachine | null> {
-    const plan = await planOf(sub.id, sub.graph_version);
-    const at = iso(clock.now());
-    const runId = newId();
-    const states = RunMachine.pendingStates(plan, () => newId());
-    const row: WorkflowRunTable = {
-      id: runId,
-      event_subscription_id: sub.id,
-      graph_version: sub.graph_version,
-      event_id: event.id,
-      event_type: event.type,
-      trigger_event: JSON.stringify(event),
-      status: 'running',
-      started_at: at,
-      completed_at: null,
-      error: null,
-      wake_at: at,
-      locked_by: null,
-      created_at: at,
-      updated_at: at,
-    };
-    const nodes = [...states.values()].map((s) => nodeRow(runId, s, at));
-    const inserted = await createRun({ run: row, nodes });
-    if (!inserted) return null;
-    return new RunMachine(
-      plan,
-      event,
-      { id: runId, status: 'running', error: null, started_at: at, completed_at: null },
-      states,
-    );
-  }
-
-  /** Whether `sub` takes `event`; a condition that cannot be evaluated skips it (logged). */
-  function takes(sub: RoutedSubscription, event: CloudEvent): boolean {
-    try {
-      return routes(sub, event);
-    } catch (err) {
-      // It will not evaluate better on retry: skip this subscription for this event.
-      log.warn(
-        { subscription_id: sub.id, event_id: event.id, reason: describeThrown(err) },
-        'workflow router: condition_jsonlogic failed; subscription skipped for this event',
-      );
-      return false;
-    }
-  }
-
-  const router: EventHandler = {
-    name: 'workflow-router',
-    // One indexed lookup for the batch's event types, then one run per matching (subscription, event).
-    async handle(events: readonly CloudEvent[]): Promise<HandlerFailures | undefined> {
-      const subs = await deps.subscriptions.routable([...new Set(events.map((e) => e.type))]);
-      if (subs.length === 0) return undefined;
-      const pairs: { sub: RoutedSubscription; event: CloudEvent }[] = [];
-      for (const event of events) {
-        for (const sub of subs)
-          if (sub.event_type === event.type && takes(sub, event)) pairs.push({ sub, event });
-      }
-      const failed = new Map<string, string[]>();
-      const started: RunMachine[] = [];
-      // All at once: the write batcher commits the runs submitted together in one transaction.
-      await Promise.all(
-        pairs.map(async ({ sub, event }) => {
-          try {
-            const machine = await startRun(sub, event);
-            if (machine) {
-              started.push(machine);
-              deps.metrics.runStarted(sub.id);
-            }
-          } catch (err) {
-            failed.set(event.id, [...(failed.get(event.id) ?? []), `${sub.id}: ${describeThrown(err)}`]);
-            log.error(
-              { subscription_id: sub.id, event_id: event.id, err },
-              'workflow router: run not created',
-            );
-          }
-        }),
-      );
-      if (started.length > 0) {
-        if (hints.length + started.length <= MAX_LOCAL_HINTS) hints.push(...started);
-        notify();
-      }
-      // Failures are isolated per subscription; an event's task is retried for its failed ones only
-      // (runs created already are not created twice: one run per subscription and event id).
-      return new Map(
-        [...failed].map(([eventId, reasons]) => [
-          eventId,
-          new Error(`workflow runs not created for ${reasons.length} subscription(s): ${reasons.join('; ')}`),
-        ]),
-      );
+  const router = createRouter({
+    clock,
+    log,
+    subscriptions: deps.subscriptions,
+    metrics: deps.metrics,
+    planOf,
+    createRun,
+    started(machines) {
+      if (hints.length + machines.length <= MAX_LOCAL_HINTS) hints.push(...machines);
+      notify();
     },
-  };
+  });
 
   async function persist(machine: RunMachine, lease: { wake_at: string | null; locked_by: string | null }) {
     const changes = machine.takeChanges();
@@ -245,111 +131,19 @@ export function createWorkflowEngine(deps: EngineDeps) {
     );
   }
 
-  function errorText(err: unknown): string {
-    if (err instanceof AppError) return `${err.code}: ${err.message}`;
-    return describeThrown(err);
-  }
-
-  async function invoke(machine: RunMachine, b: Extract<Barrier, { kind: 'invoke' }>): Promise<void> {
-    const { node, state } = b;
-    const instanceId = node.config?.plugin_instance_id as string;
-    const action = node.config?.plugin_action as string;
-    let description: Awaited<ReturnType<ActionInvoker['describeAction']>> | undefined;
-    let describeError: string | undefined;
-    try {
-      description = await deps.actions.describeAction(instanceId, action);
-    } catch (err) {
-      describeError = errorText(err);
-    }
-    if (b.interrupted) {
-      const attempt = `attempt ${state.attempts} was in flight when its worker stopped and may have reached the plugin`;
-      if (!description) {
-        machine.attemptFailed(
-          node,
-          state,
-          `${attempt}; whether "${action}" is idempotent cannot be checked (${describeError}), so it was not invoked again`,
-          clock.now(),
-          true,
-        );
-        return;
-      }
-      if (!description.idempotent) {
-        machine.attemptFailed(
-          node,
-          state,
-          `${attempt}; action "${action}" is not idempotent, so it was not invoked again`,
-          clock.now(),
-          true,
-        );
-        return;
-      }
-      if (state.interruptions >= MAX_INTERRUPTIONS) {
-        machine.attemptFailed(
-          node,
-          state,
-          `${attempt}; the node was interrupted ${state.interruptions + 1} times, so it was not invoked again`,
-          clock.now(),
-          true,
-        );
-        return;
-      }
-      machine.markInterrupted(state);
-    }
-    machine.beginAttempt(state, clock.now());
-    if (!description) {
-      machine.attemptFailed(node, state, describeError as string, clock.now());
-      return;
-    }
-    // The attempt is durable (running, input, attempts) before the plugin can see it.
-    await persist(machine, { wake_at: lease.until(), locked_by: workerId });
-    const actionMs = description.timeout_seconds * 1000;
-    const limit = Math.max(1, Math.min(node.timeoutMs ?? Number.POSITIVE_INFINITY, actionMs));
-    const stop = heartbeat(machine.run.id);
-    invoking++;
-    if (hints.length > 0) wakeStep?.();
-    const controller = new AbortController();
-    let timedOut = false;
-    let timeoutHandle: NodeJS.Timeout | undefined;
-    let secrets: string[] = [];
-    try {
-      const payload = await deps.vault.resolveReferences(state.input ?? {});
-      secrets = secretValues(state.input, payload);
-      const timeout = new Promise<never>((_, reject) => {
-        timeoutHandle = setTimeout(() => {
-          timedOut = true;
-          controller.abort();
-          reject(new Error('timeout'));
-        }, limit);
-      });
-      const call = deps.actions.invoke({
-        instanceId,
-        action,
-        payload,
-        idempotencyKey: `${machine.run.id}:${node.key}`,
-        timeoutMs: limit,
-        signal: controller.signal,
-        // Masked out of the output the run node stores (SPEC Vault references).
-        secrets,
-      });
-      // After a timeout the call may still settle; its outcome no longer matters.
-      call.catch(() => {});
-      const output = await Promise.race([call, timeout]);
-      machine.actionSucceeded(state, output, clock.now());
-    } catch (err) {
-      const pluginTimeout = err instanceof AppError && err.code === 'PLUGIN.TIMEOUT';
-      const message =
-        timedOut || pluginTimeout
-          ? `attempt ${state.attempts} timed out after ${limit} ms (effective timeout: the smaller of timeout_ms ${
-              node.timeoutMs ?? 'unset'
-            } and the action's timeout_seconds ${description.timeout_seconds})`
-          : maskSecrets(errorText(err), secrets);
-      machine.attemptFailed(node, state, message, clock.now());
-    } finally {
-      if (timeoutHandle) clearTimeout(timeoutHandle);
-      stop();
-      invoking--;
-    }
-  }
+  const invoke = createActionCaller({
+    clock,
+    actions: deps.actions,
+    vault: deps.vault,
+    persistAttempt: (machine) => persist(machine, { wake_at: lease.until(), locked_by: workerId }),
+    holdLease: heartbeat,
+    calling(active) {
+      if (active) {
+        invoking++;
+        if (hints.length > 0) wakeStep?.();
+      } else invoking--;
+    },
+  });
 
   /** One info line per finished run: what operators grep for first. */
   function logFinished({ run, plan }: RunMachine): void {

@@ -4,6 +4,8 @@
  * Pure: no store, no HTTP. A violation throws AppError WORKFLOW.INVALID_GRAPH (400) whose message
  * names the node and field, and whose details say where (`field`) and, for a cycle, which nodes.
  */
+// Long file: one rule per node type and field, each short, read together as the graph contract;
+// split, the contract would be scattered over files that always change together.
 import { AppError } from '../../http/errors.js';
 import { compileError, isExpression } from './jsonlogic.js';
 import { parseTemplate, TemplateError } from './template.js';

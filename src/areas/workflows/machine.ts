@@ -8,6 +8,8 @@
  * Traversal is sequential in Kahn order: when a node is reached, every predecessor has already
  * finished (completed, failed with continue_on_error, or skipped), which is what JOIN verifies.
  */
+// Long file: the state machine is one class whose transitions share the run's state; each
+// transition is short, and the states table of SPEC reads best against it in one place.
 import type { CloudEvent } from '../events/cloudevent.js';
 import { describeThrown, truthy } from './jsonlogic.js';
 import type { Plan, PlanNode } from './plan.js';

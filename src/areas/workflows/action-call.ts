@@ -1,0 +1,153 @@
+import { AppError } from '../../http/errors.js';
+import type { Clock } from '../../lib/clock.js';
+import { maskSecrets, secretValues } from '../vault/references.js';
+import { describeThrown } from './jsonlogic.js';
+import { type Barrier, MAX_INTERRUPTIONS, type RunMachine } from './machine.js';
+
+/** What ACTION nodes need of the plugins area (services.plugins). */
+export interface ActionInvoker {
+  invoke(req: {
+    instanceId: string;
+    action: string;
+    payload?: unknown;
+    idempotencyKey?: string;
+    timeoutMs?: number;
+    signal?: AbortSignal;
+    /** Values this caller resolved into `payload` from `$secret:` references, masked in the answer. */
+    secrets?: readonly string[];
+  }): Promise<unknown>;
+  describeAction(
+    instanceId: string,
+    action: string,
+  ): Promise<{ idempotent: boolean; timeout_seconds: number; output_schema?: unknown }>;
+}
+
+/** The second pass over input mappings (execution rule 6): services.vault. */
+export interface ReferenceResolver {
+  resolveReferences<T>(value: T): Promise<T>;
+}
+
+export interface ActionCallDeps {
+  clock: Clock;
+  actions: ActionInvoker;
+  vault: ReferenceResolver;
+  /** Persists the run with this attempt in flight (running, input, attempts) under its lease. */
+  persistAttempt(machine: RunMachine): Promise<void>;
+  /** Keeps the run's lease alive while the plugin runs; answers the function that stops it. */
+  holdLease(runId: string): () => void;
+  /** Told when a run enters (true) and leaves (false) a plugin call: the engine's scheduling counts them. */
+  calling(active: boolean): void;
+}
+
+function errorText(err: unknown): string {
+  if (err instanceof AppError) return `${err.code}: ${err.message}`;
+  return describeThrown(err);
+}
+
+/**
+ * One ACTION attempt (SPEC execution rules): check the action, decide whether an attempt found in
+ * flight after a crash may run again (only an idempotent action, at most MAX_INTERRUPTIONS times),
+ * persist the attempt, resolve `$secret:` references, call the plugin under the effective timeout,
+ * and tell the machine how it went. The machine decides retries and what follows.
+ */
+export function createActionCaller(deps: ActionCallDeps) {
+  return async function invoke(machine: RunMachine, b: Extract<Barrier, { kind: 'invoke' }>): Promise<void> {
+    const { node, state } = b;
+    const instanceId = node.config?.plugin_instance_id as string;
+    const action = node.config?.plugin_action as string;
+    let description: Awaited<ReturnType<ActionInvoker['describeAction']>> | undefined;
+    let describeError: string | undefined;
+    try {
+      description = await deps.actions.describeAction(instanceId, action);
+    } catch (err) {
+      describeError = errorText(err);
+    }
+    if (b.interrupted) {
+      const attempt = `attempt ${state.attempts} was in flight when its worker stopped and may have reached the plugin`;
+      if (!description) {
+        machine.attemptFailed(
+          node,
+          state,
+          `${attempt}; whether "${action}" is idempotent cannot be checked (${describeError}), so it was not invoked again`,
+          deps.clock.now(),
+          true,
+        );
+        return;
+      }
+      if (!description.idempotent) {
+        machine.attemptFailed(
+          node,
+          state,
+          `${attempt}; action "${action}" is not idempotent, so it was not invoked again`,
+          deps.clock.now(),
+          true,
+        );
+        return;
+      }
+      if (state.interruptions >= MAX_INTERRUPTIONS) {
+        machine.attemptFailed(
+          node,
+          state,
+          `${attempt}; the node was interrupted ${state.interruptions + 1} times, so it was not invoked again`,
+          deps.clock.now(),
+          true,
+        );
+        return;
+      }
+      machine.markInterrupted(state);
+    }
+    machine.beginAttempt(state, deps.clock.now());
+    if (!description) {
+      machine.attemptFailed(node, state, describeError as string, deps.clock.now());
+      return;
+    }
+    // The attempt is durable (running, input, attempts) before the plugin can see it.
+    await deps.persistAttempt(machine);
+    const actionMs = description.timeout_seconds * 1000;
+    const limit = Math.max(1, Math.min(node.timeoutMs ?? Number.POSITIVE_INFINITY, actionMs));
+    const stop = deps.holdLease(machine.run.id);
+    deps.calling(true);
+    const controller = new AbortController();
+    let timedOut = false;
+    let timeoutHandle: NodeJS.Timeout | undefined;
+    let secrets: string[] = [];
+    try {
+      const payload = await deps.vault.resolveReferences(state.input ?? {});
+      secrets = secretValues(state.input, payload);
+      const timeout = new Promise<never>((_, reject) => {
+        timeoutHandle = setTimeout(() => {
+          timedOut = true;
+          controller.abort();
+          reject(new Error('timeout'));
+        }, limit);
+      });
+      const call = deps.actions.invoke({
+        instanceId,
+        action,
+        payload,
+        idempotencyKey: `${machine.run.id}:${node.key}`,
+        timeoutMs: limit,
+        signal: controller.signal,
+        // Masked out of the output the run node stores (SPEC Vault references).
+        secrets,
+      });
+      // After a timeout the call may still settle; its outcome no longer matters.
+      call.catch(() => {});
+      const output = await Promise.race([call, timeout]);
+      machine.actionSucceeded(state, output, deps.clock.now());
+    } catch (err) {
+      const pluginTimeout = err instanceof AppError && err.code === 'PLUGIN.TIMEOUT';
+      const message =
+        timedOut || pluginTimeout
+          ? `attempt ${state.attempts} timed out after ${limit} ms (effective timeout: the smaller of timeout_ms ${
+              node.timeoutMs ?? 'unset'
+            } and the action's timeout_seconds ${description.timeout_seconds})`
+          : maskSecrets(errorText(err), secrets);
+      machine.attemptFailed(node, state, message, deps.clock.now());
+    } finally {
+      if (timeoutHandle) clearTimeout(timeoutHandle);
+      stop();
+      deps.calling(false);
+    }
+  };
+}

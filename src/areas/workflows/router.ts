@@ -1,0 +1,131 @@
+import type { Logger } from 'pino';
+import { type Clock, iso } from '../../lib/clock.js';
+import { newId } from '../../lib/ids.js';
+import type { CloudEvent } from '../events/cloudevent.js';
+import type { EventHandler, HandlerFailures } from '../events/handlers.js';
+import type { GraphSource, RoutedSubscription } from './graph-source.js';
+import { CompiledCache, describeThrown, truthy } from './jsonlogic.js';
+import { eventContext, RunMachine } from './machine.js';
+import type { WorkflowMetrics } from './metrics.js';
+import type { Plan } from './plan.js';
+import { nodeRow } from './store.js';
+import type { WorkflowRunNodeTable, WorkflowRunTable } from './tables.js';
+
+export interface RouterDeps {
+  clock: Clock;
+  log: Logger;
+  subscriptions: GraphSource;
+  metrics: WorkflowMetrics;
+  planOf(subscriptionId: string, version: number): Promise<Plan>;
+  /** Writes a new run and its pending nodes (the engine's write batcher); false when it exists. */
+  createRun(item: { run: WorkflowRunTable; nodes: WorkflowRunNodeTable[] }): Promise<boolean>;
+  /** Runs just created, handed to this process's engine to drive without a claim query. */
+  started(machines: RunMachine[]): void;
+}
+
+/**
+ * SPEC Pipeline 3, the router: an EventHandler the outbox drain calls. Per matching subscription it
+ * creates one run and one pending run-node per node of the subscription's current graph version, in
+ * one write that a unique index on (subscription, event id) makes idempotent.
+ */
+export function createRouter(deps: RouterDeps): EventHandler {
+  const conditions = new CompiledCache(500);
+
+  /** SPEC Pipeline 3: exact source/subject filters, then condition_jsonlogic truthy. */
+  function routes(sub: RoutedSubscription, event: CloudEvent): boolean {
+    if (sub.source_filter !== null && sub.source_filter !== event.source) return false;
+    if (sub.subject_filter !== null && sub.subject_filter !== (event.subject ?? null)) return false;
+    if (sub.condition_jsonlogic === null) return true;
+    const fn = conditions.get(sub.condition_jsonlogic, 'condition_jsonlogic');
+    return truthy(fn({ event: eventContext(event), nodes: {} }));
+  }
+
+  async function startRun(sub: RoutedSubscription, event: CloudEvent): Promise<RunMachine | null> {
+    const plan = await deps.planOf(sub.id, sub.graph_version);
+    const at = iso(deps.clock.now());
+    const runId = newId();
+    const states = RunMachine.pendingStates(plan, () => newId());
+    const row: WorkflowRunTable = {
+      id: runId,
+      event_subscription_id: sub.id,
+      graph_version: sub.graph_version,
+      event_id: event.id,
+      event_type: event.type,
+      trigger_event: JSON.stringify(event),
+      status: 'running',
+      started_at: at,
+      completed_at: null,
+      error: null,
+      wake_at: at,
+      locked_by: null,
+      created_at: at,
+      updated_at: at,
+    };
+    const nodes = [...states.values()].map((s) => nodeRow(runId, s, at));
+    const inserted = await deps.createRun({ run: row, nodes });
+    if (!inserted) return null;
+    return new RunMachine(
+      plan,
+      event,
+      { id: runId, status: 'running', error: null, started_at: at, completed_at: null },
+      states,
+    );
+  }
+
+  /** Whether `sub` takes `event`; a condition that cannot be evaluated skips it (logged). */
+  function takes(sub: RoutedSubscription, event: CloudEvent): boolean {
+    try {
+      return routes(sub, event);
+    } catch (err) {
+      // It will not evaluate better on retry: skip this subscription for this event.
+      deps.log.warn(
+        { subscription_id: sub.id, event_id: event.id, reason: describeThrown(err) },
+        'workflow router: condition_jsonlogic failed; subscription skipped for this event',
+      );
+      return false;
+    }
+  }
+
+  return {
+    name: 'workflow-router',
+    // One indexed lookup for the batch's event types, then one run per matching (subscription, event).
+    async handle(events: readonly CloudEvent[]): Promise<HandlerFailures | undefined> {
+      const subs = await deps.subscriptions.routable([...new Set(events.map((e) => e.type))]);
+      if (subs.length === 0) return undefined;
+      const pairs: { sub: RoutedSubscription; event: CloudEvent }[] = [];
+      for (const event of events) {
+        for (const sub of subs)
+          if (sub.event_type === event.type && takes(sub, event)) pairs.push({ sub, event });
+      }
+      const failed = new Map<string, string[]>();
+      const started: RunMachine[] = [];
+      // All at once: the write batcher commits the runs submitted together in one transaction.
+      await Promise.all(
+        pairs.map(async ({ sub, event }) => {
+          try {
+            const machine = await startRun(sub, event);
+            if (machine) {
+              started.push(machine);
+              deps.metrics.runStarted(sub.id);
+            }
+          } catch (err) {
+            failed.set(event.id, [...(failed.get(event.id) ?? []), `${sub.id}: ${describeThrown(err)}`]);
+            deps.log.error(
+              { subscription_id: sub.id, event_id: event.id, err },
+              'workflow router: run not created',
+            );
+          }
+        }),
+      );
+      if (started.length > 0) deps.started(started);
+      // Failures are isolated per subscription; an event's task is retried for its failed ones only
+      // (runs created already are not created twice: one run per subscription and event id).
+      return new Map(
+        [...failed].map(([eventId, reasons]) => [
+          eventId,
+          new Error(`workflow runs not created for ${reasons.length} subscription(s): ${reasons.join('; ')}`),
+        ]),
+      );
+    },
+  };
+}

@@ -1,15 +1,12 @@
 import { auditInsert } from '../../db/audit.js';
-import type { Tx } from '../../db/store.js';
+import type { Store, Tx } from '../../db/store.js';
 import type { Principal } from '../../http/access.js';
 import { AppError, type ErrorCode } from '../../http/errors.js';
 import { newId } from '../../lib/ids.js';
-import {
-  type Grantees,
-  type QuestionnaireFilter,
-  type QuestionnaireStore,
-  questionnaireFilter,
-} from './store.js';
+import * as folderStore from './folder-store.js';
+import * as permissionStore from './permission-store.js';
 import type { PermissionLevel } from './tables.js';
+import { type Grantees, type QuestionnaireFilter, questionnaireFilter } from './visibility.js';
 
 /**
  * The object-level access rules of docs/platform.md "Permissions". Scopes say what kind of action a
@@ -62,8 +59,8 @@ function highest(levels: readonly PermissionLevel[]): PermissionLevel | null {
   return best;
 }
 
-export function createAccess(deps: { db: QuestionnaireStore; identity: RoleLookup }) {
-  const { db } = deps;
+export function createAccess(deps: { store: Store; identity: RoleLookup }) {
+  const { store } = deps;
 
   async function viewer(principal: Pick<Principal, 'userId'>): Promise<Viewer> {
     const roles = await deps.identity.getRolesOfUser(principal.userId);
@@ -77,8 +74,10 @@ export function createAccess(deps: { db: QuestionnaireStore; identity: RoleLooku
   /** Highest level on a folder: grants on it or any ancestor (null: none, the folder is invisible). */
   async function folderLevel(v: Viewer, folderId: string): Promise<PermissionLevel | null> {
     if (v.unrestricted) return 'MANAGE';
-    const chain = await db.folderChain(folderId);
-    return highest(await db.grantedLevels(v.grantees, { folderIds: chain.map((c) => c.id) }));
+    const chain = await folderStore.folderChain(store.db, folderId);
+    return highest(
+      await permissionStore.grantedLevels(store.db, v.grantees, { folderIds: chain.map((c) => c.id) }),
+    );
   }
 
   /** Highest level on a questionnaire: grants on it, on its folder, or on any folder above. */
@@ -87,9 +86,12 @@ export function createAccess(deps: { db: QuestionnaireStore; identity: RoleLooku
     q: { id: string; folder_id: string | null },
   ): Promise<PermissionLevel | null> {
     if (v.unrestricted) return 'MANAGE';
-    const chain = q.folder_id ? await db.folderChain(q.folder_id) : [];
+    const chain = q.folder_id ? await folderStore.folderChain(store.db, q.folder_id) : [];
     return highest(
-      await db.grantedLevels(v.grantees, { folderIds: chain.map((c) => c.id), questionnaireId: q.id }),
+      await permissionStore.grantedLevels(store.db, v.grantees, {
+        folderIds: chain.map((c) => c.id),
+        questionnaireId: q.id,
+      }),
     );
   }
 
@@ -160,8 +162,9 @@ export function createAccess(deps: { db: QuestionnaireStore; identity: RoleLooku
         created_by: v.userId,
         ...auditInsert(at, v.userId),
       };
-      if (object.kind === 'folder') await db.insertFolderPermission(tx, { ...grant, folder_id: object.id });
-      else await db.insertQuestionnairePermission(tx, { ...grant, questionnaire_id: object.id });
+      if (object.kind === 'folder')
+        await permissionStore.insertFolderPermission(tx, { ...grant, folder_id: object.id });
+      else await permissionStore.insertQuestionnairePermission(tx, { ...grant, questionnaire_id: object.id });
     },
 
     /**
@@ -174,7 +177,7 @@ export function createAccess(deps: { db: QuestionnaireStore; identity: RoleLooku
     ): Promise<Map<string, PermissionLevel | null>> {
       if (v.unrestricted) return new Map(ids.map((id) => [id, 'MANAGE' as const]));
       const levels = new Map<string, PermissionLevel | null>(ids.map((id) => [id, null]));
-      for (const row of await db.grantedLevelsOnQuestionnaires(v.grantees, ids)) {
+      for (const row of await permissionStore.grantedLevelsOnQuestionnaires(store.db, v.grantees, ids)) {
         levels.set(row.questionnaire_id, highest([levels.get(row.questionnaire_id) ?? row.level, row.level]));
       }
       return levels;

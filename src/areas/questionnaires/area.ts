@@ -8,7 +8,6 @@ import { createConfigService } from './config-service.js';
 import { createFolderService } from './folder-service.js';
 import { createPermissionService, type GranteeLookup } from './permission-service.js';
 import { createQuestionnaireService } from './service.js';
-import { createQuestionnaireStore } from './store.js';
 
 export interface QuestionnaireAreaDeps {
   config: Config;
@@ -22,14 +21,13 @@ export interface QuestionnaireAreaDeps {
 
 /** The questionnaire catalogue's services over one store and one set of access rules. */
 export function createQuestionnaireArea(deps: QuestionnaireAreaDeps) {
-  const db = createQuestionnaireStore(deps.store);
-  const access = createAccess({ db, identity: deps.identity });
-  const common = { store: deps.store, clock: deps.clock, db, access };
+  const access = createAccess({ store: deps.store, identity: deps.identity });
+  const common = { store: deps.store, clock: deps.clock, access };
   return {
     questionnaires: createQuestionnaireService({ ...common, events: deps.events }),
     folders: createFolderService({ ...common, events: deps.events }),
     permissions: createPermissionService({ ...common, identity: deps.identity }),
-    platformConfig: createConfigService({ config: deps.config, db, access }),
+    platformConfig: createConfigService({ config: deps.config, store: deps.store, access }),
   };
 }
 

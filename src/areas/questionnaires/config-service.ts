@@ -1,13 +1,15 @@
 import type { Config } from '../../config/config.js';
-import type { Tx } from '../../db/store.js';
+import type { Store, Tx } from '../../db/store.js';
 import type { Principal } from '../../http/access.js';
 import { AppError } from '../../http/errors.js';
 import { VERSION } from '../../version.js';
 import { type Access, PERMISSION_LEVELS } from './access.js';
+import type { ChainLink } from './folder-store.js';
+import * as folderStore from './folder-store.js';
 import { mergePatch } from './json-patch.js';
+import * as questionnaireStore from './questionnaire-store.js';
 import type { JsonObject } from './records.js';
 import { TRANSITIONS } from './service.js';
-import type { ChainLink, QuestionnaireStore } from './store.js';
 
 /**
  * Configuration answers (docs/platform.md "Config"): the public app config, and the effective config
@@ -36,8 +38,8 @@ export interface EffectiveConfig {
   sources: ConfigLayer[];
 }
 
-export function createConfigService(deps: { config: Config; db: QuestionnaireStore; access: Access }) {
-  const { db, access } = deps;
+export function createConfigService(deps: { config: Config; store: Store; access: Access }) {
+  const { store, access } = deps;
 
   /** Merges the defaults and a folder chain (nearest first, as folderChain returns it). */
   function fromChain(chain: readonly ChainLink[]): EffectiveConfig {
@@ -55,7 +57,7 @@ export function createConfigService(deps: { config: Config; db: QuestionnaireSto
     tx: Tx,
     q: { folder_id?: string | null; config?: JsonObject | null },
   ): Promise<JsonObject> {
-    const base = fromChain(q.folder_id ? await db.folderChain(q.folder_id, tx.db) : []);
+    const base = fromChain(q.folder_id ? await folderStore.folderChain(tx.db, q.folder_id) : []);
     return mergePatch(base.config, q.config ?? {});
   }
 
@@ -92,11 +94,11 @@ export function createConfigService(deps: { config: Config; db: QuestionnaireSto
       folderId: string,
     ): Promise<EffectiveConfig & { folder_id: string }> {
       const v = await access.viewer(principal);
-      if (!(await db.findFolder(folderId))) {
+      if (!(await folderStore.findFolder(store.db, folderId))) {
         throw new AppError('FOLDER.NOT_FOUND', 'Folder not found', { folder_id: folderId });
       }
       await access.requireFolder(v, folderId, 'VIEW');
-      return { folder_id: folderId, ...fromChain(await db.folderChain(folderId)) };
+      return { folder_id: folderId, ...fromChain(await folderStore.folderChain(store.db, folderId)) };
     },
 
     /**
@@ -109,7 +111,7 @@ export function createConfigService(deps: { config: Config; db: QuestionnaireSto
       principal: Principal,
       id: string,
     ): Promise<EffectiveConfig & { questionnaire_id: string; folder_id: string | null }> {
-      const q = await db.findQuestionnaire(id);
+      const q = await questionnaireStore.findQuestionnaire(store.db, id);
       const missing = new AppError('QUESTIONNAIRE.NOT_FOUND', 'Questionnaire not found', {
         questionnaire_id: id,
       });
@@ -118,7 +120,7 @@ export function createConfigService(deps: { config: Config; db: QuestionnaireSto
         if (!principal.scopes.has('questionnaire:read')) throw missing;
         await access.requireQuestionnaire(await access.viewer(principal), q, 'VIEW');
       }
-      const base = fromChain(q.folder_id ? await db.folderChain(q.folder_id) : []);
+      const base = fromChain(q.folder_id ? await folderStore.folderChain(store.db, q.folder_id) : []);
       return {
         questionnaire_id: q.id,
         folder_id: q.folder_id,

@@ -8,15 +8,17 @@ import { newId } from '../../lib/ids.js';
 import { EVENT_SOURCES } from '../events/definitions.js';
 import type { EventPublisher } from '../events/publish.js';
 import type { Access, Viewer } from './access.js';
+import type { FolderFilters } from './folder-store.js';
+import * as folderStore from './folder-store.js';
+import * as questionnaireStore from './questionnaire-store.js';
 import { type Folder, type JsonObject, toFolder } from './records.js';
-import { type FolderFilters, MAX_FOLDER_DEPTH, type QuestionnaireStore } from './store.js';
 import type { FolderTable, QuestionnaireStatus, QuestionnaireTable } from './tables.js';
+import { MAX_FOLDER_DEPTH } from './visibility.js';
 
 export interface FolderServiceDeps {
   store: Store;
   clock: Clock;
   events: EventPublisher;
-  db: QuestionnaireStore;
   access: Access;
 }
 
@@ -65,18 +67,18 @@ function assertDepth(deepestLevel: number): void {
 }
 
 export function createFolderService(deps: FolderServiceDeps) {
-  const { db, access, store, events } = deps;
+  const { access, store, events } = deps;
   const now = () => iso(deps.clock.now());
 
   async function visible(v: Viewer, id: string, level: 'VIEW' | 'EDIT' | 'MANAGE'): Promise<Folder> {
-    const f = await db.findFolder(id);
+    const f = await folderStore.findFolder(store.db, id);
     if (!f) throw notFound(id);
     await access.requireFolder(v, id, level);
     return f;
   }
 
   async function requireParent(tx: Tx, parentId: string): Promise<void> {
-    if (!(await db.lockFolder(tx, parentId, 'share'))) notFoundParent(parentId);
+    if (!(await folderStore.lockFolder(tx, parentId, 'share'))) notFoundParent(parentId);
   }
 
   function notFoundParent(parentId: string): never {
@@ -99,20 +101,20 @@ export function createFolderService(deps: FolderServiceDeps) {
 
     async list(principal: Principal, page: Page, filters: FolderFilters) {
       const v = await access.viewer(principal);
-      return db.listFolders(page, filters, access.visibleTo(v));
+      return folderStore.listFolders(store.db, page, filters, access.visibleTo(v));
     },
 
     async create(principal: Principal, input: CreateFolderInput): Promise<Folder> {
       const v = await access.viewer(principal);
       const parentId = input.parent_id ?? null;
       if (parentId) {
-        if (!(await db.findFolder(parentId))) notFoundParent(parentId);
+        if (!(await folderStore.findFolder(store.db, parentId))) notFoundParent(parentId);
         await access.requireFolder(v, parentId, 'EDIT');
       }
       return store.transaction(async (tx) => {
         if (parentId) {
           await requireParent(tx, parentId);
-          assertDepth((await db.folderChain(parentId, tx.db)).length + 1);
+          assertDepth((await folderStore.folderChain(tx.db, parentId)).length + 1);
         }
         const at = now();
         const row: FolderTable = {
@@ -124,7 +126,7 @@ export function createFolderService(deps: FolderServiceDeps) {
           created_by: v.userId,
           ...auditInsert(at, v.userId),
         };
-        await db.insertFolder(tx, row);
+        await folderStore.insertFolder(tx, row);
         await access.grantCreator(tx, v, { kind: 'folder', id: row.id }, at);
         const folder = toFolder(row);
         await publish(tx, 'created', folder);
@@ -140,13 +142,13 @@ export function createFolderService(deps: FolderServiceDeps) {
         // A move can change who inherits access below it: MANAGE here, EDIT on the destination.
         await access.requireFolder(v, id, 'MANAGE');
         if (input.parent_id) {
-          if (!(await db.findFolder(input.parent_id))) notFoundParent(input.parent_id);
+          if (!(await folderStore.findFolder(store.db, input.parent_id))) notFoundParent(input.parent_id);
           await access.requireFolder(v, input.parent_id, 'EDIT');
         }
       }
       return store.transaction(async (tx) => {
-        if (moving) await db.serialiseFolderMoves(tx);
-        const row = await db.lockFolder(tx, id, 'update');
+        if (moving) await folderStore.serialiseFolderMoves(tx);
+        const row = await folderStore.lockFolder(tx, id, 'update');
         if (!row) throw notFound(id);
         const next: FolderTable = {
           ...row,
@@ -157,7 +159,7 @@ export function createFolderService(deps: FolderServiceDeps) {
         };
         if (next.parent_id && next.parent_id !== row.parent_id) {
           await requireParent(tx, next.parent_id);
-          const above = await db.folderChain(next.parent_id, tx.db);
+          const above = await folderStore.folderChain(tx.db, next.parent_id);
           if (above.some((f) => f.id === id)) {
             throw new AppError(
               'FOLDER.CYCLE',
@@ -169,7 +171,7 @@ export function createFolderService(deps: FolderServiceDeps) {
             );
           }
           // Its deepest descendant lands `height` levels below the new parent.
-          assertDepth(above.length + (await db.subtreeHeight(id, tx.db)));
+          assertDepth(above.length + (await folderStore.subtreeHeight(tx.db, id)));
         }
         const changed = (['name', 'description', 'parent_id', 'config'] as const).filter(
           (k) => next[k] !== row[k],
@@ -180,7 +182,7 @@ export function createFolderService(deps: FolderServiceDeps) {
           ...Object.fromEntries(changed.map((k) => [k, next[k]])),
           ...auditUpdate(at, v.userId),
         };
-        if (!(await db.updateFolder(tx, id, changes))) throw notFound(id);
+        if (!(await folderStore.updateFolder(tx, id, changes))) throw notFound(id);
         const folder = toFolder({ ...next, ...auditUpdate(at, v.userId) });
         await publish(tx, 'updated', folder, {
           changed_fields: changed,
@@ -195,9 +197,9 @@ export function createFolderService(deps: FolderServiceDeps) {
       const v = await access.viewer(principal);
       await visible(v, id, 'MANAGE');
       return store.transaction(async (tx) => {
-        const row = await db.lockFolder(tx, id, 'update');
+        const row = await folderStore.lockFolder(tx, id, 'update');
         if (!row) throw notFound(id);
-        const contents = await db.countFolderContents(tx, id);
+        const contents = await folderStore.countFolderContents(tx, id);
         if (contents.folders > 0 || contents.questionnaires > 0) {
           throw new AppError(
             'FOLDER.NOT_EMPTY',
@@ -206,7 +208,7 @@ export function createFolderService(deps: FolderServiceDeps) {
           );
         }
         const at = now();
-        if (!(await db.updateFolder(tx, id, softDeleted(at, v.userId)))) throw notFound(id);
+        if (!(await folderStore.updateFolder(tx, id, softDeleted(at, v.userId)))) throw notFound(id);
         const folder = toFolder({ ...row, ...softDeleted(at, v.userId) });
         await publish(tx, 'deleted', folder, { deleted_at: at });
         return folder;
@@ -224,7 +226,7 @@ export function createFolderService(deps: FolderServiceDeps) {
       const v = await access.viewer(principal);
       const visibleTo = access.visibleTo(v);
       if (q.root_id) await visible(v, q.root_id, 'VIEW');
-      const folders = await db.foldersForTree(visibleTo);
+      const folders = await folderStore.foldersForTree(store.db, visibleTo);
       const nodes = new Map<string, TreeNode>(folders.map((f) => [f.id, { ...f, children: [] }]));
       if (q.include_questionnaires) for (const n of nodes.values()) n.questionnaires = [];
       const roots: TreeNode[] = [];
@@ -241,7 +243,7 @@ export function createFolderService(deps: FolderServiceDeps) {
           : q.include_archived
             ? ['DRAFT', 'PUBLISHED', 'ARCHIVED']
             : ['DRAFT', 'PUBLISHED'];
-        for (const row of await db.questionnairesForTree({ statuses, visibleTo })) {
+        for (const row of await questionnaireStore.questionnairesForTree(store.db, { statuses, visibleTo })) {
           const node: TreeQuestionnaire = { ...row, metadata: JSON.parse(row.metadata) };
           const folder = row.folder_id ? nodes.get(row.folder_id) : undefined;
           if (folder) folder.questionnaires!.push(node);

@@ -7,8 +7,11 @@ import type { Page } from '../../http/list.js';
 import { type Clock, iso } from '../../lib/clock.js';
 import { newId } from '../../lib/ids.js';
 import { type Access, atLeast, type Viewer } from './access.js';
+import * as folderStore from './folder-store.js';
+import type { PermissionFilters } from './permission-store.js';
+import * as permissionStore from './permission-store.js';
+import * as questionnaireStore from './questionnaire-store.js';
 import type { FolderPermission, QuestionnairePermission } from './records.js';
-import type { PermissionFilters, QuestionnaireStore } from './store.js';
 import type { GranteeType, PermissionLevel } from './tables.js';
 
 /** What this area needs of identity to check a grantee exists (throws USER.NOT_FOUND / ROLE.NOT_FOUND). */
@@ -20,7 +23,6 @@ export interface GranteeLookup {
 export interface PermissionServiceDeps {
   store: Store;
   clock: Clock;
-  db: QuestionnaireStore;
   access: Access;
   identity: GranteeLookup;
 }
@@ -39,7 +41,7 @@ type PermissionOf<K extends ObjectKind> = K extends 'folder' ? FolderPermission 
  * unrestricted caller always has it); a restricted caller lists only grants of objects it can see.
  */
 export function createPermissionService(deps: PermissionServiceDeps) {
-  const { db, access, store } = deps;
+  const { access, store } = deps;
   const now = () => iso(deps.clock.now());
 
   const permissionNotFound = (id: string) =>
@@ -55,8 +57,8 @@ export function createPermissionService(deps: PermissionServiceDeps) {
     objectId: string,
   ): Promise<PermissionLevel | null | undefined> {
     if (kind === 'folder')
-      return (await db.findFolder(objectId)) ? access.folderLevel(v, objectId) : undefined;
-    const q = await db.findQuestionnaire(objectId);
+      return (await folderStore.findFolder(store.db, objectId)) ? access.folderLevel(v, objectId) : undefined;
+    const q = await questionnaireStore.findQuestionnaire(store.db, objectId);
     return q ? access.questionnaireLevel(v, q) : undefined;
   }
 
@@ -100,7 +102,9 @@ export function createPermissionService(deps: PermissionServiceDeps) {
 
   async function find<K extends ObjectKind>(kind: K, id: string): Promise<PermissionOf<K>> {
     const p =
-      kind === 'folder' ? await db.findFolderPermission(id) : await db.findQuestionnairePermission(id);
+      kind === 'folder'
+        ? await permissionStore.findFolderPermission(store.db, id)
+        : await permissionStore.findQuestionnairePermission(store.db, id);
     if (!p) throw permissionNotFound(id);
     return p as PermissionOf<K>;
   }
@@ -127,8 +131,8 @@ export function createPermissionService(deps: PermissionServiceDeps) {
         const v = await access.viewer(principal);
         const visibleTo = access.visibleTo(v);
         return kind === 'folder'
-          ? db.listFolderPermissions(page, filters, visibleTo)
-          : db.listQuestionnairePermissions(page, filters, visibleTo);
+          ? permissionStore.listFolderPermissions(store.db, page, filters, visibleTo)
+          : permissionStore.listQuestionnairePermissions(store.db, page, filters, visibleTo);
       },
 
       get: async (principal: Principal, id: string) => visibleGrant(kind, await access.viewer(principal), id),
@@ -147,8 +151,10 @@ export function createPermissionService(deps: PermissionServiceDeps) {
         };
         try {
           await store.transaction(async (tx) => {
-            if (kind === 'folder') await db.insertFolderPermission(tx, { ...row, folder_id: objectId });
-            else await db.insertQuestionnairePermission(tx, { ...row, questionnaire_id: objectId });
+            if (kind === 'folder')
+              await permissionStore.insertFolderPermission(tx, { ...row, folder_id: objectId });
+            else
+              await permissionStore.insertQuestionnairePermission(tx, { ...row, questionnaire_id: objectId });
           });
         } catch (e) {
           if (isUniqueViolation(e)) {
@@ -176,7 +182,7 @@ export function createPermissionService(deps: PermissionServiceDeps) {
         await requireManage(kind, v, objectIdOf(kind, p));
         if (p.level !== input.level) {
           const updated = await store.transaction((tx) =>
-            db.updatePermission(tx, kind, id, {
+            permissionStore.updatePermission(tx, kind, id, {
               level: input.level,
               ...auditUpdate(now(), principal.userId),
             }),
@@ -192,7 +198,7 @@ export function createPermissionService(deps: PermissionServiceDeps) {
         await requireManage(kind, v, objectIdOf(kind, p));
         const at = now();
         const revoked = await store.transaction((tx) =>
-          db.updatePermission(tx, kind, id, softDeleted(at, principal.userId)),
+          permissionStore.updatePermission(tx, kind, id, softDeleted(at, principal.userId)),
         );
         if (!revoked) throw permissionNotFound(id);
         return { ...p, ...softDeleted(at, principal.userId) };

@@ -9,6 +9,9 @@ import { EVENT_SOURCES } from '../events/definitions.js';
 import type { EventPublisher } from '../events/publish.js';
 import type { Access, CatalogueAccess, Viewer } from './access.js';
 import { answersSchemaProblem } from './answers-schema.js';
+import * as folderStore from './folder-store.js';
+import type { QuestionnaireFilters, RevisionFilters } from './questionnaire-store.js';
+import * as questionnaireStore from './questionnaire-store.js';
 import {
   type JsonObject,
   type Questionnaire,
@@ -23,14 +26,12 @@ import {
   replay,
   stateOf,
 } from './revisions.js';
-import type { QuestionnaireFilters, QuestionnaireStore, RevisionFilters } from './store.js';
 import type { QuestionnaireStatus, QuestionnaireTable, RevisionOperation } from './tables.js';
 
 export interface QuestionnaireServiceDeps {
   store: Store;
   clock: Clock;
   events: EventPublisher;
-  db: QuestionnaireStore;
   access: Access;
 }
 
@@ -100,7 +101,7 @@ const notFound = (id: string) =>
   new AppError('QUESTIONNAIRE.NOT_FOUND', 'Questionnaire not found', { questionnaire_id: id });
 
 export function createQuestionnaireService(deps: QuestionnaireServiceDeps) {
-  const { db, access, store, events } = deps;
+  const { access, store, events } = deps;
   const now = () => iso(deps.clock.now());
 
   /** Writes the revision of a change from `before` to `after` and its event, inside `tx`. */
@@ -125,7 +126,7 @@ export function createQuestionnaireService(deps: QuestionnaireServiceDeps) {
       created_at: at,
       created_by: actor,
     };
-    await db.insertRevision(tx, { ...revision, diffs: JSON.stringify(revision.diffs) });
+    await questionnaireStore.insertRevision(tx, { ...revision, diffs: JSON.stringify(revision.diffs) });
     await events.publish(tx, {
       type: eventOf(operation, sequence),
       source: EVENT_SOURCES.questionnaire,
@@ -147,7 +148,7 @@ export function createQuestionnaireService(deps: QuestionnaireServiceDeps) {
   }
 
   async function requireTargetFolder(tx: Tx, folderId: string): Promise<void> {
-    if (!(await db.lockFolder(tx, folderId, 'share'))) {
+    if (!(await folderStore.lockFolder(tx, folderId, 'share'))) {
       throw new AppError('FOLDER.NOT_FOUND', 'Folder not found', { folder_id: folderId });
     }
   }
@@ -182,7 +183,7 @@ export function createQuestionnaireService(deps: QuestionnaireServiceDeps) {
         created_by: v.userId,
         ...auditInsert(at, v.userId),
       };
-      await db.insertQuestionnaire(tx, row);
+      await questionnaireStore.insertQuestionnaire(tx, row);
       const q = toQuestionnaire(row);
       await record(tx, q, 1, lineage.forked_from_id ? 'FORK' : 'EDIT', undefined, stateOf(q), v.userId, at);
       await access.grantCreator(tx, v, { kind: 'questionnaire', id }, at);
@@ -209,7 +210,7 @@ export function createQuestionnaireService(deps: QuestionnaireServiceDeps) {
     }>,
   ): Promise<Questionnaire> {
     return store.transaction(async (tx) => {
-      const row = await db.lockQuestionnaire(tx, id);
+      const row = await questionnaireStore.lockQuestionnaire(tx, id);
       if (!row || (row.deleted_at !== null) !== opts.deleted) throw notFound(id);
       const current = toQuestionnaire(row);
       const { operation, state, columns } = await compute(current, tx);
@@ -233,7 +234,7 @@ export function createQuestionnaireService(deps: QuestionnaireServiceDeps) {
         ...auditUpdate(at, v.userId),
         ...columns,
       };
-      await db.updateQuestionnaire(tx, id, changes);
+      await questionnaireStore.updateQuestionnaire(tx, id, changes);
       await record(tx, current, sequence, op, before, state, v.userId, at);
       return toQuestionnaire({ ...row, ...changes } as QuestionnaireTable);
     });
@@ -241,7 +242,7 @@ export function createQuestionnaireService(deps: QuestionnaireServiceDeps) {
 
   /** An active questionnaire the viewer can see at `level` (else its 404, or 403 for a lower level). */
   async function visible(v: Viewer, id: string, level: 'VIEW' | 'EDIT' | 'MANAGE'): Promise<Questionnaire> {
-    const q = await db.findQuestionnaire(id);
+    const q = await questionnaireStore.findQuestionnaire(store.db, id);
     if (!q) throw notFound(id);
     await access.requireQuestionnaire(v, q, level);
     return q;
@@ -286,14 +287,16 @@ export function createQuestionnaireService(deps: QuestionnaireServiceDeps) {
      * callers apply their own rules. Throws QUESTIONNAIRE.NOT_FOUND for a missing or deleted one.
      */
     async get(id: string): Promise<Questionnaire> {
-      const q = await db.findQuestionnaire(id);
+      const q = await questionnaireStore.findQuestionnaire(store.db, id);
       if (!q) throw notFound(id);
       return q;
     },
 
     /** The active questionnaires among `ids`, in the order of `ids` (missing or deleted ones left out). */
     async getMany(ids: readonly string[]): Promise<Questionnaire[]> {
-      const found = new Map((await db.findQuestionnaires(ids)).map((q) => [q.id, q]));
+      const found = new Map(
+        (await questionnaireStore.findQuestionnaires(store.db, ids)).map((q) => [q.id, q]),
+      );
       const seen = new Set<string>();
       const out: Questionnaire[] = [];
       for (const id of ids) {
@@ -314,7 +317,7 @@ export function createQuestionnaireService(deps: QuestionnaireServiceDeps) {
      * No permission narrowing. Missing or deleted ones are left out.
      */
     async lockActive(tx: Tx, ids: readonly string[]): Promise<Questionnaire[]> {
-      return db.lockActiveQuestionnaires(tx, ids);
+      return questionnaireStore.lockActiveQuestionnaires(tx, ids);
     },
 
     /** An active questionnaire as `principal` may see it (permission rules applied). */
@@ -337,7 +340,10 @@ export function createQuestionnaireService(deps: QuestionnaireServiceDeps) {
 
     async list(principal: Principal, page: Page, filters: QuestionnaireFilters, deleted = false) {
       const v = await access.viewer(principal);
-      return db.listQuestionnaires(page, filters, { deleted, visibleTo: access.visibleTo(v) });
+      return questionnaireStore.listQuestionnaires(store.db, page, filters, {
+        deleted,
+        visibleTo: access.visibleTo(v),
+      });
     },
 
     async create(principal: Principal, input: CreateQuestionnaireInput): Promise<Questionnaire> {
@@ -419,7 +425,7 @@ export function createQuestionnaireService(deps: QuestionnaireServiceDeps) {
     /** Restores a deleted questionnaire into its folder, or into the root when that folder is gone. */
     async restore(principal: Principal, id: string): Promise<Questionnaire> {
       const v = await access.viewer(principal);
-      const q = await db.findAnyQuestionnaire(id);
+      const q = await questionnaireStore.findAnyQuestionnaire(store.db, id);
       if (!q) throw notFound(id);
       if (q.deleted_at === null) {
         throw new AppError('QUESTIONNAIRE.INVALID_STATE', 'The questionnaire is not deleted', {
@@ -429,7 +435,7 @@ export function createQuestionnaireService(deps: QuestionnaireServiceDeps) {
       await access.requireQuestionnaire(v, q, 'MANAGE');
       return change(v, id, { deleted: true }, async (current, tx) => {
         const folderAlive = current.folder_id
-          ? await db.lockFolder(tx, current.folder_id, 'share')
+          ? await folderStore.lockFolder(tx, current.folder_id, 'share')
           : undefined;
         return {
           operation: 'RESTORE',
@@ -471,7 +477,7 @@ export function createQuestionnaireService(deps: QuestionnaireServiceDeps) {
 
     async listRevisions(principal: Principal, id: string, page: Page, filters: RevisionFilters) {
       await visible(await access.viewer(principal), id, 'VIEW');
-      return db.listRevisions(id, page, filters);
+      return questionnaireStore.listRevisions(store.db, id, page, filters);
     },
 
     async getRevision(principal: Principal, id: string, revisionId: string): Promise<QuestionnaireRevision> {
@@ -489,7 +495,7 @@ export function createQuestionnaireService(deps: QuestionnaireServiceDeps) {
     questionnaireId: string,
     revisionId: string,
   ): Promise<QuestionnaireRevision> {
-    const r = await db.findRevision(questionnaireId, revisionId);
+    const r = await questionnaireStore.findRevision(store.db, questionnaireId, revisionId);
     if (!r) {
       throw new AppError('QUESTIONNAIRE_REVISION_NOT_FOUND', 'Questionnaire revision not found', {
         questionnaire_id: questionnaireId,
@@ -501,7 +507,7 @@ export function createQuestionnaireService(deps: QuestionnaireServiceDeps) {
 
   async function snapshotOf(q: Questionnaire, revisionId: string): Promise<Snapshot> {
     const r = await requireRevision(q.id, revisionId);
-    const state = replay(await db.revisionsUpTo(q.id, r.sequence));
+    const state = replay(await questionnaireStore.revisionsUpTo(store.db, q.id, r.sequence));
     return {
       questionnaire_id: q.id,
       revision_id: r.id,

@@ -1,0 +1,209 @@
+import type { Db, Tx } from '../../db/store.js';
+import { containsInsensitive, isoParam, type ListResult, type Page, paginate } from '../../http/list.js';
+import { type Questionnaire, type QuestionnaireRevision, toQuestionnaire, toRevision } from './records.js';
+import type {
+  QuestionnaireRevisionTable,
+  QuestionnaireStatus,
+  QuestionnaireTable,
+  RevisionOperation,
+} from './tables.js';
+import { type Grantees, questionnaireVisible } from './visibility.js';
+
+/** Questionnaires and their revisions (tables questionnaire, questionnaire_revision). */
+export interface QuestionnaireFilters {
+  status?: QuestionnaireStatus;
+  folder_id?: string;
+  lineage_root_id?: string;
+  name?: string;
+  search?: string;
+  created_by?: string;
+  created_at_gte?: string;
+  created_at_lte?: string;
+  updated_at_gte?: string;
+  updated_at_lte?: string;
+}
+
+export interface RevisionFilters {
+  operation?: RevisionOperation;
+  created_by?: string;
+  created_at_gte?: string;
+  created_at_lte?: string;
+  sequence_gte?: number;
+  sequence_lte?: number;
+}
+
+/** An active (not soft-deleted) questionnaire, or undefined. */
+export async function findQuestionnaire(db: Db, id: string): Promise<Questionnaire | undefined> {
+  const row = await db
+    .selectFrom('questionnaire')
+    .selectAll()
+    .where('id', '=', id)
+    .where('deleted_at', 'is', null)
+    .executeTakeFirst();
+  return row ? toQuestionnaire(row) : undefined;
+}
+
+/** A questionnaire whether deleted or not. */
+export async function findAnyQuestionnaire(db: Db, id: string): Promise<Questionnaire | undefined> {
+  const row = await db.selectFrom('questionnaire').selectAll().where('id', '=', id).executeTakeFirst();
+  return row ? toQuestionnaire(row) : undefined;
+}
+
+export async function findQuestionnaires(db: Db, ids: readonly string[]): Promise<Questionnaire[]> {
+  if (ids.length === 0) return [];
+  const rows = await db
+    .selectFrom('questionnaire')
+    .selectAll()
+    .where('id', 'in', [...new Set(ids)])
+    .where('deleted_at', 'is', null)
+    .execute();
+  return rows.map(toQuestionnaire);
+}
+
+/**
+ * Reads a questionnaire (deleted or not) for a change, holding its row until the transaction ends.
+ * PostgreSQL needs the row lock so concurrent changes of one questionnaire take turns: each diffs
+ * against the state the previous one committed and takes the next sequence. SQLite runs one write
+ * transaction at a time (one connection), so the plain read is already serialised.
+ */
+export async function lockQuestionnaire(tx: Tx, id: string): Promise<QuestionnaireTable | undefined> {
+  let q = tx.db.selectFrom('questionnaire').selectAll().where('id', '=', id);
+  if (tx.dialect === 'postgres') q = q.forUpdate();
+  return q.executeTakeFirst();
+}
+
+/**
+ * The active questionnaires among `ids`, read inside another area's write transaction and held
+ * until it ends. PostgreSQL: FOR SHARE, so a concurrent publish, archive or delete (which locks the
+ * row FOR UPDATE) waits for that transaction, and one that committed first is what this read sees
+ * (the row is re-checked after the wait, so a questionnaire deleted meanwhile is left out). Rows
+ * are locked in id order. SQLite runs one write transaction at a time, so the read is serialised.
+ */
+export async function lockActiveQuestionnaires(tx: Tx, ids: readonly string[]): Promise<Questionnaire[]> {
+  if (ids.length === 0) return [];
+  let q = tx.db
+    .selectFrom('questionnaire')
+    .selectAll()
+    .where('id', 'in', [...new Set(ids)])
+    .where('deleted_at', 'is', null)
+    .orderBy('id');
+  if (tx.dialect === 'postgres') q = q.forShare();
+  return (await q.execute()).map(toQuestionnaire);
+}
+
+export async function insertQuestionnaire(tx: Tx, row: QuestionnaireTable): Promise<void> {
+  await tx.db.insertInto('questionnaire').values(row).execute();
+}
+
+export async function updateQuestionnaire(
+  tx: Tx,
+  id: string,
+  changes: Partial<QuestionnaireTable>,
+): Promise<void> {
+  await tx.db.updateTable('questionnaire').set(changes).where('id', '=', id).execute();
+}
+
+export async function listQuestionnaires(
+  db: Db,
+  page: Page,
+  f: QuestionnaireFilters,
+  opts: { deleted: boolean; visibleTo?: Grantees },
+): Promise<ListResult<Questionnaire>> {
+  let q = db.selectFrom('questionnaire').where('deleted_at', opts.deleted ? 'is not' : 'is', null);
+  if (opts.visibleTo) q = q.where(questionnaireVisible(opts.visibleTo));
+  if (f.status) q = q.where('status', '=', f.status);
+  if (f.folder_id) q = q.where('folder_id', '=', f.folder_id);
+  if (f.lineage_root_id) q = q.where('lineage_root_id', '=', f.lineage_root_id);
+  if (f.created_by) q = q.where('created_by', '=', f.created_by);
+  if (f.name !== undefined) q = q.where(containsInsensitive('name', f.name));
+  if (f.search !== undefined) {
+    const s = f.search;
+    q = q.where((eb) => eb.or([containsInsensitive('name', s), containsInsensitive('description', s)]));
+  }
+  if (f.created_at_gte) q = q.where('created_at', '>=', isoParam(f.created_at_gte));
+  if (f.created_at_lte) q = q.where('created_at', '<=', isoParam(f.created_at_lte));
+  if (f.updated_at_gte) q = q.where('updated_at', '>=', isoParam(f.updated_at_gte));
+  if (f.updated_at_lte) q = q.where('updated_at', '<=', isoParam(f.updated_at_lte));
+  return paginate(q, page, toQuestionnaire);
+}
+
+/** Tree nodes: active questionnaires of the given folders (null = the root), without the documents. */
+export async function questionnairesForTree(
+  db: Db,
+  f: {
+    statuses: readonly QuestionnaireStatus[];
+    visibleTo?: Grantees;
+  },
+): Promise<Array<Omit<QuestionnaireTable, 'payload' | 'config' | 'schedule_payload'>>> {
+  let q = db
+    .selectFrom('questionnaire')
+    .select([
+      'id',
+      'name',
+      'description',
+      'folder_id',
+      'status',
+      'metadata',
+      'lineage_root_id',
+      'forked_from_id',
+      'forked_from_sequence',
+      'revision_sequence',
+      'published_at',
+      'published_by',
+      'archived_at',
+      'created_at',
+      'created_by',
+      'updated_at',
+      'updated_by',
+      'deleted_at',
+    ])
+    .where('deleted_at', 'is', null)
+    .where('status', 'in', [...f.statuses]);
+  if (f.visibleTo) q = q.where(questionnaireVisible(f.visibleTo));
+  return q.orderBy('name').orderBy('id').execute();
+}
+
+export async function insertRevision(tx: Tx, row: QuestionnaireRevisionTable): Promise<void> {
+  await tx.db.insertInto('questionnaire_revision').values(row).execute();
+}
+
+export async function findRevision(
+  db: Db,
+  questionnaireId: string,
+  id: string,
+): Promise<QuestionnaireRevision | undefined> {
+  const row = await db
+    .selectFrom('questionnaire_revision')
+    .selectAll()
+    .where('id', '=', id)
+    .where('questionnaire_id', '=', questionnaireId)
+    .executeTakeFirst();
+  return row ? toRevision(row) : undefined;
+}
+
+export async function listRevisions(db: Db, questionnaireId: string, page: Page, f: RevisionFilters) {
+  let q = db.selectFrom('questionnaire_revision').where('questionnaire_id', '=', questionnaireId);
+  if (f.operation) q = q.where('operation', '=', f.operation);
+  if (f.created_by) q = q.where('created_by', '=', f.created_by);
+  if (f.created_at_gte) q = q.where('created_at', '>=', isoParam(f.created_at_gte));
+  if (f.created_at_lte) q = q.where('created_at', '<=', isoParam(f.created_at_lte));
+  if (f.sequence_gte !== undefined) q = q.where('sequence', '>=', f.sequence_gte);
+  if (f.sequence_lte !== undefined) q = q.where('sequence', '<=', f.sequence_lte);
+  return paginate(q, page, toRevision);
+}
+
+/** Revisions 1..sequence in order: what a snapshot replays. */
+export async function revisionsUpTo(
+  db: Db,
+  questionnaireId: string,
+  sequence: number,
+): Promise<QuestionnaireRevision[]> {
+  const rows = await db
+    .selectFrom('questionnaire_revision')
+    .selectAll()
+    .where('questionnaire_id', '=', questionnaireId)
+    .where('sequence', '<=', sequence)
+    .orderBy('sequence', 'asc')
+    .execute();
+  return rows.map(toRevision);
+}

@@ -9,8 +9,8 @@ import { compileError } from '../workflows/jsonlogic.js';
 import { pathsFromSchema } from '../workflows/paths.js';
 import type { GraphEdge, GraphNode } from '../workflows/plan.js';
 import type { CreateSubscription, PutGraphBody, SubscriptionQuery, UpdateSubscription } from './schemas.js';
+import * as st from './store.js';
 import {
-  createSubscriptionStore,
   publicSubscription,
   type RoutableSubscription,
   type Subscription,
@@ -65,7 +65,6 @@ export type { RoutableSubscription };
 /** Event subscriptions and their graphs (SPEC "Event subscription", "Event subscriptions and graphs"). */
 export function createSubscriptionService(deps: SubscriptionDeps) {
   const { store, clock } = deps;
-  const st = createSubscriptionStore(store);
   const now = () => iso(clock.now());
 
   const notFound = () => new AppError('EVENT_SUBSCRIPTION.NOT_FOUND', 'Event subscription not found');
@@ -162,7 +161,7 @@ export function createSubscriptionService(deps: SubscriptionDeps) {
     async list(query: SubscriptionQuery) {
       const { limit, offset, sort_by, sort_dir, ...filters } = query;
       const page = { limit, offset, sort_by, sort_dir };
-      return envelope('event_subscriptions', await st.list(page, filters), page);
+      return envelope('event_subscriptions', await st.list(store.db, page, filters), page);
     },
 
     async get(id: string): Promise<Subscription> {
@@ -172,7 +171,7 @@ export function createSubscriptionService(deps: SubscriptionDeps) {
     async update(userId: string, id: string, body: UpdateSubscription): Promise<Subscription> {
       const patch = patchOf(body);
       return store.transaction(async (tx) => {
-        const current = await st.get(tx.db, id, { forUpdate: true });
+        const current = await st.lock(tx, id);
         if (!current) throw notFound();
         await st.update(tx.db, id, { ...patch, ...auditUpdate(now(), userId) });
         const updated = await st.get(tx.db, id);
@@ -183,7 +182,7 @@ export function createSubscriptionService(deps: SubscriptionDeps) {
     /** Soft delete: no new runs start; runs already running finish on their graph version. */
     async remove(userId: string, id: string): Promise<{ status: 'deleted' }> {
       await store.transaction(async (tx) => {
-        const current = await st.get(tx.db, id, { forUpdate: true });
+        const current = await st.lock(tx, id);
         if (!current) throw notFound();
         if (!(await st.softDelete(tx.db, id, now(), userId))) throw notFound();
       });
@@ -225,7 +224,7 @@ export function createSubscriptionService(deps: SubscriptionDeps) {
       }
       const idMap: Record<string, string> = {};
       const { sub, graph } = await store.transaction(async (tx) => {
-        const current = await st.get(tx.db, id, { forUpdate: true });
+        const current = await st.lock(tx, id);
         if (!current) throw notFound();
         const at = now();
         const version = replaceGraph ? current.graph_version + 1 : current.graph_version;
@@ -283,7 +282,7 @@ export function createSubscriptionService(deps: SubscriptionDeps) {
     },
 
     /** Enabled, non-deleted subscriptions of these event types (the router's indexed lookup). */
-    routable: (eventTypes: readonly string[]) => st.routable(eventTypes),
+    routable: (eventTypes: readonly string[]) => st.routable(store.db, eventTypes),
 
     /** A subscription even when soft-deleted (runs and simulation of its graph versions). */
     async getForRuns(id: string): Promise<RoutableSubscription | undefined> {
@@ -294,6 +293,7 @@ export function createSubscriptionService(deps: SubscriptionDeps) {
     getActive,
 
     /** A saved graph version (immutable), for the engine's plan cache. */
-    graphVersion: (subscriptionId: string, version: number) => st.graphVersion(subscriptionId, version),
+    graphVersion: (subscriptionId: string, version: number) =>
+      st.graphVersion(store.db, subscriptionId, version),
   };
 }

@@ -1,5 +1,5 @@
 import { softDeleted, updateActive } from '../../db/audit.js';
-import type { Db, Store } from '../../db/store.js';
+import type { Db, Tx } from '../../db/store.js';
 import { containsInsensitive, type ListResult, type Page, paginate } from '../../http/list.js';
 import type { NodeType, RetryPolicy } from '../workflows/graph.js';
 import type { GraphEdge, GraphNode } from '../workflows/plan.js';
@@ -97,130 +97,146 @@ export type SubscriptionPatch = Partial<
   >
 >;
 
-export function createSubscriptionStore(store: Store) {
-  return {
-    async insert(db: Db, row: EventSubscriptionTable): Promise<void> {
-      await db.insertInto('event_subscription').values(row).execute();
-    },
+export async function insert(db: Db, row: EventSubscriptionTable): Promise<void> {
+  await db.insertInto('event_subscription').values(row).execute();
+}
 
-    async get(db: Db, id: string, opts: { includeDeleted?: boolean; forUpdate?: boolean } = {}) {
-      let q = db.selectFrom('event_subscription').selectAll().where('id', '=', id);
-      if (!opts.includeDeleted) q = q.where('deleted_at', 'is', null);
-      // PostgreSQL: serialise concurrent graph saves of one subscription. SQLite has one writer anyway.
-      if (opts.forUpdate && store.dialect === 'postgres') q = q.forUpdate();
-      const row = await q.executeTakeFirst();
-      return row ? toSubscription(row) : undefined;
-    },
+export async function get(db: Db, id: string, opts: { includeDeleted?: boolean } = {}) {
+  let q = db.selectFrom('event_subscription').selectAll().where('id', '=', id);
+  if (!opts.includeDeleted) q = q.where('deleted_at', 'is', null);
+  const row = await q.executeTakeFirst();
+  return row ? toSubscription(row) : undefined;
+}
 
-    /** Changes an active subscription; false when it is gone (deleted meanwhile). */
-    async update(
-      db: Db,
-      id: string,
-      patch: SubscriptionPatch & { updated_at: string; updated_by: string | null },
-    ): Promise<boolean> {
-      return updateActive(db, 'event_subscription', id, patch);
-    },
+/** An active subscription, read for a change and held until the transaction ends. */
+export async function lock(tx: Tx, id: string) {
+  let q = tx.db
+    .selectFrom('event_subscription')
+    .selectAll()
+    .where('id', '=', id)
+    .where('deleted_at', 'is', null);
+  // PostgreSQL: serialise concurrent graph saves of one subscription. SQLite has one writer anyway.
+  if (tx.dialect === 'postgres') q = q.forUpdate();
+  const row = await q.executeTakeFirst();
+  return row ? toSubscription(row) : undefined;
+}
 
-    /** Soft-deletes an active subscription; false when it was not active (one concurrent delete wins). */
-    softDelete: (db: Db, id: string, at: string, by: string) =>
-      updateActive(db, 'event_subscription', id, softDeleted(at, by)),
+/** Changes an active subscription; false when it is gone (deleted meanwhile). */
+export async function update(
+  db: Db,
+  id: string,
+  patch: SubscriptionPatch & { updated_at: string; updated_by: string | null },
+): Promise<boolean> {
+  return updateActive(db, 'event_subscription', id, patch);
+}
 
-    async list(page: Page, f: SubscriptionFilters): Promise<ListResult<Subscription>> {
-      let q = store.db.selectFrom('event_subscription').where('deleted_at', 'is', null);
-      if (f.event_type !== undefined) q = q.where('event_type', '=', f.event_type);
-      if (f.enabled !== undefined) q = q.where('enabled', '=', f.enabled ? 1 : 0);
-      if (f.name !== undefined) q = q.where(containsInsensitive('name', f.name));
-      if (f.search !== undefined) q = q.where(containsInsensitive('name', f.search));
-      return paginate(q, page, (r: EventSubscriptionTable) => publicSubscription(toSubscription(r)));
-    },
+/** Soft-deletes an active subscription; false when it was not active (one concurrent delete wins). */
+export async function softDelete(db: Db, id: string, at: string, by: string): Promise<boolean> {
+  return updateActive(db, 'event_subscription', id, softDeleted(at, by));
+}
 
-    /** Enabled, non-deleted subscriptions of these event types: the router's indexed lookup. */
-    async routable(eventTypes: readonly string[]): Promise<RoutableSubscription[]> {
-      if (eventTypes.length === 0) return [];
-      const rows = await store.db
-        .selectFrom('event_subscription')
-        .selectAll()
-        .where('event_type', 'in', eventTypes)
-        .where('enabled', '=', 1)
-        .where('deleted_at', 'is', null)
-        .execute();
-      return rows.map(toSubscription);
-    },
+export async function list(db: Db, page: Page, f: SubscriptionFilters): Promise<ListResult<Subscription>> {
+  let q = db.selectFrom('event_subscription').where('deleted_at', 'is', null);
+  if (f.event_type !== undefined) q = q.where('event_type', '=', f.event_type);
+  if (f.enabled !== undefined) q = q.where('enabled', '=', f.enabled ? 1 : 0);
+  if (f.name !== undefined) q = q.where(containsInsensitive('name', f.name));
+  if (f.search !== undefined) q = q.where(containsInsensitive('name', f.search));
+  return paginate(q, page, (r: EventSubscriptionTable) => publicSubscription(toSubscription(r)));
+}
 
-    /** The current (non-deleted) graph. */
-    async currentGraph(db: Db, subscriptionId: string): Promise<{ nodes: GraphNode[]; edges: GraphEdge[] }> {
-      const [nodes, edges] = await Promise.all([
-        db
-          .selectFrom('workflow_node')
-          .selectAll()
-          .where('event_subscription_id', '=', subscriptionId)
-          .where('deleted_at', 'is', null)
-          .orderBy('position')
-          .execute(),
-        db
-          .selectFrom('workflow_edge')
-          .selectAll()
-          .where('event_subscription_id', '=', subscriptionId)
-          .where('deleted_at', 'is', null)
-          .orderBy('position')
-          .execute(),
-      ]);
-      return { nodes: nodes.map(toNode), edges: edges.map(toEdge) };
-    },
+/** Enabled, non-deleted subscriptions of these event types: the router's indexed lookup. */
+export async function routable(db: Db, eventTypes: readonly string[]): Promise<RoutableSubscription[]> {
+  if (eventTypes.length === 0) return [];
+  const rows = await db
+    .selectFrom('event_subscription')
+    .selectAll()
+    .where('event_type', 'in', eventTypes)
+    .where('enabled', '=', 1)
+    .where('deleted_at', 'is', null)
+    .execute();
+  return rows.map(toSubscription);
+}
 
-    /** One saved version, deleted or not (a run finishes on the version it started with). */
-    async graphVersion(
-      subscriptionId: string,
-      version: number,
-    ): Promise<{ nodes: GraphNode[]; edges: GraphEdge[] }> {
-      const [nodes, edges] = await Promise.all([
-        store.db
-          .selectFrom('workflow_node')
-          .selectAll()
-          .where('event_subscription_id', '=', subscriptionId)
-          .where('graph_version', '=', version)
-          .orderBy('position')
-          .execute(),
-        store.db
-          .selectFrom('workflow_edge')
-          .selectAll()
-          .where('event_subscription_id', '=', subscriptionId)
-          .where('graph_version', '=', version)
-          .orderBy('position')
-          .execute(),
-      ]);
-      return { nodes: nodes.map(toNode), edges: edges.map(toEdge) };
-    },
+/** The current (non-deleted) graph. */
+export async function currentGraph(
+  db: Db,
+  subscriptionId: string,
+): Promise<{ nodes: GraphNode[]; edges: GraphEdge[] }> {
+  const [nodes, edges] = await Promise.all([
+    db
+      .selectFrom('workflow_node')
+      .selectAll()
+      .where('event_subscription_id', '=', subscriptionId)
+      .where('deleted_at', 'is', null)
+      .orderBy('position')
+      .execute(),
+    db
+      .selectFrom('workflow_edge')
+      .selectAll()
+      .where('event_subscription_id', '=', subscriptionId)
+      .where('deleted_at', 'is', null)
+      .orderBy('position')
+      .execute(),
+  ]);
+  return { nodes: nodes.map(toNode), edges: edges.map(toEdge) };
+}
 
-    async softDeleteGraph(db: Db, subscriptionId: string, at: string): Promise<void> {
-      await db
-        .updateTable('workflow_node')
-        .set({ deleted_at: at, updated_at: at })
-        .where('event_subscription_id', '=', subscriptionId)
-        .where('deleted_at', 'is', null)
-        .execute();
-      await db
-        .updateTable('workflow_edge')
-        .set({ deleted_at: at })
-        .where('event_subscription_id', '=', subscriptionId)
-        .where('deleted_at', 'is', null)
-        .execute();
-    },
+/** One saved version, deleted or not (a run finishes on the version it started with). */
+export async function graphVersion(
+  db: Db,
+  subscriptionId: string,
+  version: number,
+): Promise<{ nodes: GraphNode[]; edges: GraphEdge[] }> {
+  const [nodes, edges] = await Promise.all([
+    db
+      .selectFrom('workflow_node')
+      .selectAll()
+      .where('event_subscription_id', '=', subscriptionId)
+      .where('graph_version', '=', version)
+      .orderBy('position')
+      .execute(),
+    db
+      .selectFrom('workflow_edge')
+      .selectAll()
+      .where('event_subscription_id', '=', subscriptionId)
+      .where('graph_version', '=', version)
+      .orderBy('position')
+      .execute(),
+  ]);
+  return { nodes: nodes.map(toNode), edges: edges.map(toEdge) };
+}
 
-    async insertGraph(db: Db, nodes: WorkflowNodeTable[], edges: WorkflowEdgeTable[]): Promise<void> {
-      // Chunked: SQLite binds at most 32766 parameters per statement.
-      for (let i = 0; i < nodes.length; i += 500)
-        await db
-          .insertInto('workflow_node')
-          .values(nodes.slice(i, i + 500))
-          .execute();
-      for (let i = 0; i < edges.length; i += 500)
-        await db
-          .insertInto('workflow_edge')
-          .values(edges.slice(i, i + 500))
-          .execute();
-    },
-  };
+export async function softDeleteGraph(db: Db, subscriptionId: string, at: string): Promise<void> {
+  await db
+    .updateTable('workflow_node')
+    .set({ deleted_at: at, updated_at: at })
+    .where('event_subscription_id', '=', subscriptionId)
+    .where('deleted_at', 'is', null)
+    .execute();
+  await db
+    .updateTable('workflow_edge')
+    .set({ deleted_at: at })
+    .where('event_subscription_id', '=', subscriptionId)
+    .where('deleted_at', 'is', null)
+    .execute();
+}
+
+export async function insertGraph(
+  db: Db,
+  nodes: WorkflowNodeTable[],
+  edges: WorkflowEdgeTable[],
+): Promise<void> {
+  // Chunked: SQLite binds at most 32766 parameters per statement.
+  for (let i = 0; i < nodes.length; i += 500)
+    await db
+      .insertInto('workflow_node')
+      .values(nodes.slice(i, i + 500))
+      .execute();
+  for (let i = 0; i < edges.length; i += 500)
+    await db
+      .insertInto('workflow_edge')
+      .values(edges.slice(i, i + 500))
+      .execute();
 }
 
 export { json as toJsonText };

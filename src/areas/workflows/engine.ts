@@ -29,7 +29,8 @@ import { type NodeState, RunMachine } from './machine.js';
 import type { WorkflowMetrics } from './metrics.js';
 import { buildPlan, type Plan, PlanCache } from './plan.js';
 import { createRouter } from './router.js';
-import { createRunStore, type RunWrite, toNodeState } from './store.js';
+import * as runs from './store.js';
+import { type RunWrite, toNodeState } from './store.js';
 import type { WorkflowRunNodeTable, WorkflowRunTable } from './tables.js';
 
 export interface EngineDeps {
@@ -60,7 +61,6 @@ export type WorkflowEngine = ReturnType<typeof createWorkflowEngine>;
 
 export function createWorkflowEngine(deps: EngineDeps) {
   const { store, clock, log } = deps;
-  const runs = createRunStore(store);
   const batcher = new WriteBatcher(store);
   const createRun = batcher.register(
     'create-run',
@@ -126,7 +126,7 @@ export function createWorkflowEngine(deps: EngineDeps) {
 
   function heartbeat(runId: string): () => void {
     return lease.heartbeat(
-      (until) => runs.renewLease(runId, workerId, until, iso(clock.now())),
+      (until) => runs.renewLease(store.db, runId, workerId, until, iso(clock.now())),
       (err) => log.warn({ run_id: runId, err }, 'workflow engine: lease renewal failed'),
     );
   }
@@ -191,7 +191,10 @@ export function createWorkflowEngine(deps: EngineDeps) {
 
   /** Rebuilds machines for claimed runs from their persisted state. */
   async function hydrate(rows: WorkflowRunTable[]): Promise<RunMachine[]> {
-    const nodeRows = await runs.nodesOfRuns(rows.map((r) => r.id));
+    const nodeRows = await runs.nodesOfRuns(
+      store.db,
+      rows.map((r) => r.id),
+    );
     const byRun = new Map<string, NodeState[]>();
     for (const n of nodeRows) {
       const list = byRun.get(n.workflow_run_id) ?? [];
@@ -266,6 +269,7 @@ export function createWorkflowEngine(deps: EngineDeps) {
       const leaseUntil = lease.until();
       const local = hints.splice(0, room);
       const claimed = await runs.claimIds(
+        store.db,
         local.map((m) => m.run.id),
         workerId,
         now,
@@ -274,7 +278,7 @@ export function createWorkflowEngine(deps: EngineDeps) {
       const machines = local.filter((m) => claimed.has(m.run.id));
       const free = room - machines.length;
       if (free > 0) {
-        const due = await runs.claimDue(workerId, now, leaseUntil, free);
+        const due = await runs.claimDue(store.db, store.dialect, workerId, now, leaseUntil, free);
         more = due.length === free;
         machines.push(...(await hydrate(due)));
       }
@@ -308,5 +312,5 @@ export function createWorkflowEngine(deps: EngineDeps) {
 
   const job: Job = { name: WORKFLOWS_JOB, intervalMs: pollMs, run: step, stop };
 
-  return { router, job, planOf, workerId, runs };
+  return { router, job, planOf, workerId };
 }

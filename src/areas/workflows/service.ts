@@ -8,7 +8,8 @@ import { CompiledCache, describeThrown, truthy } from './jsonlogic.js';
 import { type ExpressionContext, eventContext, type NodeState, RunMachine } from './machine.js';
 import { availablePaths } from './paths.js';
 import type { Plan } from './plan.js';
-import { createRunStore, type RunFilters, toNodeState, toRun, toRunNode, type WorkflowRun } from './store.js';
+import * as runs from './store.js';
+import { type RunFilters, toNodeState, toRun, toRunNode, type WorkflowRun } from './store.js';
 
 export interface WorkflowServiceDeps {
   store: Store;
@@ -36,11 +37,10 @@ export type WorkflowService = ReturnType<typeof createWorkflowService>;
 
 /** Runs and introspection (SPEC "Workflow runs and introspection") and the simulation endpoint. */
 export function createWorkflowService(deps: WorkflowServiceDeps) {
-  const runs = createRunStore(deps.store);
   const expressions = new CompiledCache(500);
 
   async function runOrThrow(id: string) {
-    const row = await runs.getRun(id);
+    const row = await runs.getRun(deps.store.db, id);
     if (!row) throw new AppError('WORKFLOW.RUN_NOT_FOUND', 'Workflow run not found');
     return row;
   }
@@ -51,7 +51,7 @@ export function createWorkflowService(deps: WorkflowServiceDeps) {
    */
   async function contextAt(runId: string, nodeKey: string): Promise<ExpressionContext> {
     const row = await runOrThrow(runId);
-    const nodes = (await runs.nodesOfRun(runId)).map(toNodeState);
+    const nodes = (await runs.nodesOfRun(deps.store.db, runId)).map(toNodeState);
     const target = nodes.find((n) => n.key === nodeKey);
     if (!target) {
       throw new AppError('WORKFLOW.NODE_NOT_FOUND', `Run ${runId} has no node with key "${nodeKey}"`, {
@@ -86,7 +86,7 @@ export function createWorkflowService(deps: WorkflowServiceDeps) {
     ) {
       const { limit, offset, sort_by, sort_dir, ...filters } = query;
       const page = { limit, offset, sort_by, sort_dir };
-      return envelope('runs', await runs.listRuns(page, filters), page);
+      return envelope('runs', await runs.listRuns(deps.store.db, page, filters), page);
     },
 
     async get(id: string): Promise<WorkflowRun> {
@@ -95,7 +95,7 @@ export function createWorkflowService(deps: WorkflowServiceDeps) {
 
     async nodes(id: string) {
       await runOrThrow(id);
-      return { nodes: (await runs.nodesOfRun(id)).map(toRunNode) };
+      return { nodes: (await runs.nodesOfRun(deps.store.db, id)).map(toRunNode) };
     },
 
     async context(id: string, nodeKey: string) {

@@ -1,4 +1,4 @@
-import type { Db, Store } from '../../db/store.js';
+import type { Db, Dialect } from '../../db/store.js';
 import { isoParam, type ListResult, type Page, paginate } from '../../http/list.js';
 import type { CloudEvent } from '../events/cloudevent.js';
 import type { NodeState, RunState, SkipReason } from './machine.js';
@@ -138,186 +138,194 @@ export function nodeRow(runId: string, s: NodeState, at: string): WorkflowRunNod
   };
 }
 
-export function createRunStore(store: Store) {
-  return {
-    /**
-     * Creates runs and their pending nodes, skipping any run whose (subscription, event id) exists: the
-     * unique index makes this idempotent however often the outbox hands an event over. Answers, per
-     * run, whether it was created. Multi-row statements: a few per batch, not per run.
-     */
-    async insertRuns(
-      db: Db,
-      items: Array<{ run: WorkflowRunTable; nodes: WorkflowRunNodeTable[] }>,
-    ): Promise<boolean[]> {
-      const created = new Set<string>();
-      for (let i = 0; i < items.length; i += 100) {
-        const rows = await db
-          .insertInto('workflow_run')
-          .values(items.slice(i, i + 100).map((x) => x.run))
-          .onConflict((oc) => oc.columns(['event_subscription_id', 'event_id']).doNothing())
-          .returning('id')
-          .execute();
-        for (const r of rows) created.add(r.id);
-      }
-      const nodes = items.filter((x) => created.has(x.run.id)).flatMap((x) => x.nodes);
-      for (let i = 0; i < nodes.length; i += 500) {
-        await db
-          .insertInto('workflow_run_node')
-          .values(nodes.slice(i, i + 500))
-          .execute();
-      }
-      return items.map((x) => created.has(x.run.id));
-    },
-
-    /**
-     * Claims these runs (just created here) if no worker ever claimed them; answers the ids claimed.
-     * The caller drives them from the all-pending state it created, so a run another worker already
-     * took (and perhaps progressed, then released at a DELAY) must not be claimed here: it is left to
-     * `claimDue`, which reads its persisted state. A claim sets `locked_by`, `wake_at` and
-     * `updated_at`, and every later write sets them again, so a run still showing all three as
-     * created has never been claimed.
-     */
-    async claimIds(ids: string[], workerId: string, now: string, leaseUntil: string): Promise<Set<string>> {
-      if (ids.length === 0) return new Set();
-      const rows = await store.db
-        .updateTable('workflow_run')
-        .set({ locked_by: workerId, wake_at: leaseUntil, updated_at: now })
-        .where('id', 'in', ids)
-        .where('status', '=', 'running')
-        .where('locked_by', 'is', null)
-        .whereRef('wake_at', '=', 'created_at')
-        .whereRef('updated_at', '=', 'created_at')
-        .returning('id')
-        .execute();
-      return new Set(rows.map((r) => r.id));
-    },
-
-    /**
-     * Claims due runs: running, with `wake_at` passed (a timer, a retry, or an expired lease of a
-     * worker that stopped). PostgreSQL skips rows another worker is claiming; SQLite has one writer.
-     */
-    async claimDue(
-      workerId: string,
-      now: string,
-      leaseUntil: string,
-      limit: number,
-    ): Promise<WorkflowRunTable[]> {
-      return store.db
-        .updateTable('workflow_run')
-        .set({ locked_by: workerId, wake_at: leaseUntil, updated_at: now })
-        .where('id', 'in', (eb) => {
-          let due = eb
-            .selectFrom('workflow_run')
-            .select('id')
-            .where('status', '=', 'running')
-            .where('wake_at', '<=', now)
-            .orderBy('wake_at')
-            .limit(limit);
-          if (store.dialect === 'postgres') due = due.forUpdate().skipLocked();
-          return due;
-        })
-        .where('status', '=', 'running')
-        .where('wake_at', '<=', now)
-        .returningAll()
-        .execute();
-    },
-
-    async nodesOfRuns(runIds: string[]): Promise<WorkflowRunNodeTable[]> {
-      if (runIds.length === 0) return [];
-      return store.db
-        .selectFrom('workflow_run_node')
-        .selectAll()
-        .where('workflow_run_id', 'in', runIds)
-        .orderBy('position')
-        .execute();
-    },
-
-    /**
-     * Writes runs' changes where this worker still holds them; answers, per run, false (nothing
-     * written) when the lease was lost to another worker. The changed nodes of every run go in one
-     * upsert on the primary key (the rows exist), portable to both stores.
-     */
-    async writeRuns(db: Db, workerId: string, items: RunWrite[]): Promise<boolean[]> {
-      const held: boolean[] = [];
-      for (const { run, lease, at } of items) {
-        const res = await db
-          .updateTable('workflow_run')
-          .set({
-            status: run.status,
-            error: run.error,
-            completed_at: run.completed_at,
-            wake_at: lease.wake_at,
-            locked_by: lease.locked_by,
-            updated_at: at,
-          })
-          .where('id', '=', run.id)
-          .where('locked_by', '=', workerId)
-          .executeTakeFirst();
-        held.push(Number(res.numUpdatedRows) === 1);
-      }
-      const nodes = items.flatMap((x, i) => (held[i] ? x.nodes.map((s) => nodeRow(x.run.id, s, x.at)) : []));
-      for (let i = 0; i < nodes.length; i += 400) {
-        await db
-          .insertInto('workflow_run_node')
-          .values(nodes.slice(i, i + 400))
-          .onConflict((oc) =>
-            oc.column('id').doUpdateSet((eb) => ({
-              status: eb.ref('excluded.status'),
-              input: eb.ref('excluded.input'),
-              output: eb.ref('excluded.output'),
-              error: eb.ref('excluded.error'),
-              skip_reason: eb.ref('excluded.skip_reason'),
-              started_at: eb.ref('excluded.started_at'),
-              completed_at: eb.ref('excluded.completed_at'),
-              attempts: eb.ref('excluded.attempts'),
-              interruptions: eb.ref('excluded.interruptions'),
-              resume_at: eb.ref('excluded.resume_at'),
-              updated_at: eb.ref('excluded.updated_at'),
-            })),
-          )
-          .execute();
-      }
-      return held;
-    },
-
-    async renewLease(runId: string, workerId: string, leaseUntil: string, at: string): Promise<boolean> {
-      const res = await store.db
-        .updateTable('workflow_run')
-        .set({ wake_at: leaseUntil, updated_at: at })
-        .where('id', '=', runId)
-        .where('locked_by', '=', workerId)
-        .where('status', '=', 'running')
-        .executeTakeFirst();
-      return Number(res.numUpdatedRows) === 1;
-    },
-
-    async getRun(id: string): Promise<WorkflowRunTable | undefined> {
-      return store.db.selectFrom('workflow_run').selectAll().where('id', '=', id).executeTakeFirst();
-    },
-
-    async nodesOfRun(runId: string): Promise<WorkflowRunNodeTable[]> {
-      return store.db
-        .selectFrom('workflow_run_node')
-        .selectAll()
-        .where('workflow_run_id', '=', runId)
-        .orderBy('created_at')
-        .orderBy('position')
-        .execute();
-    },
-
-    async listRuns(page: Page, f: RunFilters): Promise<ListResult<WorkflowRun>> {
-      let q = store.db.selectFrom('workflow_run');
-      if (f.event_subscription_id !== undefined)
-        q = q.where('event_subscription_id', '=', f.event_subscription_id);
-      if (f.status !== undefined) q = q.where('status', '=', f.status);
-      if (f.event_type !== undefined) q = q.where('event_type', '=', f.event_type);
-      if (f.started_at_gte !== undefined) q = q.where('started_at', '>=', isoParam(f.started_at_gte));
-      if (f.started_at_lte !== undefined) q = q.where('started_at', '<=', isoParam(f.started_at_lte));
-      if (f.completed_at_gte !== undefined) q = q.where('completed_at', '>=', isoParam(f.completed_at_gte));
-      if (f.completed_at_lte !== undefined) q = q.where('completed_at', '<=', isoParam(f.completed_at_lte));
-      return paginate(q, page, toRun);
-    },
-  };
+/**
+ * Creates runs and their pending nodes, skipping any run whose (subscription, event id) exists: the
+ * unique index makes this idempotent however often the outbox hands an event over. Answers, per
+ * run, whether it was created. Multi-row statements: a few per batch, not per run.
+ */
+export async function insertRuns(
+  db: Db,
+  items: Array<{ run: WorkflowRunTable; nodes: WorkflowRunNodeTable[] }>,
+): Promise<boolean[]> {
+  const created = new Set<string>();
+  for (let i = 0; i < items.length; i += 100) {
+    const rows = await db
+      .insertInto('workflow_run')
+      .values(items.slice(i, i + 100).map((x) => x.run))
+      .onConflict((oc) => oc.columns(['event_subscription_id', 'event_id']).doNothing())
+      .returning('id')
+      .execute();
+    for (const r of rows) created.add(r.id);
+  }
+  const nodes = items.filter((x) => created.has(x.run.id)).flatMap((x) => x.nodes);
+  for (let i = 0; i < nodes.length; i += 500) {
+    await db
+      .insertInto('workflow_run_node')
+      .values(nodes.slice(i, i + 500))
+      .execute();
+  }
+  return items.map((x) => created.has(x.run.id));
 }
 
-export type RunStore = ReturnType<typeof createRunStore>;
+/**
+ * Claims these runs (just created here) if no worker ever claimed them; answers the ids claimed.
+ * The caller drives them from the all-pending state it created, so a run another worker already
+ * took (and perhaps progressed, then released at a DELAY) must not be claimed here: it is left to
+ * `claimDue`, which reads its persisted state. A claim sets `locked_by`, `wake_at` and
+ * `updated_at`, and every later write sets them again, so a run still showing all three as
+ * created has never been claimed.
+ */
+export async function claimIds(
+  db: Db,
+  ids: string[],
+  workerId: string,
+  now: string,
+  leaseUntil: string,
+): Promise<Set<string>> {
+  if (ids.length === 0) return new Set();
+  const rows = await db
+    .updateTable('workflow_run')
+    .set({ locked_by: workerId, wake_at: leaseUntil, updated_at: now })
+    .where('id', 'in', ids)
+    .where('status', '=', 'running')
+    .where('locked_by', 'is', null)
+    .whereRef('wake_at', '=', 'created_at')
+    .whereRef('updated_at', '=', 'created_at')
+    .returning('id')
+    .execute();
+  return new Set(rows.map((r) => r.id));
+}
+
+/**
+ * Claims due runs: running, with `wake_at` passed (a timer, a retry, or an expired lease of a
+ * worker that stopped). PostgreSQL skips rows another worker is claiming; SQLite has one writer.
+ */
+export async function claimDue(
+  db: Db,
+  dialect: Dialect,
+  workerId: string,
+  now: string,
+  leaseUntil: string,
+  limit: number,
+): Promise<WorkflowRunTable[]> {
+  return db
+    .updateTable('workflow_run')
+    .set({ locked_by: workerId, wake_at: leaseUntil, updated_at: now })
+    .where('id', 'in', (eb) => {
+      let due = eb
+        .selectFrom('workflow_run')
+        .select('id')
+        .where('status', '=', 'running')
+        .where('wake_at', '<=', now)
+        .orderBy('wake_at')
+        .limit(limit);
+      if (dialect === 'postgres') due = due.forUpdate().skipLocked();
+      return due;
+    })
+    .where('status', '=', 'running')
+    .where('wake_at', '<=', now)
+    .returningAll()
+    .execute();
+}
+
+export async function nodesOfRuns(db: Db, runIds: string[]): Promise<WorkflowRunNodeTable[]> {
+  if (runIds.length === 0) return [];
+  return db
+    .selectFrom('workflow_run_node')
+    .selectAll()
+    .where('workflow_run_id', 'in', runIds)
+    .orderBy('position')
+    .execute();
+}
+
+/**
+ * Writes runs' changes where this worker still holds them; answers, per run, false (nothing
+ * written) when the lease was lost to another worker. The changed nodes of every run go in one
+ * upsert on the primary key (the rows exist), portable to both stores.
+ */
+export async function writeRuns(db: Db, workerId: string, items: RunWrite[]): Promise<boolean[]> {
+  const held: boolean[] = [];
+  for (const { run, lease, at } of items) {
+    const res = await db
+      .updateTable('workflow_run')
+      .set({
+        status: run.status,
+        error: run.error,
+        completed_at: run.completed_at,
+        wake_at: lease.wake_at,
+        locked_by: lease.locked_by,
+        updated_at: at,
+      })
+      .where('id', '=', run.id)
+      .where('locked_by', '=', workerId)
+      .executeTakeFirst();
+    held.push(Number(res.numUpdatedRows) === 1);
+  }
+  const nodes = items.flatMap((x, i) => (held[i] ? x.nodes.map((s) => nodeRow(x.run.id, s, x.at)) : []));
+  for (let i = 0; i < nodes.length; i += 400) {
+    await db
+      .insertInto('workflow_run_node')
+      .values(nodes.slice(i, i + 400))
+      .onConflict((oc) =>
+        oc.column('id').doUpdateSet((eb) => ({
+          status: eb.ref('excluded.status'),
+          input: eb.ref('excluded.input'),
+          output: eb.ref('excluded.output'),
+          error: eb.ref('excluded.error'),
+          skip_reason: eb.ref('excluded.skip_reason'),
+          started_at: eb.ref('excluded.started_at'),
+          completed_at: eb.ref('excluded.completed_at'),
+          attempts: eb.ref('excluded.attempts'),
+          interruptions: eb.ref('excluded.interruptions'),
+          resume_at: eb.ref('excluded.resume_at'),
+          updated_at: eb.ref('excluded.updated_at'),
+        })),
+      )
+      .execute();
+  }
+  return held;
+}
+
+export async function renewLease(
+  db: Db,
+  runId: string,
+  workerId: string,
+  leaseUntil: string,
+  at: string,
+): Promise<boolean> {
+  const res = await db
+    .updateTable('workflow_run')
+    .set({ wake_at: leaseUntil, updated_at: at })
+    .where('id', '=', runId)
+    .where('locked_by', '=', workerId)
+    .where('status', '=', 'running')
+    .executeTakeFirst();
+  return Number(res.numUpdatedRows) === 1;
+}
+
+export async function getRun(db: Db, id: string): Promise<WorkflowRunTable | undefined> {
+  return db.selectFrom('workflow_run').selectAll().where('id', '=', id).executeTakeFirst();
+}
+
+export async function nodesOfRun(db: Db, runId: string): Promise<WorkflowRunNodeTable[]> {
+  return db
+    .selectFrom('workflow_run_node')
+    .selectAll()
+    .where('workflow_run_id', '=', runId)
+    .orderBy('created_at')
+    .orderBy('position')
+    .execute();
+}
+
+export async function listRuns(db: Db, page: Page, f: RunFilters): Promise<ListResult<WorkflowRun>> {
+  let q = db.selectFrom('workflow_run');
+  if (f.event_subscription_id !== undefined)
+    q = q.where('event_subscription_id', '=', f.event_subscription_id);
+  if (f.status !== undefined) q = q.where('status', '=', f.status);
+  if (f.event_type !== undefined) q = q.where('event_type', '=', f.event_type);
+  if (f.started_at_gte !== undefined) q = q.where('started_at', '>=', isoParam(f.started_at_gte));
+  if (f.started_at_lte !== undefined) q = q.where('started_at', '<=', isoParam(f.started_at_lte));
+  if (f.completed_at_gte !== undefined) q = q.where('completed_at', '>=', isoParam(f.completed_at_gte));
+  if (f.completed_at_lte !== undefined) q = q.where('completed_at', '<=', isoParam(f.completed_at_lte));
+  return paginate(q, page, toRun);
+}

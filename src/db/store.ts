@@ -106,13 +106,33 @@ export function openStore(url: string, options: StoreOptions = {}): Store {
   return openPostgres(url, guard);
 }
 
+/**
+ * Switches a file to WAL. On a new file two processes starting at once (svc serve and svc worker)
+ * both take the switch's lock; SQLite answers SQLITE_BUSY at once to one of them, without its busy
+ * handler (waiting could deadlock), so the switch is retried here for as long as busy_timeout would wait.
+ */
+function enableWal(conn: SQLite.Database): void {
+  const deadline = Date.now() + 5_000;
+  const pause = new Int32Array(new SharedArrayBuffer(4));
+  for (;;) {
+    try {
+      conn.pragma('journal_mode = WAL');
+      return;
+    } catch (err) {
+      if ((err as { code?: string }).code !== 'SQLITE_BUSY' || Date.now() > deadline) throw err;
+      // Start-up only, before anything else runs: a short synchronous pause is harmless.
+      Atomics.wait(pause, 0, 0, 20);
+    }
+  }
+}
+
 function openSqlite(url: string, guard: boolean): Store {
   const path = url.slice('sqlite:'.length);
   const memory = path === ':memory:';
   if (!memory) mkdirSync(dirname(path), { recursive: true });
   const conn = new SQLite(memory ? ':memory:' : path);
   // WAL lets readers in other processes (svc worker next to svc serve) proceed during writes.
-  if (!memory) conn.pragma('journal_mode = WAL');
+  if (!memory) enableWal(conn);
   conn.pragma('foreign_keys = ON');
   conn.pragma('busy_timeout = 5000');
   conn.pragma('synchronous = NORMAL');

@@ -1,7 +1,7 @@
-import type pg from 'pg';
+import pg from 'pg';
 import { expect } from 'vitest';
 import type { Tx } from '../../src/db/store.js';
-import type { TestApp } from '../helpers/app.js';
+import { startTestApp, type TestApp } from '../helpers/app.js';
 import { admin, type TestPrincipal } from '../helpers/auth.js';
 
 /** Shared set-up of the enrollment and submission suites, all through HTTP. */
@@ -148,4 +148,29 @@ export async function lockWaiters(client: pg.Client, n: number, timeoutMs = 10_0
     if (Date.now() > deadline) throw new Error(`fewer than ${n} sessions waiting for a lock`);
     await new Promise((r) => setTimeout(r, 20));
   }
+}
+
+/**
+ * The lock suites' start (PostgreSQL): an app, an admin, and a raw session of the test's own that holds
+ * row locks from outside the app while it writes.
+ */
+export async function startWithRawSession(): Promise<{
+  t: TestApp;
+  boss: TestPrincipal;
+  raw: pg.Client;
+  close(): Promise<void>;
+}> {
+  const t = await startTestApp();
+  const boss = await admin(t);
+  const raw = new pg.Client({ connectionString: t.ctx.store.url });
+  await raw.connect();
+  return {
+    t,
+    boss,
+    raw,
+    async close() {
+      await raw.end();
+      await t.close();
+    },
+  };
 }

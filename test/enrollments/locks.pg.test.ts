@@ -1,10 +1,10 @@
-import pg from 'pg';
+import type pg from 'pg';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { newId } from '../../src/lib/ids.js';
-import { startTestApp, type TestApp } from '../helpers/app.js';
-import { admin, responder, type TestPrincipal } from '../helpers/auth.js';
+import type { TestApp } from '../helpers/app.js';
+import { responder, type TestPrincipal } from '../helpers/auth.js';
 import { describePg } from '../helpers/store.js';
-import { call, lockWaiters, questionnaire } from './fixtures.js';
+import { call, lockWaiters, questionnaire, startWithRawSession } from './fixtures.js';
 
 /**
  * PostgreSQL: creating an enrollment holds the questionnaires it checked until it commits, so an archive
@@ -16,17 +16,12 @@ describePg('enrollment write transactions hold the questionnaires they checked (
   let t: TestApp;
   let boss: TestPrincipal;
   let raw: pg.Client;
+  let close: () => Promise<void>;
 
   beforeAll(async () => {
-    t = await startTestApp();
-    boss = await admin(t);
-    raw = new pg.Client({ connectionString: t.ctx.store.url });
-    await raw.connect();
+    ({ t, boss, raw, close } = await startWithRawSession());
   });
-  afterAll(async () => {
-    await raw?.end();
-    await t?.close();
-  });
+  afterAll(() => close?.());
 
   it('an archive of the questionnaire waits until an in-flight enrollment has committed', async () => {
     const q = await questionnaire(t, boss);

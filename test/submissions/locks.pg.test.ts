@@ -1,8 +1,8 @@
-import pg from 'pg';
+import type pg from 'pg';
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { call, lockWaiters, questionnaire } from '../enrollments/fixtures.js';
-import { startTestApp, type TestApp } from '../helpers/app.js';
-import { admin, responder, type TestPrincipal } from '../helpers/auth.js';
+import { call, lockWaiters, questionnaire, startWithRawSession } from '../enrollments/fixtures.js';
+import type { TestApp } from '../helpers/app.js';
+import { responder, type TestPrincipal } from '../helpers/auth.js';
 import { describePg } from '../helpers/store.js';
 
 /**
@@ -15,17 +15,12 @@ describePg('submission write transactions hold what they checked (postgres)', ()
   let t: TestApp;
   let boss: TestPrincipal;
   let raw: pg.Client;
+  let close: () => Promise<void>;
 
   beforeAll(async () => {
-    t = await startTestApp();
-    boss = await admin(t);
-    raw = new pg.Client({ connectionString: t.ctx.store.url });
-    await raw.connect();
+    ({ t, boss, raw, close } = await startWithRawSession());
   });
-  afterAll(async () => {
-    await raw?.end();
-    await t?.close();
-  });
+  afterAll(() => close?.());
 
   it('an archive of the questionnaire waits until an in-flight submission has committed', async () => {
     const q = await questionnaire(t, boss);

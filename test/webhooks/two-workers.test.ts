@@ -1,38 +1,24 @@
 import type { ChildProcess } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startTestApp, type TestApp } from '../helpers/app.js';
+import type { TestApp } from '../helpers/app.js';
 import { admin } from '../helpers/auth.js';
-import { spawnCli, waitForOutput } from '../helpers/cli.js';
-import {
-  dialectName,
-  freshDatabase,
-  onPostgres,
-  sqliteFileUrl,
-  type TestDatabase,
-} from '../helpers/store.js';
+import { waitForOutput } from '../helpers/cli.js';
+import { type SharedStore, startSharedStore } from '../helpers/shared-store.js';
+import { dialectName } from '../helpers/store.js';
 import { cloudEvent, createHook, dispatch, eventually, type Receiver, receiver } from './helpers.js';
 
 describe(`two svc worker processes on one store (${dialectName})`, () => {
-  let dir: string;
-  let database: TestDatabase;
+  let shared: SharedStore;
   let t: TestApp;
   let rx: Receiver;
-  const children: ChildProcess[] = [];
   beforeAll(async () => {
-    dir = mkdtempSync(join(tmpdir(), 'svc-webhooks-two-'));
-    database = onPostgres ? await freshDatabase() : { url: sqliteFileUrl(dir), drop: async () => {} };
-    t = await startTestApp({ databaseUrl: database.url, env: { SVC_ALLOW_PRIVATE_NETWORKS: 'true' } });
+    shared = await startSharedStore('svc-webhooks-two-', { SVC_ALLOW_PRIVATE_NETWORKS: 'true' });
+    t = shared.t;
     rx = await receiver();
   });
   afterAll(async () => {
-    for (const c of children) if (c.exitCode === null && c.signalCode === null) c.kill('SIGKILL');
     await rx.close();
-    await t.close();
-    await database.drop();
-    rmSync(dir, { recursive: true, force: true });
+    await shared.close();
   });
 
   it('claims are exclusive: each of 400 deliveries is sent exactly once', { timeout: 120_000 }, async () => {
@@ -43,10 +29,9 @@ describe(`two svc worker processes on one store (${dialectName})`, () => {
     // Both workers run and poll before any delivery exists, so their claims really race.
     rx.reply = { status: 200, delayMs: 20 };
     const output: string[] = [];
+    const children: ChildProcess[] = [];
     for (let i = 0; i < 2; i++) {
-      const child = spawnCli(['worker'], {
-        SVC_DATABASE_URL: database.url,
-        SVC_DATA_DIR: dir,
+      const child = shared.worker({
         SVC_ALLOW_PRIVATE_NETWORKS: 'true',
         SVC_WEBHOOK_RETRY_INTERVAL_MS: '50',
         SVC_WEBHOOK_TIMEOUT_MS: '30000',

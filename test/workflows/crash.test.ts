@@ -1,17 +1,11 @@
 import type { ChildProcess } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startTestApp, type TestApp } from '../helpers/app.js';
-import { spawnCli, waitForOutput } from '../helpers/cli.js';
-import {
-  dialectName,
-  freshDatabase,
-  onPostgres,
-  sqliteFileUrl,
-  type TestDatabase,
-} from '../helpers/store.js';
+import type { TestApp } from '../helpers/app.js';
+import { waitForOutput } from '../helpers/cli.js';
+import { type SharedStore, startSharedStore } from '../helpers/shared-store.js';
+import { dialectName } from '../helpers/store.js';
 import { type Api, api, type Json, nodesOf, pluginInstance, publish, runsOf, workflow } from './helpers.js';
 import { wftestPluginDir } from './plugin.js';
 
@@ -21,23 +15,20 @@ import { wftestPluginDir } from './plugin.js';
  * process then finishes every run correctly from its last persisted step.
  */
 describe(`crash recovery with a real worker process (${dialectName})`, () => {
-  let db: TestDatabase;
+  let shared: SharedStore;
   let t: TestApp;
   let a: Api;
   let worker: ChildProcess | undefined;
-  const dir = mkdtempSync(join(tmpdir(), 'svc-wf-crash-'));
   const pluginDir = wftestPluginDir();
 
   function startWorker(): ChildProcess {
-    const child = spawnCli(['worker'], {
-      SVC_DATABASE_URL: db.url,
+    return shared.worker({
       SVC_PLUGIN_DIR: pluginDir,
       SVC_WORKFLOW_LEASE_MS: '1500',
       SVC_WORKFLOW_POLL_INTERVAL_MS: '100',
       SVC_OUTBOX_DRAIN_INTERVAL_MS: '100',
       SVC_LOG_LEVEL: 'info',
     });
-    return child;
   }
 
   async function eventually<T>(
@@ -63,20 +54,16 @@ describe(`crash recovery with a real worker process (${dialectName})`, () => {
       : [];
 
   beforeAll(async () => {
-    db = onPostgres ? await freshDatabase() : { url: sqliteFileUrl(dir), drop: async () => {} };
-    t = await startTestApp({ databaseUrl: db.url, env: { SVC_PLUGIN_DIR: pluginDir } });
+    shared = await startSharedStore('svc-wf-crash-', { SVC_PLUGIN_DIR: pluginDir });
+    t = shared.t;
     a = await api(t);
   });
-  afterAll(async () => {
-    worker?.kill('SIGKILL');
-    await t.close();
-    await db.drop();
-  });
+  afterAll(() => shared.close());
 
   it('finishes a DELAY and both kinds of interrupted ACTION after the worker is killed and restarted', async () => {
     const wftest = await pluginInstance(a, 'wftest');
-    const idemLog = join(dir, 'idempotent.log');
-    const onceLog = join(dir, 'once.log');
+    const idemLog = join(shared.dir, 'idempotent.log');
+    const onceLog = join(shared.dir, 'once.log');
     const delayed = await workflow(a, {
       nodes: [
         { key: 'wait', type: 'DELAY', config: { delay_ms: 2_500 } },

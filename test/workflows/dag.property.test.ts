@@ -1,20 +1,18 @@
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { manualClock } from '../../src/lib/clock.js';
-import { startTestApp, type TestApp } from '../helpers/app.js';
+import type { TestApp } from '../helpers/app.js';
 import { dialectName } from '../helpers/store.js';
 import {
   type Api,
-  api,
   type Json,
   nodesOf,
-  pluginInstance,
   publish,
   runsOf,
   settle,
+  startWorkflowApp,
   workflow,
 } from './helpers.js';
-import { wftestPluginDir } from './plugin.js';
 
 /**
  * Property, through the durable engine and HTTP: on random DAGs (every node type, random edge
@@ -28,12 +26,7 @@ describe(`random DAGs through the durable engine (${dialectName})`, () => {
   const clock = manualClock(new Date('2026-02-01T10:00:00.000Z'));
 
   beforeAll(async () => {
-    t = await startTestApp({
-      clock,
-      env: { SVC_PLUGIN_DIR: wftestPluginDir(), SVC_ACCESS_TOKEN_TTL_SECONDS: '86400' },
-    });
-    a = await api(t);
-    wftest = await pluginInstance(a, 'wftest');
+    ({ t, a, wftest } = await startWorkflowApp(clock));
   });
   afterAll(() => t.close());
 

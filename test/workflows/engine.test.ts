@@ -1,19 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createWorker } from '../../src/app/runtime.js';
-import { startTestApp, type TestApp } from '../helpers/app.js';
+import type { TestApp } from '../helpers/app.js';
 import { dialectName } from '../helpers/store.js';
-import {
-  type Api,
-  api,
-  job,
-  nodesOf,
-  onlyRun,
-  pluginInstance,
-  publish,
-  runsOf,
-  workflow,
-} from './helpers.js';
-import { wftestPluginDir } from './plugin.js';
+import { type Api, job, nodesOf, onlyRun, publish, runsOf, startWorkflowApp, workflow } from './helpers.js';
 
 /** The `workflows` job as a pool: slow ACTIONs do not hold up other runs; a graceful stop waits for them. */
 describe(`workflow engine scheduling (${dialectName})`, () => {
@@ -22,9 +11,7 @@ describe(`workflow engine scheduling (${dialectName})`, () => {
   let wftest: string;
 
   beforeAll(async () => {
-    t = await startTestApp({ env: { SVC_PLUGIN_DIR: wftestPluginDir() } });
-    a = await api(t);
-    wftest = await pluginInstance(a, 'wftest');
+    ({ t, a, wftest } = await startWorkflowApp());
   });
   afterAll(() => t.close());
 

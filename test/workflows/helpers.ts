@@ -1,7 +1,9 @@
 import type { CloudEvent } from '../../src/areas/events/cloudevent.js';
+import type { Clock } from '../../src/lib/clock.js';
 import { newId } from '../../src/lib/ids.js';
-import type { TestApp } from '../helpers/app.js';
+import { startTestApp, type TestApp } from '../helpers/app.js';
 import { admin, type TestPrincipal } from '../helpers/auth.js';
+import { wftestPluginDir } from './plugin.js';
 
 /** Helpers of the workflow tests: everything goes through HTTP and the real outbox drain and engine. */
 
@@ -135,4 +137,17 @@ export async function nodesOf(a: Api, runId: string): Promise<Record<string, Jso
   const nodes: Record<string, Json> = {};
   for (const n of res.body.nodes) nodes[n.node_key] = n;
   return nodes;
+}
+
+/**
+ * The app every workflow suite starts from: the wftest plugin installed (one instance), an admin API
+ * client, access tokens that outlive the hours a suite moves `clock` by.
+ */
+export async function startWorkflowApp(clock?: Clock): Promise<{ t: TestApp; a: Api; wftest: string }> {
+  const t = await startTestApp({
+    clock,
+    env: { SVC_PLUGIN_DIR: wftestPluginDir(), SVC_ACCESS_TOKEN_TTL_SECONDS: '86400' },
+  });
+  const a = await api(t);
+  return { t, a, wftest: await pluginInstance(a, 'wftest') };
 }

@@ -1,20 +1,19 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { manualClock } from '../../src/lib/clock.js';
-import { startTestApp, type TestApp } from '../helpers/app.js';
+import type { TestApp } from '../helpers/app.js';
 import { principal } from '../helpers/auth.js';
 import { dialectName } from '../helpers/store.js';
 import {
   type Api,
-  api,
   type Json,
   onlyRun,
-  pluginInstance,
   publish,
   runsOf,
   settle,
+  startWorkflowApp,
   workflow,
 } from './helpers.js';
-import { pluginCalls, wftestPluginDir } from './plugin.js';
+import { pluginCalls } from './plugin.js';
 
 const EVENT = {
   specversion: '1.0',
@@ -34,12 +33,7 @@ describe(`simulation and introspection (${dialectName})`, () => {
   const clock = manualClock(new Date('2026-02-01T10:00:00.000Z'));
 
   beforeAll(async () => {
-    t = await startTestApp({
-      clock,
-      env: { SVC_PLUGIN_DIR: wftestPluginDir(), SVC_ACCESS_TOKEN_TTL_SECONDS: '86400' },
-    });
-    a = await api(t);
-    wftest = await pluginInstance(a, 'wftest');
+    ({ t, a, wftest } = await startWorkflowApp(clock));
   });
   afterAll(() => t.close());
 

@@ -1,9 +1,9 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { manualClock } from '../../src/lib/clock.js';
-import { startTestApp, type TestApp } from '../helpers/app.js';
+import type { TestApp } from '../helpers/app.js';
 import { dialectName } from '../helpers/store.js';
-import { type Api, api, nodesOf, onlyRun, pluginInstance, publish, settle, workflow } from './helpers.js';
-import { pluginCalls, wftestPluginDir } from './plugin.js';
+import { type Api, nodesOf, onlyRun, publish, settle, startWorkflowApp, workflow } from './helpers.js';
+import { pluginCalls } from './plugin.js';
 
 /** CONTRACTS §9: retry_policy (attempts, fixed and exponential backoff) and timeout_ms, with a manual clock. */
 describe(`retry_policy and timeout_ms (${dialectName})`, () => {
@@ -14,12 +14,7 @@ describe(`retry_policy and timeout_ms (${dialectName})`, () => {
   const at = (ms: number) => new Date(ms).toISOString();
 
   beforeAll(async () => {
-    t = await startTestApp({
-      clock,
-      env: { SVC_PLUGIN_DIR: wftestPluginDir(), SVC_ACCESS_TOKEN_TTL_SECONDS: '86400' },
-    });
-    a = await api(t);
-    wftest = await pluginInstance(a, 'wftest');
+    ({ t, a, wftest } = await startWorkflowApp(clock));
   });
   afterAll(() => t.close());
 

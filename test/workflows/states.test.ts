@@ -1,20 +1,18 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { manualClock } from '../../src/lib/clock.js';
-import { startTestApp, type TestApp } from '../helpers/app.js';
+import type { TestApp } from '../helpers/app.js';
 import { dialectName } from '../helpers/store.js';
 import {
   type Api,
-  api,
   job,
   nodesOf,
   onlyRun,
-  pluginInstance,
   publish,
   runsOf,
   settle,
+  startWorkflowApp,
   workflow,
 } from './helpers.js';
-import { wftestPluginDir } from './plugin.js';
 
 /** SPEC "Workflow run" and "Workflow run node" state tables: one test per row, through HTTP. */
 describe(`workflow state tables (${dialectName})`, () => {
@@ -24,12 +22,7 @@ describe(`workflow state tables (${dialectName})`, () => {
   const clock = manualClock(new Date('2026-02-01T10:00:00.000Z'));
 
   beforeAll(async () => {
-    t = await startTestApp({
-      clock,
-      env: { SVC_PLUGIN_DIR: wftestPluginDir(), SVC_ACCESS_TOKEN_TTL_SECONDS: '86400' },
-    });
-    a = await api(t);
-    wftest = await pluginInstance(a, 'wftest');
+    ({ t, a, wftest } = await startWorkflowApp(clock));
   });
   afterAll(() => t.close());
 

@@ -163,13 +163,13 @@ const page = { limit: 25, offset: 0, sort_by: 'created_at', sort_dir: 'desc' as 
 const userPage = { limit: 25, offset: 0, sort_by: 'last_enrolled_at', sort_dir: 'desc' as const };
 
 // Sanity: the figures measure real, correctly narrowed answers.
-const seenS = await submissions.list(provider, {}, page);
+const seenS = await submissions.list(provider, page, {});
 if (seenS.total !== visibleSubmissions || seenS.items.some((s) => !visibleQ.has(s.questionnaire_id)))
   throw new Error(`provider sees ${seenS.total} submissions, expected ${visibleSubmissions}`);
-const seenE = await enrollments.list(provider, {}, page);
+const seenE = await enrollments.list(provider, page, {});
 if (seenE.total !== visibleEnrollments)
   throw new Error(`provider sees ${seenE.total} enrollments, expected ${visibleEnrollments}`);
-if ((await submissions.list(admin, {}, page)).total !== SUBMISSIONS) throw new Error('admin is narrowed');
+if ((await submissions.list(admin, page, {})).total !== SUBMISSIONS) throw new Error('admin is narrowed');
 const oneVisible = seenS.items[0]!.id;
 
 async function median(fn: () => Promise<unknown>): Promise<number> {
@@ -186,16 +186,16 @@ async function median(fn: () => Promise<unknown>): Promise<number> {
 
 const cases = {
   submissions: {
-    narrowed: () => submissions.list(provider, {}, page),
-    ceiling: () => submissions.list(admin, {}, page),
+    narrowed: () => submissions.list(provider, page, {}),
+    ceiling: () => submissions.list(admin, page, {}),
   },
   enrollments: {
-    narrowed: () => enrollments.list(provider, {}, page),
-    ceiling: () => enrollments.list(admin, {}, page),
+    narrowed: () => enrollments.list(provider, page, {}),
+    ceiling: () => enrollments.list(admin, page, {}),
   },
   enrollment_users: {
-    narrowed: () => enrollments.enrolledUsers(provider, {}, userPage),
-    ceiling: () => enrollments.enrolledUsers(admin, {}, userPage),
+    narrowed: () => enrollments.enrolledUsers(provider, userPage, {}),
+    ceiling: () => enrollments.enrolledUsers(admin, userPage, {}),
   },
   submission_by_id: {
     narrowed: () => submissions.get(provider, oneVisible),

@@ -12,6 +12,16 @@ export interface ListResult<T> {
   total: number;
 }
 
+/**
+ * A list query split into its page (limit, offset, sort) and the rest, its filters. Routes do this and
+ * hand both to the service, which answers a ListResult; the route wraps it with `envelope`.
+ */
+export function splitListQuery<Q extends Page>(query: Q): { page: Page; filters: Omit<Q, keyof Page> } {
+  const { limit, offset, sort_by, sort_dir, ...filters } = query;
+  return { page: { limit, offset, sort_by, sort_dir }, filters };
+}
+
+/** The list answer of every list route (CONTRACTS: pagination). */
 export function envelope<K extends string, T>(
   key: K,
   result: ListResult<T>,

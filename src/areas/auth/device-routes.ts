@@ -1,6 +1,6 @@
 import { anyScope, authenticated, publicAccess } from '../../http/access.js';
 import type { App } from '../../http/app.js';
-import { envelope } from '../../http/list.js';
+import { envelope, splitListQuery } from '../../http/list.js';
 import { IdParams } from '../../http/schemas.js';
 import { requestMeta } from './request-meta.js';
 import {
@@ -93,12 +93,8 @@ export function registerDeviceRoutes(app: App, { auth }: { auth: AuthService }):
       config: anyScope('device:read'),
     },
     async (req) => {
-      const { limit, offset, sort_by, sort_dir, ...filters } = req.query;
-      return envelope(
-        'devices',
-        await auth.listDevices({ limit, offset, sort_by, sort_dir }, filters),
-        req.query,
-      );
+      const { page, filters } = splitListQuery(req.query);
+      return envelope('devices', await auth.listDevices(page, filters), req.query);
     },
   );
   app.get(

@@ -1,6 +1,6 @@
 import { anyScope } from '../../http/access.js';
 import type { App } from '../../http/app.js';
-import { envelope } from '../../http/list.js';
+import { envelope, splitListQuery } from '../../http/list.js';
 import { IdParams } from '../../http/schemas.js';
 import {
   RefreshTokenList,
@@ -29,12 +29,8 @@ export function registerSessionRoutes(app: App, { auth }: { auth: AuthService })
       config: anyScope('auth:manage'),
     },
     async (req) => {
-      const { limit, offset, sort_by, sort_dir, ...filters } = req.query;
-      return envelope(
-        'refresh_tokens',
-        await auth.listRefreshTokens({ limit, offset, sort_by, sort_dir }, filters),
-        req.query,
-      );
+      const { page, filters } = splitListQuery(req.query);
+      return envelope('refresh_tokens', await auth.listRefreshTokens(page, filters), req.query);
     },
   );
   app.get(

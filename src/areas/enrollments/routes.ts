@@ -1,6 +1,6 @@
 import { anyScope, authenticated } from '../../http/access.js';
 import type { App } from '../../http/app.js';
-import { envelope } from '../../http/list.js';
+import { envelope, splitListQuery } from '../../http/list.js';
 import { errorAnswers, IdParams, MessageBody } from '../../http/schemas.js';
 import {
   ConsentBody,
@@ -41,12 +41,8 @@ export function registerEnrollmentRoutes(
       config: anyScope('enrollment:read'),
     },
     async (req) => {
-      const { limit, offset, sort_by, sort_dir, ...filters } = req.query;
-      return envelope(
-        'enrollments',
-        await enrollments.list(req.principal, filters, { limit, offset, sort_by, sort_dir }),
-        req.query,
-      );
+      const { page, filters } = splitListQuery(req.query);
+      return envelope('enrollments', await enrollments.list(req.principal, page, filters), req.query);
     },
   );
 
@@ -137,10 +133,10 @@ export function registerEnrollmentRoutes(
       config: anyScope('enrollment:read'),
     },
     async (req) => {
-      const { limit, offset, sort_by, sort_dir, ...filters } = req.query;
+      const { page, filters } = splitListQuery(req.query);
       return envelope(
         'enrollment_users',
-        await enrollments.enrolledUsers(req.principal, filters, { limit, offset, sort_by, sort_dir }),
+        await enrollments.enrolledUsers(req.principal, page, filters),
         req.query,
       );
     },
@@ -174,10 +170,10 @@ export function registerEnrollmentRoutes(
       config: authenticated(),
     },
     async (req) => {
-      const { limit, offset, sort_by, sort_dir, status } = req.query;
+      const { page, filters } = splitListQuery(req.query);
       return envelope(
         'enrollments',
-        await enrollments.fetchOwn(req.principal.userId, { status }, { limit, offset, sort_by, sort_dir }),
+        await enrollments.fetchOwn(req.principal.userId, page, filters),
         req.query,
       );
     },

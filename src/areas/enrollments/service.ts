@@ -373,7 +373,7 @@ export function createEnrollmentService(deps: EnrollmentDeps) {
   }
 
   /** Users with matching enrollments, with their counts and latest status, enriched with email and name. */
-  async function enrolledUsers(principal: Principal, filters: EnrollmentFilters, page: Page) {
+  async function enrolledUsers(principal: Principal, page: Page, filters: EnrollmentFilters) {
     const { questionnaireFilter } = await deps.questionnaires.accessOf(principal);
     const result = await listEnrolledUsers(store.db, filters, page, questionnaireFilter);
     const users = new Map(
@@ -387,7 +387,7 @@ export function createEnrollmentService(deps: EnrollmentDeps) {
   }
 
   /** The responder's own enrollments, each with its questionnaires (active ones only). */
-  async function fetchOwn(userId: string, filters: { status?: EnrollmentStatus }, page: Page) {
+  async function fetchOwn(userId: string, page: Page, filters: { status?: EnrollmentStatus }) {
     // The caller's own enrollments: not narrowed by permissions.
     const result = await listEnrollments(store.db, { user_id: userId, status: filters.status }, page, 'all');
     const found = await loadQuestionnaires(
@@ -455,7 +455,7 @@ export function createEnrollmentService(deps: EnrollmentDeps) {
     /** An enrollment as `principal` may see it (404 when it cannot). */
     get: async (principal: Principal, id: string) => (await requireFor(principal, id, 'VIEW')).enrollment,
     /** Enrollments `principal` may see, filtered; the total counts those only. */
-    list: async (principal: Principal, filters: EnrollmentFilters, page: Page) =>
+    list: async (principal: Principal, page: Page, filters: EnrollmentFilters) =>
       listEnrollments(
         store.db,
         filters,

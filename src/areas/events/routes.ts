@@ -1,5 +1,6 @@
 import { anyScope } from '../../http/access.js';
 import type { App } from '../../http/app.js';
+import { envelope, splitListQuery } from '../../http/list.js';
 import { errorAnswers } from '../../http/schemas.js';
 import {
   EventDefinitionList,
@@ -25,7 +26,10 @@ export function registerEventRoutes(api: App, { events }: { events: EventsServic
       },
       config: anyScope('event_subscription:read'),
     },
-    async (request) => events.listDefinitions(request.query),
+    async (request) => {
+      const { page, filters } = splitListQuery(request.query);
+      return envelope('event_definitions', events.listDefinitions(page, filters), page);
+    },
   );
 
   api.get(
@@ -41,7 +45,10 @@ export function registerEventRoutes(api: App, { events }: { events: EventsServic
       },
       config: anyScope('event_subscription:read'),
     },
-    async (request) => events.listTasks(request.query),
+    async (request) => {
+      const { page, filters } = splitListQuery(request.query);
+      return envelope('tasks', await events.listTasks(page, filters), page);
+    },
   );
 
   api.post(

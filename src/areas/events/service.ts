@@ -1,6 +1,6 @@
 import type { Store } from '../../db/store.js';
 import { AppError } from '../../http/errors.js';
-import { envelope } from '../../http/list.js';
+import type { ListResult, Page } from '../../http/list.js';
 import { type Clock, iso } from '../../lib/clock.js';
 import type { EventDefinition } from './definitions.js';
 import type { EventPublisher } from './publish.js';
@@ -8,13 +8,14 @@ import type { EventRegistry } from './registry.js';
 import type { EventDefinitionQuery, EventDeliveryTask, EventDeliveryTaskQuery } from './schemas.js';
 import { findTask, listTasks, retryFailed, toTask } from './store.js';
 
+type DefinitionFilters = Omit<EventDefinitionQuery, keyof Page>;
+type TaskFilters = Omit<EventDeliveryTaskQuery, keyof Page>;
+
 /** The events area as other areas and the routes see it: publish, the two lists, retrying a task. */
 export interface EventsService extends EventPublisher {
   readonly registry: EventRegistry;
-  listDefinitions(
-    query: EventDefinitionQuery,
-  ): ReturnType<typeof envelope<'event_definitions', EventDefinition>>;
-  listTasks(query: EventDeliveryTaskQuery): Promise<ReturnType<typeof envelope<'tasks', EventDeliveryTask>>>;
+  listDefinitions(page: Page, filters: DefinitionFilters): ListResult<EventDefinition>;
+  listTasks(page: Page, filters: TaskFilters): Promise<ListResult<EventDeliveryTask>>;
   /** A FAILED task back to PENDING, due now, its counts reset; the drain is woken. */
   retryTask(id: string): Promise<EventDeliveryTask>;
 }
@@ -30,10 +31,8 @@ export function createEventsService(deps: {
   return {
     publish: deps.publisher.publish,
     registry: deps.registry,
-    listDefinitions: (query) => definitionPage(deps.registry, query),
-    async listTasks(query) {
-      return envelope('tasks', await listTasks(deps.store.db, query), query);
-    },
+    listDefinitions: (page, filters) => definitionPage(deps.registry, page, filters),
+    listTasks: (page, filters) => listTasks(deps.store.db, { ...page, ...filters }),
     async retryTask(id) {
       const task = await deps.store.transaction(async (tx) => {
         const current = await findTask(tx.db, id);
@@ -57,7 +56,11 @@ export function createEventsService(deps: {
 }
 
 /** The registry lives in code, not the store, so its list is filtered, sorted and paged here. */
-function definitionPage(registry: EventRegistry, query: EventDefinitionQuery) {
+function definitionPage(
+  registry: EventRegistry,
+  page: Page,
+  query: DefinitionFilters,
+): ListResult<EventDefinition> {
   const needle = query.search?.toLowerCase();
   const matching = registry.definitions.filter(
     (d) =>
@@ -67,13 +70,13 @@ function definitionPage(registry: EventRegistry, query: EventDefinitionQuery) {
         d.event_type.toLowerCase().includes(needle) ||
         d.description.toLowerCase().includes(needle)),
   );
-  const key = query.sort_by as 'event_type' | 'schema_version' | 'deprecated';
-  const sign = query.sort_dir === 'asc' ? 1 : -1;
+  const key = page.sort_by as 'event_type' | 'schema_version' | 'deprecated';
+  const sign = page.sort_dir === 'asc' ? 1 : -1;
   const sorted = [...matching].sort(
     (a, b) => sign * (compare(a[key], b[key]) || a.event_type.localeCompare(b.event_type)),
   );
-  const items = sorted.slice(query.offset, query.offset + query.limit);
-  return envelope('event_definitions', { items, total: matching.length }, query);
+  const items = sorted.slice(page.offset, page.offset + page.limit);
+  return { items, total: matching.length };
 }
 
 function compare(a: string | boolean, b: string | boolean): number {

@@ -1,7 +1,7 @@
 import { Type } from '@sinclair/typebox';
 import { anyScope } from '../../http/access.js';
 import type { App } from '../../http/app.js';
-import { envelope } from '../../http/list.js';
+import { envelope, splitListQuery } from '../../http/list.js';
 import { IdParams, ListQuery, ListResponse, QueryBoolean } from '../../http/schemas.js';
 import { ApiKey, CreateApiKeyBody, CreatedApiKey } from './schemas.js';
 import type { IdentityService } from './service.js';
@@ -42,12 +42,8 @@ export function registerApiKeyRoutes(app: App, { identity }: { identity: Identit
       config: anyScope('auth:manage'),
     },
     async (req) => {
-      const { limit, offset, sort_by, sort_dir, ...filters } = req.query;
-      return envelope(
-        'api_keys',
-        await identity.listApiKeys(req.principal, { limit, offset, sort_by, sort_dir }, filters),
-        req.query,
-      );
+      const { page, filters } = splitListQuery(req.query);
+      return envelope('api_keys', await identity.listApiKeys(req.principal, page, filters), req.query);
     },
   );
   app.get(

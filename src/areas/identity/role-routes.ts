@@ -1,7 +1,7 @@
 import { Type } from '@sinclair/typebox';
 import { anyScope } from '../../http/access.js';
 import type { App } from '../../http/app.js';
-import { envelope } from '../../http/list.js';
+import { envelope, splitListQuery } from '../../http/list.js';
 import { IdParams, ListQuery, ListResponse, MessageBody, QueryBoolean } from '../../http/schemas.js';
 import {
   CreateRoleBody,
@@ -43,12 +43,8 @@ export function registerRoleRoutes(app: App, { identity }: { identity: IdentityS
       config: anyScope('user:read'),
     },
     async (req) => {
-      const { limit, offset, sort_by, sort_dir, ...filters } = req.query;
-      return envelope(
-        'roles',
-        await identity.listRoles({ limit, offset, sort_by, sort_dir }, filters),
-        req.query,
-      );
+      const { page, filters } = splitListQuery(req.query);
+      return envelope('roles', await identity.listRoles(page, filters), req.query);
     },
   );
   app.post(
@@ -159,12 +155,8 @@ export function registerRoleRoutes(app: App, { identity }: { identity: IdentityS
       config: anyScope('user:read'),
     },
     async (req) => {
-      const { limit, offset, sort_by, sort_dir, ...filters } = req.query;
-      return envelope(
-        'user_roles',
-        await identity.listUserRoles({ limit, offset, sort_by, sort_dir }, filters),
-        req.query,
-      );
+      const { page, filters } = splitListQuery(req.query);
+      return envelope('user_roles', await identity.listUserRoles(page, filters), req.query);
     },
   );
   app.post(

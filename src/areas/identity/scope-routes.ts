@@ -1,7 +1,7 @@
 import { Type } from '@sinclair/typebox';
 import { anyScope } from '../../http/access.js';
 import type { App } from '../../http/app.js';
-import { envelope } from '../../http/list.js';
+import { envelope, splitListQuery } from '../../http/list.js';
 import { sendJsonBytes } from '../../http/reply.js';
 import { IdParams, ListQuery, ListResponse, MessageBody } from '../../http/schemas.js';
 import { CreateRoleScopeBody, RoleScopeEntry, Scope } from './schemas.js';
@@ -76,12 +76,8 @@ export function registerScopeRoutes(app: App, { identity }: { identity: Identity
       config: anyScope('user:read'),
     },
     async (req) => {
-      const { limit, offset, sort_by, sort_dir, ...filters } = req.query;
-      return envelope(
-        'role_scope_entries',
-        await identity.listRoleScopeEntries({ limit, offset, sort_by, sort_dir }, filters),
-        req.query,
-      );
+      const { page, filters } = splitListQuery(req.query);
+      return envelope('role_scope_entries', await identity.listRoleScopeEntries(page, filters), req.query);
     },
   );
   app.post(

@@ -1,7 +1,7 @@
 import { Type } from '@sinclair/typebox';
 import { anyScope, authenticated } from '../../http/access.js';
 import type { App } from '../../http/app.js';
-import { envelope } from '../../http/list.js';
+import { envelope, splitListQuery } from '../../http/list.js';
 import { IdParams, ListQuery, ListResponse } from '../../http/schemas.js';
 import { CreateUserBody, CurrentUser, UpdateUserBody, User } from './schemas.js';
 import type { IdentityService } from './service.js';
@@ -34,12 +34,8 @@ export function registerUserRoutes(app: App, { identity }: { identity: IdentityS
       config: anyScope('user:read'),
     },
     async (req) => {
-      const { limit, offset, sort_by, sort_dir, ...filters } = req.query;
-      return envelope(
-        'users',
-        await identity.listUsers({ limit, offset, sort_by, sort_dir }, filters),
-        req.query,
-      );
+      const { page, filters } = splitListQuery(req.query);
+      return envelope('users', await identity.listUsers(page, filters), req.query);
     },
   );
   app.post(

@@ -1,6 +1,7 @@
 import { Type } from '@sinclair/typebox';
 import { anyScope } from '../../http/access.js';
 import type { App } from '../../http/app.js';
+import { envelope, splitListQuery } from '../../http/list.js';
 import { errorAnswers, IdParams } from '../../http/schemas.js';
 import {
   CreateInstance,
@@ -33,7 +34,10 @@ export function registerPluginRoutes(api: App, { plugins }: { plugins: PluginSer
         response: { 200: DefinitionListResponse },
       },
     },
-    (request) => plugins.listDefinitions(request.query),
+    async (request) => {
+      const { page, filters } = splitListQuery(request.query);
+      return envelope('plugin_definitions', await plugins.listDefinitions(page, filters), page);
+    },
   );
 
   api.get(
@@ -79,7 +83,10 @@ export function registerPluginRoutes(api: App, { plugins }: { plugins: PluginSer
         response: { 200: InstanceListResponse },
       },
     },
-    (request) => plugins.listInstances(request.query),
+    async (request) => {
+      const { page, filters } = splitListQuery(request.query);
+      return envelope('plugin_instances', await plugins.listInstances(page, filters), page);
+    },
   );
 
   api.get(

@@ -2,7 +2,7 @@ import type { Logger } from 'pino';
 import { auditInsert, auditUpdate, softDeleted } from '../../db/audit.js';
 import type { Store } from '../../db/store.js';
 import { AppError } from '../../http/errors.js';
-import { envelope } from '../../http/list.js';
+import type { ListResult, Page } from '../../http/list.js';
 import { type Clock, iso } from '../../lib/clock.js';
 import { newId } from '../../lib/ids.js';
 import { maskSecrets, secretValues } from '../vault/references.js';
@@ -14,7 +14,7 @@ import { discoverPlugins, type LoadedPlugin } from './discovery.js';
 import { describeErrors, validate } from './json-schema.js';
 import type { PluginAction } from './manifest.js';
 import type { PluginMetrics } from './metrics.js';
-import type { CreateInstance, DefinitionListQuery, InstanceListQuery, UpdateInstance } from './schemas.js';
+import type { CreateInstance, UpdateInstance } from './schemas.js';
 import type { PluginDefinition, PluginInstance } from './store.js';
 import * as db from './store.js';
 
@@ -52,14 +52,10 @@ export interface DiscoveryReport {
 export interface PluginService {
   /** Start-up: finds every plugin, loads it into this process and upserts its definition by name. */
   discover(): Promise<DiscoveryReport>;
-  listDefinitions(
-    query: DefinitionListQuery,
-  ): Promise<ReturnType<typeof envelope<'plugin_definitions', PluginDefinition>>>;
+  listDefinitions(page: Page, filters: db.DefinitionFilters): Promise<ListResult<PluginDefinition>>;
   getDefinition(id: string): Promise<PluginDefinition>;
   createInstance(input: CreateInstance, by: string): Promise<PluginInstance>;
-  listInstances(
-    query: InstanceListQuery,
-  ): Promise<ReturnType<typeof envelope<'plugin_instances', PluginInstance>>>;
+  listInstances(page: Page, filters: db.InstanceFilters): Promise<ListResult<PluginInstance>>;
   getInstance(id: string): Promise<PluginInstance>;
   updateInstance(id: string, input: UpdateInstance, by: string): Promise<PluginInstance>;
   deleteInstance(id: string, by: string): Promise<void>;
@@ -195,11 +191,7 @@ export function createPluginService(deps: PluginDeps): PluginService {
       return report;
     },
 
-    async listDefinitions(query) {
-      const { limit, offset, sort_by, sort_dir, ...filters } = query;
-      const page = { limit, offset, sort_by, sort_dir };
-      return envelope('plugin_definitions', await db.listDefinitions(store.db, filters, page), page);
-    },
+    listDefinitions: (page, filters) => db.listDefinitions(store.db, filters, page),
 
     async getDefinition(id) {
       return db.toDefinition(await definitionRow(id));
@@ -229,11 +221,7 @@ export function createPluginService(deps: PluginDeps): PluginService {
       return db.toInstance(row);
     },
 
-    async listInstances(query) {
-      const { limit, offset, sort_by, sort_dir, ...filters } = query;
-      const page = { limit, offset, sort_by, sort_dir };
-      return envelope('plugin_instances', await db.listInstances(store.db, filters, page), page);
-    },
+    listInstances: (page, filters) => db.listInstances(store.db, filters, page),
 
     async getInstance(id) {
       return db.toInstance(await activeInstance(id));

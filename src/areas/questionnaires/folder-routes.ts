@@ -1,7 +1,7 @@
 import { anyScope } from '../../http/access.js';
 import type { App } from '../../http/app.js';
 import { AppError } from '../../http/errors.js';
-import { envelope } from '../../http/list.js';
+import { envelope, splitListQuery } from '../../http/list.js';
 import { ListQuery, ListResponse } from '../../http/schemas.js';
 import type { QuestionnaireRouteDeps } from './routes.js';
 import {
@@ -35,8 +35,7 @@ export function registerFolderRoutes(api: App, deps: QuestionnaireRouteDeps): vo
       config: anyScope('folder:read'),
     },
     async (req) => {
-      const { limit, offset, sort_by, sort_dir, ...filters } = req.query;
-      const page = { limit, offset, sort_by, sort_dir };
+      const { page, filters } = splitListQuery(req.query);
       return envelope('folders', await folders.list(req.principal, page, filters), page);
     },
   );

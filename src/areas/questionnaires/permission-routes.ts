@@ -1,6 +1,6 @@
 import { anyScope } from '../../http/access.js';
 import type { App } from '../../http/app.js';
-import { envelope } from '../../http/list.js';
+import { envelope, type Page, splitListQuery } from '../../http/list.js';
 import { ListQuery, ListResponse } from '../../http/schemas.js';
 import type { QuestionnaireRouteDeps } from './routes.js';
 import {
@@ -55,8 +55,9 @@ export function registerPermissionRoutes(api: App, deps: QuestionnaireRouteDeps)
         config: anyScope('permission:read'),
       },
       async (req) => {
-        const { limit, offset, sort_by, sort_dir, ...rest } = req.query as Record<string, never>;
-        const page = { limit, offset, sort_by, sort_dir };
+        const { page, filters: rest } = splitListQuery(
+          req.query as Page & Record<string, string | undefined>,
+        );
         const { [k.field]: objectId, ...filters } = rest as Record<string, string | undefined>;
         const result = await k.service.list(req.principal, page, { ...filters, object_id: objectId });
         return envelope(k.key, result as { items: unknown[]; total: number }, page);

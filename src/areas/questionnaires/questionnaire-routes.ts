@@ -1,6 +1,6 @@
 import { anyScope } from '../../http/access.js';
 import type { App } from '../../http/app.js';
-import { envelope } from '../../http/list.js';
+import { envelope, splitListQuery } from '../../http/list.js';
 import { ListQuery, ListResponse } from '../../http/schemas.js';
 import type { QuestionnaireRouteDeps } from './routes.js';
 import {
@@ -37,8 +37,7 @@ export function registerCatalogueRoutes(api: App, deps: QuestionnaireRouteDeps):
       config: anyScope('questionnaire:read'),
     },
     async (req) => {
-      const { limit, offset, sort_by, sort_dir, ...filters } = req.query;
-      const page = { limit, offset, sort_by, sort_dir };
+      const { page, filters } = splitListQuery(req.query);
       return envelope('questionnaires', await questionnaires.list(req.principal, page, filters), page);
     },
   );
@@ -58,8 +57,7 @@ export function registerCatalogueRoutes(api: App, deps: QuestionnaireRouteDeps):
       config: anyScope('questionnaire:read'),
     },
     async (req) => {
-      const { limit, offset, sort_by, sort_dir, ...filters } = req.query;
-      const page = { limit, offset, sort_by, sort_dir };
+      const { page, filters } = splitListQuery(req.query);
       return envelope('questionnaires', await questionnaires.list(req.principal, page, filters, true), page);
     },
   );
@@ -206,8 +204,7 @@ export function registerCatalogueRoutes(api: App, deps: QuestionnaireRouteDeps):
       config: anyScope('questionnaire:read'),
     },
     async (req) => {
-      const { limit, offset, sort_by, sort_dir, ...filters } = req.query;
-      const page = { limit, offset, sort_by, sort_dir };
+      const { page, filters } = splitListQuery(req.query);
       return envelope(
         'revisions',
         await questionnaires.listRevisions(req.principal, req.params.id, page, filters),

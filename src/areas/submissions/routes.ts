@@ -1,6 +1,6 @@
 import { anyScope, apiKeyOnly, authenticated } from '../../http/access.js';
 import type { App } from '../../http/app.js';
-import { envelope } from '../../http/list.js';
+import { envelope, splitListQuery } from '../../http/list.js';
 import { errorAnswers, IdParams, MessageBody } from '../../http/schemas.js';
 import {
   AmendBody,
@@ -68,12 +68,8 @@ export function registerSubmissionRoutes(
       config: anyScope('questionnaire_submission:read'),
     },
     async (req) => {
-      const { limit, offset, sort_by, sort_dir, ...filters } = req.query;
-      return envelope(
-        'submissions',
-        await submissions.list(req.principal, filters, { limit, offset, sort_by, sort_dir }),
-        req.query,
-      );
+      const { page, filters } = splitListQuery(req.query);
+      return envelope('submissions', await submissions.list(req.principal, page, filters), req.query);
     },
   );
 

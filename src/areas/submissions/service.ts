@@ -278,7 +278,7 @@ export function createSubmissionService(deps: SubmissionDeps) {
     /** A submission as `principal` may see it (404 when it cannot). */
     get: (principal: Principal, id: string) => requireFor(principal, id, 'VIEW'),
     /** Submissions `principal` may see, filtered; the total counts those only. */
-    list: async (principal: Principal, filters: SubmissionFilters, page: Page) =>
+    list: async (principal: Principal, page: Page, filters: SubmissionFilters) =>
       listSubmissions(
         store.db,
         filters,

@@ -1,5 +1,6 @@
 import { anyScope } from '../../http/access.js';
 import type { App } from '../../http/app.js';
+import { envelope, splitListQuery } from '../../http/list.js';
 import {
   CreateSubscription,
   DeletedBody,
@@ -46,7 +47,10 @@ export function registerSubscriptionRoutes(
       },
       config: anyScope('event_subscription:read'),
     },
-    async (req) => subscriptions.list(req.query),
+    async (req) => {
+      const { page, filters } = splitListQuery(req.query);
+      return envelope('event_subscriptions', await subscriptions.list(page, filters), page);
+    },
   );
   app.get(
     '/event_subscription/:id',

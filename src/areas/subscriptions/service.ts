@@ -1,14 +1,14 @@
 import { auditInsert, auditUpdate } from '../../db/audit.js';
 import type { Store } from '../../db/store.js';
 import { AppError } from '../../http/errors.js';
-import { envelope } from '../../http/list.js';
+import type { Page } from '../../http/list.js';
 import { type Clock, iso } from '../../lib/clock.js';
 import { newId } from '../../lib/ids.js';
 import { type NodeInput, validateGraph } from '../workflows/graph.js';
 import { compileError } from '../workflows/jsonlogic.js';
 import { pathsFromSchema } from '../workflows/paths.js';
 import type { GraphEdge, GraphNode } from '../workflows/plan.js';
-import type { CreateSubscription, PutGraphBody, SubscriptionQuery, UpdateSubscription } from './schemas.js';
+import type { CreateSubscription, PutGraphBody, UpdateSubscription } from './schemas.js';
 import * as st from './store.js';
 import {
   publicSubscription,
@@ -158,11 +158,7 @@ export function createSubscriptionService(deps: SubscriptionDeps) {
       });
     },
 
-    async list(query: SubscriptionQuery) {
-      const { limit, offset, sort_by, sort_dir, ...filters } = query;
-      const page = { limit, offset, sort_by, sort_dir };
-      return envelope('event_subscriptions', await st.list(store.db, page, filters), page);
-    },
+    list: (page: Page, filters: st.SubscriptionFilters) => st.list(store.db, page, filters),
 
     async get(id: string): Promise<Subscription> {
       return publicSubscription(await getActive(id));

@@ -1,5 +1,6 @@
 import { anyScope } from '../../http/access.js';
 import type { App } from '../../http/app.js';
+import { envelope, splitListQuery } from '../../http/list.js';
 import { errorAnswers, MessageBody } from '../../http/schemas.js';
 import {
   CreateVaultEntry,
@@ -42,7 +43,10 @@ export function registerVaultRoutes(api: App, { vault }: { vault: VaultService }
         response: { 200: VaultListResponse },
       },
     },
-    (request) => vault.list(request.query),
+    async (request) => {
+      const { page, filters } = splitListQuery(request.query);
+      return envelope('vault_entries', await vault.list(page, filters), page);
+    },
   );
 
   api.get(

@@ -3,25 +3,19 @@ import { auditInsert, auditUpdate, softDeleted } from '../../db/audit.js';
 import { isUniqueViolation } from '../../db/errors.js';
 import type { Store, Tx } from '../../db/store.js';
 import { AppError, notFound, validationError } from '../../http/errors.js';
-import { envelope } from '../../http/list.js';
+import type { ListResult, Page } from '../../http/list.js';
 import { type Clock, iso } from '../../lib/clock.js';
 import { newId } from '../../lib/ids.js';
 import { deriveFernetKey, Fernet, type MultiFernet } from './fernet.js';
 import { vaultKeyring } from './keyring.js';
 import { REFERENCE } from './references.js';
-import {
-  type CreateVaultEntry,
-  MASK,
-  type UpdateVaultEntry,
-  type VaultEntry,
-  type VaultListQuery,
-} from './schemas.js';
+import { type CreateVaultEntry, MASK, type UpdateVaultEntry, type VaultEntry } from './schemas.js';
 import * as db from './store.js';
 import type { VaultKind } from './tables.js';
 
 export interface VaultService {
   create(input: CreateVaultEntry, by: string): Promise<VaultEntry>;
-  list(query: VaultListQuery): Promise<ReturnType<typeof envelope<'vault_entries', VaultEntry>>>;
+  list(page: Page, filters: db.VaultListFilters): Promise<ListResult<VaultEntry>>;
   get(id: string): Promise<VaultEntry>;
   update(id: string, input: UpdateVaultEntry, by: string): Promise<VaultEntry>;
   remove(id: string, by: string): Promise<{ message: string }>;
@@ -188,11 +182,9 @@ export function createVaultService(deps: VaultDeps): VaultService {
       return toEntry(row);
     },
 
-    async list(query) {
-      const { limit, offset, sort_by, sort_dir, ...filters } = query;
-      const page = { limit, offset, sort_by, sort_dir };
+    async list(page, filters) {
       const result = await db.listEntries(store.db, filters, page);
-      return envelope('vault_entries', { items: result.items.map(toEntry), total: result.total }, page);
+      return { items: result.items.map(toEntry), total: result.total };
     },
 
     async get(id) {

@@ -1,5 +1,6 @@
 import { anyScope } from '../../http/access.js';
 import type { App } from '../../http/app.js';
+import { envelope, splitListQuery } from '../../http/list.js';
 import { errorAnswers, MessageBody } from '../../http/schemas.js';
 import {
   AttemptListQuery,
@@ -51,7 +52,10 @@ export function registerWebhookRoutes(api: App, { webhooks }: { webhooks: Webhoo
         response: { 200: WebhookListResponse },
       },
     },
-    (request) => webhooks.list(request.query),
+    async (request) => {
+      const { page, filters } = splitListQuery(request.query);
+      return envelope('webhooks', await webhooks.list(page, filters), page);
+    },
   );
 
   api.get(
@@ -128,7 +132,10 @@ export function registerWebhookRoutes(api: App, { webhooks }: { webhooks: Webhoo
         response: { 200: DeliveryListResponse, ...errorAnswers(404) },
       },
     },
-    (request) => webhooks.listDeliveries(request.params.id, request.query),
+    async (request) => {
+      const { page, filters } = splitListQuery(request.query);
+      return envelope('deliveries', await webhooks.listDeliveries(request.params.id, page, filters), page);
+    },
   );
 
   api.get(
@@ -159,7 +166,14 @@ export function registerWebhookRoutes(api: App, { webhooks }: { webhooks: Webhoo
         response: { 200: AttemptListResponse, ...errorAnswers(404) },
       },
     },
-    (request) => webhooks.listAttempts(request.params.id, request.params.delivery_id, request.query),
+    async (request) => {
+      const { page } = splitListQuery(request.query);
+      return envelope(
+        'attempts',
+        await webhooks.listAttempts(request.params.id, request.params.delivery_id, page),
+        page,
+      );
+    },
   );
 
   api.post(

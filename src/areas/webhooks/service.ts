@@ -2,46 +2,39 @@ import type { Logger } from 'pino';
 import { auditInsert, auditUpdate, softDeleted } from '../../db/audit.js';
 import type { Store } from '../../db/store.js';
 import { AppError, notFound } from '../../http/errors.js';
-import { envelope } from '../../http/list.js';
+import type { ListResult, Page } from '../../http/list.js';
 import { type Clock, iso } from '../../lib/clock.js';
 import { newId, timeOrderedIds } from '../../lib/ids.js';
 import { assertAllowedUrl, ForbiddenTargetError } from '../../lib/net-guard.js';
 import type { CloudEvent } from '../events/cloudevent.js';
 import type { EventHandler } from '../events/handlers.js';
 import type { VaultService } from '../vault/service.js';
+import type { DeliveryFilters } from './delivery-store.js';
 import * as deliveries from './delivery-store.js';
 import type {
-  AttemptListQuery,
   CreateWebhook,
   Delivery,
   DeliveryAttempt,
   DeliveryDetail,
-  DeliveryListQuery,
   TestWebhookBody,
   UpdateWebhook,
   Webhook,
-  WebhookListQuery,
   WebhookWithSecret,
 } from './schemas.js';
 import { newSecret, secretHint, standardWebhooksSecret } from './signing.js';
+import type { WebhookFilters } from './webhook-store.js';
 import * as hooks from './webhook-store.js';
-
-type Envelope<K extends string, T> = ReturnType<typeof envelope<K, T>>;
 
 export interface WebhookService {
   create(input: CreateWebhook, by: string): Promise<WebhookWithSecret>;
-  list(query: WebhookListQuery): Promise<Envelope<'webhooks', Webhook>>;
+  list(page: Page, filters: WebhookFilters): Promise<ListResult<Webhook>>;
   get(id: string): Promise<Webhook>;
   update(id: string, input: UpdateWebhook, by: string): Promise<Webhook>;
   remove(id: string, by: string): Promise<{ message: string }>;
   rotateSecret(id: string, by: string): Promise<WebhookWithSecret>;
-  listDeliveries(webhookId: string, query: DeliveryListQuery): Promise<Envelope<'deliveries', Delivery>>;
+  listDeliveries(webhookId: string, page: Page, filters: DeliveryFilters): Promise<ListResult<Delivery>>;
   getDelivery(webhookId: string, deliveryId: string): Promise<DeliveryDetail>;
-  listAttempts(
-    webhookId: string,
-    deliveryId: string,
-    query: AttemptListQuery,
-  ): Promise<Envelope<'attempts', DeliveryAttempt>>;
+  listAttempts(webhookId: string, deliveryId: string, page: Page): Promise<ListResult<DeliveryAttempt>>;
   retryDelivery(webhookId: string, deliveryId: string): Promise<Delivery>;
   /** Seals signing keys an earlier version stored in plaintext (a start-up task); answers how many. */
   sealPlaintextSecrets(): Promise<number>;
@@ -186,9 +179,9 @@ export function createWebhookService(deps: WebhookDeps): WebhookService {
       return { ...hooks.toWebhook(row), ...withSecret(secret) };
     },
 
-    async list(query) {
-      const result = await hooks.listWebhooks(store.db, query, query);
-      return envelope('webhooks', { items: result.items.map(hooks.toWebhook), total: result.total }, query);
+    async list(page, filters) {
+      const result = await hooks.listWebhooks(store.db, filters, page);
+      return { items: result.items.map(hooks.toWebhook), total: result.total };
     },
 
     async get(id) {
@@ -234,14 +227,10 @@ export function createWebhookService(deps: WebhookDeps): WebhookService {
       return { ...hooks.toWebhook(await activeWebhook(id)), ...withSecret(secret) };
     },
 
-    async listDeliveries(webhookId, query) {
+    async listDeliveries(webhookId, page, filters) {
       await activeWebhook(webhookId);
-      const result = await deliveries.listDeliveries(store.db, webhookId, query, query);
-      return envelope(
-        'deliveries',
-        { items: result.items.map(deliveries.toDelivery), total: result.total },
-        query,
-      );
+      const result = await deliveries.listDeliveries(store.db, webhookId, filters, page);
+      return { items: result.items.map(deliveries.toDelivery), total: result.total };
     },
 
     async getDelivery(webhookId, deliveryId) {
@@ -250,14 +239,10 @@ export function createWebhookService(deps: WebhookDeps): WebhookService {
       return { ...deliveries.toDelivery(row), attempts_log: attempts.map(deliveries.toAttempt) };
     },
 
-    async listAttempts(webhookId, deliveryId, query) {
+    async listAttempts(webhookId, deliveryId, page) {
       const row = await delivery(webhookId, deliveryId);
-      const result = await deliveries.listAttempts(store.db, row.id, query);
-      return envelope(
-        'attempts',
-        { items: result.items.map(deliveries.toAttempt), total: result.total },
-        query,
-      );
+      const result = await deliveries.listAttempts(store.db, row.id, page);
+      return { items: result.items.map(deliveries.toAttempt), total: result.total };
     },
 
     async retryDelivery(webhookId, deliveryId) {

@@ -1,5 +1,6 @@
 import { anyScope } from '../../http/access.js';
 import type { App } from '../../http/app.js';
+import { envelope, splitListQuery } from '../../http/list.js';
 import { assertCloudEvent, type CloudEvent } from '../events/cloudevent.js';
 import {
   ContextBody,
@@ -51,7 +52,10 @@ export function registerWorkflowRoutes(app: App, { workflows }: { workflows: Wor
       },
       config: anyScope('workflow:read'),
     },
-    async (req) => workflows.list(req.query),
+    async (req) => {
+      const { page, filters } = splitListQuery(req.query);
+      return envelope('runs', await workflows.list(page, filters), page);
+    },
   );
   app.get(
     '/workflow_run/:id',

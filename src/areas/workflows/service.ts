@@ -1,6 +1,6 @@
 import type { Store } from '../../db/store.js';
 import { AppError } from '../../http/errors.js';
-import { envelope } from '../../http/list.js';
+import type { Page } from '../../http/list.js';
 import { type Clock, iso } from '../../lib/clock.js';
 import type { CloudEvent } from '../events/cloudevent.js';
 import type { GraphSource } from './graph-source.js';
@@ -81,13 +81,7 @@ export function createWorkflowService(deps: WorkflowServiceDeps) {
   }
 
   return {
-    async list(
-      query: RunFilters & { limit: number; offset: number; sort_by: string; sort_dir: 'asc' | 'desc' },
-    ) {
-      const { limit, offset, sort_by, sort_dir, ...filters } = query;
-      const page = { limit, offset, sort_by, sort_dir };
-      return envelope('runs', await runs.listRuns(deps.store.db, page, filters), page);
-    },
+    list: (page: Page, filters: RunFilters) => runs.listRuns(deps.store.db, page, filters),
 
     async get(id: string): Promise<WorkflowRun> {
       return toRun(await runOrThrow(id));

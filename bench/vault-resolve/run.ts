@@ -27,10 +27,11 @@ const vault = createVaultService({
 });
 const stamp = Date.now().toString(36);
 for (let i = 0; i < 200; i++) {
-  await vault.create(
-    { key: `b${stamp}_${i}`, kind: i % 2 ? 'SECRET' : 'VAR', value: `value-${i}-${'x'.repeat(40)}` },
-    'bench',
-  );
+  await vault.create('bench', {
+    key: `b${stamp}_${i}`,
+    kind: i % 2 ? 'SECRET' : 'VAR',
+    value: `value-${i}-${'x'.repeat(40)}`,
+  });
 }
 const keys = Array.from({ length: REFS }, (_, i) => `b${stamp}_${i}`);
 const config = Object.fromEntries(keys.map((k, i) => [`field_${i}`, i % 2 ? `$secret:${k}` : `$var:${k}`]));

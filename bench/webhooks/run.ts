@@ -181,10 +181,11 @@ async function benchStore(choice: StoreChoice): Promise<void> {
   const actor = newId();
   let secret = '';
   for (let i = 0; i < WEBHOOKS; i++) {
-    const hook = await webhooks.create(
-      { name: `bench-${i}`, url: rx.url, event_types: ['svc.submission.created'] },
-      actor,
-    );
+    const hook = await webhooks.create(actor, {
+      name: `bench-${i}`,
+      url: rx.url,
+      event_types: ['svc.submission.created'],
+    });
     secret = hook.secret;
   }
   const sendRates: number[] = [];

@@ -77,10 +77,11 @@ describePg('outbox scale-out on PostgreSQL', () => {
     // Hold the first worker in the middle of a batch through the product's own path: a webhook takes
     // these events, and the test holds a lock that blocks the dispatcher's write, so the handler
     // waits with its batch claimed (IN_PROGRESS) until the worker is killed.
-    await t.ctx.services.webhooks.create(
-      { name: 'hold', url: 'http://127.0.0.1:9/hook', event_types: ['svc.user.created'] },
-      'test',
-    );
+    await t.ctx.services.webhooks.create('test', {
+      name: 'hold',
+      url: 'http://127.0.0.1:9/hook',
+      event_types: ['svc.user.created'],
+    });
     const locker = new pg.Client({ connectionString: db.url });
     await locker.connect();
     cleanups.push(() => locker.end());

@@ -151,7 +151,7 @@ describe(`vault reference resolver (${dialectName})`, () => {
   it('treats a deleted entry as missing', async () => {
     const { id } = (await vault.create({ key: 'short_lived', kind: 'VAR', value: 'x' })).json();
     expect(await resolve('$var:short_lived')).toBe('x');
-    await t.ctx.services.vault.remove(id, 'test');
+    await t.ctx.services.vault.remove('test', id);
     expect((await failure(resolve('$var:short_lived'))).code).toBe('VAULT.RESOLVE_FAILED');
   });
 

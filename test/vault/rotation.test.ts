@@ -83,7 +83,7 @@ describe(`vault key rotation (${dialectName})`, () => {
     expect((await rawEntry(a, ids.plain_var)).value).toBe('var-four');
     // The process that rotated now reads and writes under the new key.
     expect(await a.ctx.services.vault.resolveReferences('$secret:db_password')).toBe('pw-one');
-    await a.ctx.services.vault.update(ids.db_password, { value: 'pw-one-b' }, 'test');
+    await a.ctx.services.vault.update('test', ids.db_password, { value: 'pw-one-b' });
     expect(
       fernetOf(K2)
         .decrypt((await rawEntry(a, ids.db_password)).value)

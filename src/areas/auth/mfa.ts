@@ -29,7 +29,7 @@ export function createMfa(deps: {
   clock: Clock;
   events: EventPublisher;
   vault: Pick<VaultService, 'registerCiphertexts'>;
-  identity: { setMfaEnabled(tx: Tx, userId: string, enabled: boolean, actor: string): Promise<void> };
+  identity: { setMfaEnabled(tx: Tx, actor: string, userId: string, enabled: boolean): Promise<void> };
   signIn: SignIn;
   limiter: Limiter;
   cipher: MfaCipher;
@@ -144,7 +144,7 @@ export function createMfa(deps: {
         updated_at: iso(clock.now()),
         updated_by: actor,
       });
-      await deps.identity.setMfaEnabled(tx, account.id, enabled, actor);
+      await deps.identity.setMfaEnabled(tx, actor, account.id, enabled);
       await deps.events.publish(tx, {
         type: 'svc.user.updated',
         source: USER_EVENT_SOURCE,

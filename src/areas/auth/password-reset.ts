@@ -105,7 +105,7 @@ export function createPasswordReset(deps: {
         throw new AppError('AUTH.RESET_TOKEN_INVALID', 'The reset token is invalid, expired or already used');
       }
       // Ends every session of the user (none is kept) and emits svc.user.password.changed.
-      await identity.setPassword(row.user_id, newPassword, row.user_id, undefined, tx);
+      await identity.setPassword(row.user_id, row.user_id, newPassword, undefined, tx);
       await signIn.endSignIns(tx, 'password_reset', { userId: row.user_id });
       await tokens.endMfaChallenges(tx, row.user_id, signIn.now());
       await updateAccount(tx, row.user_id, { password_reset_required: 0 });
@@ -127,7 +127,7 @@ export function createPasswordReset(deps: {
       throw new AppError('AUTH.PASSWORD_INCORRECT', 'Current password is incorrect');
     await admission.settle('passed');
     await store.transaction(async (tx) => {
-      await identity.setPassword(principal.userId, next, principal.userId, principal.sessionId, tx);
+      await identity.setPassword(principal.userId, principal.userId, next, principal.sessionId, tx);
       await signIn.endSignIns(tx, 'password_changed', {
         userId: principal.userId,
         exceptSessionId: principal.sessionId,

@@ -60,7 +60,7 @@ export function registerEnrollmentRoutes(
       },
       config: anyScope('enrollment:write'),
     },
-    async (req) => enrollments.create(req.body, req.principal),
+    async (req) => enrollments.create(req.principal, req.body),
   );
 
   api.get(
@@ -95,7 +95,7 @@ export function registerEnrollmentRoutes(
       },
       config: anyScope('enrollment:write'),
     },
-    async (req) => enrollments.update(req.params.id, req.body, req.principal),
+    async (req) => enrollments.update(req.principal, req.params.id, req.body),
   );
 
   api.delete(
@@ -113,7 +113,7 @@ export function registerEnrollmentRoutes(
       config: anyScope('enrollment:write', 'enrollment:delete'),
     },
     async (req) => {
-      await enrollments.remove(req.params.id, req.principal);
+      await enrollments.remove(req.principal, req.params.id);
       return { message: 'Enrollment deleted' };
     },
   );
@@ -154,7 +154,7 @@ export function registerEnrollmentRoutes(
       },
       config: authenticated(),
     },
-    async (req) => enrollments.consent(req.body, req.principal.userId),
+    async (req) => enrollments.consent(req.principal.userId, req.body),
   );
 
   api.get(

@@ -207,7 +207,7 @@ export function createEnrollmentService(deps: EnrollmentDeps) {
     }
   }
 
-  async function create(input: CreateEnrollmentInput, principal: Principal): Promise<Enrollment> {
+  async function create(principal: Principal, input: CreateEnrollmentInput): Promise<Enrollment> {
     const actorId = principal.userId;
     const startsAt = norm(input.starts_at) ?? null;
     const endsAt = norm(input.ends_at) ?? null;
@@ -243,7 +243,7 @@ export function createEnrollmentService(deps: EnrollmentDeps) {
     return require(row.id);
   }
 
-  async function update(id: string, input: UpdateEnrollmentInput, principal: Principal): Promise<Enrollment> {
+  async function update(principal: Principal, id: string, input: UpdateEnrollmentInput): Promise<Enrollment> {
     const actorId = principal.userId;
     const { access, enrollment: current } = await requireFor(principal, id, 'EDIT');
     const from = current.status;
@@ -316,7 +316,7 @@ export function createEnrollmentService(deps: EnrollmentDeps) {
     );
   }
 
-  async function remove(id: string, principal: Principal): Promise<void> {
+  async function remove(principal: Principal, id: string): Promise<void> {
     const actorId = principal.userId;
     await requireFor(principal, id, 'EDIT');
     const at = now();
@@ -333,7 +333,7 @@ export function createEnrollmentService(deps: EnrollmentDeps) {
    * enrollment or withdraws from an active one (-> TERMINATED_BY_PATIENT). Repeating the answer that
    * produced the current status returns the enrollment unchanged (safe client retries).
    */
-  async function consent(input: ConsentInput, userId: string): Promise<Enrollment> {
+  async function consent(userId: string, input: ConsentInput): Promise<Enrollment> {
     const current = await findEnrollment(store.db, input.enrollment_id);
     // Another user's enrollment gets the same 404 as a missing one.
     if (!current || current.user_id !== userId)

@@ -160,9 +160,9 @@ export function createUserService(deps: {
 
   /** Sets a password (reset or change), ends the user's sessions except `keepSessionId`, emits the event. */
   async function setPassword(
+    actor: string,
     userId: string,
     password: string,
-    actor: string,
     keepSessionId?: string,
     tx0?: Tx,
   ): Promise<void> {
@@ -185,7 +185,7 @@ export function createUserService(deps: {
     if (!row || !(await passwords.verify(current, row.password_hash))) {
       throw new AppError('AUTH.PASSWORD_INCORRECT', 'Current password is incorrect');
     }
-    await setPassword(principal.userId, next, principal.userId, principal.sessionId);
+    await setPassword(principal.userId, principal.userId, next, principal.sessionId);
   }
 
   /** A sign-in session (the sign-in flows hang their refresh tokens off it); answers its id. */
@@ -233,7 +233,7 @@ export function createUserService(deps: {
     /** Whether a session has ended and its user is deleted (undefined: no such session). */
     sessionState: (d: Db, sessionId: string) => st.sessionState(d, sessionId),
     /** MFA on or off on the user record (the sign-in flows own the secrets); a change of the user. */
-    setMfaEnabled: async (tx: Tx, userId: string, enabled: boolean, actor: string) => {
+    setMfaEnabled: async (tx: Tx, actor: string, userId: string, enabled: boolean) => {
       if (!(await st.updateUser(tx, userId, { mfa_enabled: enabled ? 1 : 0, ...auditUpdate(now(), actor) })))
         throw userNotFound();
     },

@@ -68,7 +68,7 @@ export function registerPluginRoutes(api: App, { plugins }: { plugins: PluginSer
         response: { 200: PluginInstanceSchema, ...errorAnswers(404, 422) },
       },
     },
-    (request) => plugins.createInstance(request.body, request.principal.userId),
+    (request) => plugins.createInstance(request.principal.userId, request.body),
   );
 
   api.get(
@@ -117,7 +117,7 @@ export function registerPluginRoutes(api: App, { plugins }: { plugins: PluginSer
         response: { 200: PluginInstanceSchema, ...errorAnswers(404) },
       },
     },
-    (request) => plugins.updateInstance(request.params.id, request.body, request.principal.userId),
+    (request) => plugins.updateInstance(request.principal.userId, request.params.id, request.body),
   );
 
   api.delete(
@@ -134,7 +134,7 @@ export function registerPluginRoutes(api: App, { plugins }: { plugins: PluginSer
       },
     },
     async (request, reply) => {
-      await plugins.deleteInstance(request.params.id, request.principal.userId);
+      await plugins.deleteInstance(request.principal.userId, request.params.id);
       return reply.status(204).send(null);
     },
   );

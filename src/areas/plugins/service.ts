@@ -54,11 +54,11 @@ export interface PluginService {
   discover(): Promise<DiscoveryReport>;
   listDefinitions(page: Page, filters: db.DefinitionFilters): Promise<ListResult<PluginDefinition>>;
   getDefinition(id: string): Promise<PluginDefinition>;
-  createInstance(input: CreateInstance, by: string): Promise<PluginInstance>;
+  createInstance(by: string, input: CreateInstance): Promise<PluginInstance>;
   listInstances(page: Page, filters: db.InstanceFilters): Promise<ListResult<PluginInstance>>;
   getInstance(id: string): Promise<PluginInstance>;
-  updateInstance(id: string, input: UpdateInstance, by: string): Promise<PluginInstance>;
-  deleteInstance(id: string, by: string): Promise<void>;
+  updateInstance(by: string, id: string, input: UpdateInstance): Promise<PluginInstance>;
+  deleteInstance(by: string, id: string): Promise<void>;
   /**
    * Invokes an action of an instance and answers its output; the one path of the invoke endpoint and
    * of workflow ACTION nodes. Throws AppError PLUGIN.* (and VAULT.* when a reference fails).
@@ -197,7 +197,7 @@ export function createPluginService(deps: PluginDeps): PluginService {
       return db.toDefinition(await definitionRow(id));
     },
 
-    async createInstance(input, by) {
+    async createInstance(by, input) {
       const definition = await definitionRow(input.plugin_definition_id);
       if (!definition.enabled) {
         throw new AppError(
@@ -227,7 +227,7 @@ export function createPluginService(deps: PluginDeps): PluginService {
       return db.toInstance(await activeInstance(id));
     },
 
-    async updateInstance(id, input, by) {
+    async updateInstance(by, id, input) {
       const current = await activeInstance(id);
       const changes: Partial<db.InstanceRow> = auditUpdate(iso(clock.now()), by);
       if (input.display_name !== undefined) changes.display_name = input.display_name;
@@ -243,7 +243,7 @@ export function createPluginService(deps: PluginDeps): PluginService {
       return db.toInstance({ ...current, ...changes });
     },
 
-    async deleteInstance(id, by) {
+    async deleteInstance(by, id) {
       await activeInstance(id);
       const now = iso(clock.now());
       const deleted = await store.transaction((tx) => db.updateInstance(tx.db, id, softDeleted(now, by)));

@@ -35,7 +35,7 @@ export function registerSubmissionRoutes(
       },
       config: authenticated(),
     },
-    async (req) => submissions.submit(req.body, req.principal),
+    async (req) => submissions.submit(req.principal, req.body),
   );
 
   api.post(
@@ -50,7 +50,7 @@ export function registerSubmissionRoutes(
       },
       config: apiKeyOnly(),
     },
-    async (req) => submissions.submitAnonymous(req.body, req.principal),
+    async (req) => submissions.submitAnonymous(req.principal, req.body),
   );
 
   api.get(
@@ -106,7 +106,7 @@ export function registerSubmissionRoutes(
       // answers given to a questionnaire is editing that questionnaire's records.
       config: anyScope('questionnaire:write'),
     },
-    async (req) => submissions.amend(req.params.id, req.body, req.principal),
+    async (req) => submissions.amend(req.principal, req.params.id, req.body),
   );
 
   api.delete(
@@ -125,7 +125,7 @@ export function registerSubmissionRoutes(
       config: anyScope('questionnaire:delete'),
     },
     async (req) => {
-      await submissions.remove(req.params.id, req.principal);
+      await submissions.remove(req.principal, req.params.id);
       return { message: 'Submission deleted' };
     },
   );

@@ -135,7 +135,7 @@ export function createSubmissionService(deps: SubmissionDeps) {
   }
 
   /** A signed-in user's submission (an API key counts as its creator, SPEC Authentication 7). */
-  async function submit(input: SubmitInput, principal: Principal): Promise<Submission> {
+  async function submit(principal: Principal, input: SubmitInput): Promise<Submission> {
     const id = newId();
     await store.transaction(async (tx) => {
       const q = await publishedQuestionnaire(tx, input.questionnaire_id);
@@ -171,7 +171,7 @@ export function createSubmissionService(deps: SubmissionDeps) {
   }
 
   /** An anonymous submission through an API key: no respondent recorded, the key and its creator are. */
-  async function submitAnonymous(input: Omit<SubmitInput, 'enrollment_id'>, principal: Principal) {
+  async function submitAnonymous(principal: Principal, input: Omit<SubmitInput, 'enrollment_id'>) {
     const id = newId();
     await store.transaction(async (tx) => {
       const q = await publishedQuestionnaire(tx, input.questionnaire_id);
@@ -206,7 +206,7 @@ export function createSubmissionService(deps: SubmissionDeps) {
    * questionnaire as it is now (any status; a deleted questionnaire no longer constrains them), and
    * questionnaire_revision moves to the revision they were checked against.
    */
-  async function amend(id: string, input: AmendInput, principal: Principal): Promise<Submission> {
+  async function amend(principal: Principal, id: string, input: AmendInput): Promise<Submission> {
     const actorId = principal.userId;
     const current = await requireFor(principal, id, 'EDIT');
     const at = now();
@@ -250,7 +250,7 @@ export function createSubmissionService(deps: SubmissionDeps) {
     return require(id);
   }
 
-  async function remove(id: string, principal: Principal): Promise<void> {
+  async function remove(principal: Principal, id: string): Promise<void> {
     const actorId = principal.userId;
     const current = await requireFor(principal, id, 'EDIT');
     const at = now();

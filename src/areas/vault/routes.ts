@@ -28,7 +28,7 @@ export function registerVaultRoutes(api: App, { vault }: { vault: VaultService }
         response: { 200: VaultEntry, ...errorAnswers(409) },
       },
     },
-    (request) => vault.create(request.body, request.principal.userId),
+    (request) => vault.create(request.principal.userId, request.body),
   );
 
   api.get(
@@ -77,7 +77,7 @@ export function registerVaultRoutes(api: App, { vault }: { vault: VaultService }
         response: { 200: VaultEntry, ...errorAnswers(404, 409) },
       },
     },
-    (request) => vault.update(request.params.id, request.body, request.principal.userId),
+    (request) => vault.update(request.principal.userId, request.params.id, request.body),
   );
 
   api.delete(
@@ -92,6 +92,6 @@ export function registerVaultRoutes(api: App, { vault }: { vault: VaultService }
         response: { 200: MessageBody, ...errorAnswers(404) },
       },
     },
-    (request) => vault.remove(request.params.id, request.principal.userId),
+    (request) => vault.remove(request.principal.userId, request.params.id),
   );
 }

@@ -14,11 +14,11 @@ import * as db from './store.js';
 import type { VaultKind } from './tables.js';
 
 export interface VaultService {
-  create(input: CreateVaultEntry, by: string): Promise<VaultEntry>;
+  create(by: string, input: CreateVaultEntry): Promise<VaultEntry>;
   list(page: Page, filters: db.VaultListFilters): Promise<ListResult<VaultEntry>>;
   get(id: string): Promise<VaultEntry>;
-  update(id: string, input: UpdateVaultEntry, by: string): Promise<VaultEntry>;
-  remove(id: string, by: string): Promise<{ message: string }>;
+  update(by: string, id: string, input: UpdateVaultEntry): Promise<VaultEntry>;
+  remove(by: string, id: string): Promise<{ message: string }>;
   /**
    * SPEC Vault references: every string that is entirely `$secret:<key>` or `$var:<key>` is replaced
    * by the entry's plaintext, through objects and arrays; other values pass through. Resolved values
@@ -158,7 +158,7 @@ export function createVaultService(deps: VaultDeps): VaultService {
   }
 
   return {
-    async create(input, by) {
+    async create(by, input) {
       const now = iso(clock.now());
       const row: db.VaultRow = {
         id: newId(),
@@ -193,7 +193,7 @@ export function createVaultService(deps: VaultDeps): VaultService {
       return toEntry(row);
     },
 
-    async update(id, input, by) {
+    async update(by, id, input) {
       try {
         return await store.transaction(async (tx) => {
           const row = await db.findActive(tx.db, id);
@@ -233,7 +233,7 @@ export function createVaultService(deps: VaultDeps): VaultService {
       }
     },
 
-    async remove(id, by) {
+    async remove(by, id) {
       return store.transaction(async (tx) => {
         const row = await db.findActive(tx.db, id);
         if (!row) throw entryNotFound();

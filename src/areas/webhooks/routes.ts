@@ -37,7 +37,7 @@ export function registerWebhookRoutes(api: App, { webhooks }: { webhooks: Webhoo
         response: { 200: WebhookWithSecret },
       },
     },
-    (request) => webhooks.create(request.body, request.principal.userId),
+    (request) => webhooks.create(request.principal.userId, request.body),
   );
 
   api.get(
@@ -86,7 +86,7 @@ export function registerWebhookRoutes(api: App, { webhooks }: { webhooks: Webhoo
         response: { 200: Webhook, ...errorAnswers(404) },
       },
     },
-    (request) => webhooks.update(request.params.id, request.body, request.principal.userId),
+    (request) => webhooks.update(request.principal.userId, request.params.id, request.body),
   );
 
   api.delete(
@@ -101,7 +101,7 @@ export function registerWebhookRoutes(api: App, { webhooks }: { webhooks: Webhoo
         response: { 200: MessageBody, ...errorAnswers(404) },
       },
     },
-    (request) => webhooks.remove(request.params.id, request.principal.userId),
+    (request) => webhooks.remove(request.principal.userId, request.params.id),
   );
 
   api.post(
@@ -116,7 +116,7 @@ export function registerWebhookRoutes(api: App, { webhooks }: { webhooks: Webhoo
         response: { 200: WebhookWithSecret, ...errorAnswers(404) },
       },
     },
-    (request) => webhooks.rotateSecret(request.params.id, request.principal.userId),
+    (request) => webhooks.rotateSecret(request.principal.userId, request.params.id),
   );
 
   api.get(

@@ -26,12 +26,12 @@ import type { WebhookFilters } from './webhook-store.js';
 import * as hooks from './webhook-store.js';
 
 export interface WebhookService {
-  create(input: CreateWebhook, by: string): Promise<WebhookWithSecret>;
+  create(by: string, input: CreateWebhook): Promise<WebhookWithSecret>;
   list(page: Page, filters: WebhookFilters): Promise<ListResult<Webhook>>;
   get(id: string): Promise<Webhook>;
-  update(id: string, input: UpdateWebhook, by: string): Promise<Webhook>;
-  remove(id: string, by: string): Promise<{ message: string }>;
-  rotateSecret(id: string, by: string): Promise<WebhookWithSecret>;
+  update(by: string, id: string, input: UpdateWebhook): Promise<Webhook>;
+  remove(by: string, id: string): Promise<{ message: string }>;
+  rotateSecret(by: string, id: string): Promise<WebhookWithSecret>;
   listDeliveries(webhookId: string, page: Page, filters: DeliveryFilters): Promise<ListResult<Delivery>>;
   getDelivery(webhookId: string, deliveryId: string): Promise<DeliveryDetail>;
   listAttempts(webhookId: string, deliveryId: string, page: Page): Promise<ListResult<DeliveryAttempt>>;
@@ -160,7 +160,7 @@ export function createWebhookService(deps: WebhookDeps): WebhookService {
   return {
     dispatcher,
 
-    async create(input, by) {
+    async create(by, input) {
       await checkUrl(input.url);
       const now = iso(clock.now());
       const secret = newSecret();
@@ -188,7 +188,7 @@ export function createWebhookService(deps: WebhookDeps): WebhookService {
       return hooks.toWebhook(await activeWebhook(id));
     },
 
-    async update(id, input, by) {
+    async update(by, id, input) {
       await activeWebhook(id);
       if (input.url !== undefined) await checkUrl(input.url);
       const changes: Partial<hooks.WebhookRow> = auditUpdate(iso(clock.now()), by);
@@ -203,7 +203,7 @@ export function createWebhookService(deps: WebhookDeps): WebhookService {
       return hooks.toWebhook(await activeWebhook(id));
     },
 
-    async remove(id, by) {
+    async remove(by, id) {
       await activeWebhook(id);
       const now = iso(clock.now());
       const removed = await store.transaction((tx) => hooks.updateWebhook(tx.db, id, softDeleted(now, by)));
@@ -211,7 +211,7 @@ export function createWebhookService(deps: WebhookDeps): WebhookService {
       return { message: 'Webhook deleted; its queued deliveries keep retrying' };
     },
 
-    async rotateSecret(id, by) {
+    async rotateSecret(by, id) {
       await activeWebhook(id);
       const secret = newSecret();
       const now = iso(clock.now());

@@ -21,7 +21,15 @@ export interface EmbedUrl {
  * `{resource: {dashboard}, params: {}, exp}` keyed with the BI tool's embedding secret, placed in
  * `<site>/embed/dashboard/<token>`. The BI tool verifies the signature and the expiry; nothing is stored.
  */
-export function createAnalyticsService(deps: { config: AnalyticsConfig | undefined; clock: Clock }) {
+export interface AnalyticsService {
+  /** A signed, short-lived URL embedding a BI dashboard (docs/platform.md#analytics). */
+  dashboardEmbed(options: EmbedOptions): Promise<EmbedUrl>;
+}
+
+export function createAnalyticsService(deps: {
+  config: AnalyticsConfig | undefined;
+  clock: Clock;
+}): AnalyticsService {
   const key = deps.config ? new TextEncoder().encode(deps.config.embedSecret) : undefined;
 
   async function dashboardEmbed(options: EmbedOptions): Promise<EmbedUrl> {
@@ -50,5 +58,3 @@ export function createAnalyticsService(deps: { config: AnalyticsConfig | undefin
 
   return { dashboardEmbed };
 }
-
-export type AnalyticsService = ReturnType<typeof createAnalyticsService>;

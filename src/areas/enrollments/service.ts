@@ -3,7 +3,7 @@ import { isUniqueViolation } from '../../db/errors.js';
 import type { Store, Tx } from '../../db/store.js';
 import type { Principal } from '../../http/access.js';
 import { AppError, validationError } from '../../http/errors.js';
-import type { Page } from '../../http/list.js';
+import type { ListResult, Page } from '../../http/list.js';
 import { type Clock, iso } from '../../lib/clock.js';
 import { newId } from '../../lib/ids.js';
 import { atLeast } from '../questionnaires/access.js';
@@ -16,6 +16,7 @@ import {
 } from './questionnaire-lookup.js';
 import {
   closeQuestionnaires,
+  type EnrolledUserRow,
   type Enrollment,
   type EnrollmentFilters,
   findEnrollment,
@@ -87,7 +88,42 @@ const norm = (v: string | null | undefined) =>
  * withdraws; the provider completes or terminates. Every status change goes through TRANSITIONS with a
  * compare-and-set on the current status, so two concurrent changes cannot both apply.
  */
-export function createEnrollmentService(deps: EnrollmentDeps) {
+/** A user with matching enrollments: counts and latest status (store), email and name (identity). */
+export type EnrolledUser = EnrolledUserRow & { email: string | null; name: string | null };
+
+/** A responder's own enrollment with its questionnaires (content only once published). */
+export type OwnEnrollment = Enrollment & { questionnaires: EnrollmentQuestionnaire[] };
+
+export interface EnrollmentService {
+  /** An enrollment as `principal` may see it (404 when it cannot). */
+  get(principal: Principal, id: string): Promise<Enrollment>;
+  /** Enrollments `principal` may see, filtered; the total counts those only. */
+  list(principal: Principal, page: Page, filters: EnrollmentFilters): Promise<ListResult<Enrollment>>;
+  create(principal: Principal, input: CreateEnrollmentInput): Promise<Enrollment>;
+  update(principal: Principal, id: string, input: UpdateEnrollmentInput): Promise<Enrollment>;
+  remove(principal: Principal, id: string): Promise<void>;
+  /** The responder records (or withdraws) consent on their own enrollment. */
+  consent(userId: string, input: ConsentInput): Promise<Enrollment>;
+  enrolledUsers(
+    principal: Principal,
+    page: Page,
+    filters: EnrollmentFilters,
+  ): Promise<ListResult<EnrolledUser>>;
+  fetchOwn(
+    userId: string,
+    page: Page,
+    filters: { status?: EnrollmentStatus },
+  ): Promise<ListResult<OwnEnrollment>>;
+  /** Inside a submission's transaction: the enrollment is open and covers the questionnaire (else 4xx). */
+  assertAcceptsSubmission(
+    tx: Tx,
+    enrollmentId: string,
+    userId: string,
+    questionnaireId: string,
+  ): Promise<void>;
+}
+
+export function createEnrollmentService(deps: EnrollmentDeps): EnrollmentService {
   const { store, clock } = deps;
   const now = () => iso(clock.now());
 
@@ -471,5 +507,3 @@ export function createEnrollmentService(deps: EnrollmentDeps) {
     assertAcceptsSubmission,
   };
 }
-
-export type EnrollmentService = ReturnType<typeof createEnrollmentService>;

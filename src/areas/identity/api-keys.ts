@@ -1,7 +1,7 @@
 import type { Store } from '../../db/store.js';
 import type { Principal } from '../../http/access.js';
 import { AppError } from '../../http/errors.js';
-import type { Page } from '../../http/list.js';
+import type { ListResult, Page } from '../../http/list.js';
 import { type Clock, iso } from '../../lib/clock.js';
 import { sha256Hex } from '../../lib/hash.js';
 import { newId, randomBase62 } from '../../lib/ids.js';
@@ -14,7 +14,22 @@ import type { ScopeResolver } from './scope-resolver.js';
 const apiKeyNotFound = () => new AppError('API_KEY.NOT_FOUND', 'API key not found');
 
 /** API keys: long-lived credentials that never exceed their creator (SPEC Authentication 7 and 8). */
-export function createApiKeyService(deps: { store: Store; clock: Clock; scopes: ScopeResolver }) {
+export interface ApiKeyService {
+  /** Answers the token once; only its hash is kept. */
+  createApiKey(
+    principal: Principal,
+    input: { name: string; description?: string | null; scope_keys: string[]; expires_in: number },
+  ): Promise<ApiKey & { token: string }>;
+  getApiKey(principal: Principal, id: string): Promise<ApiKey>;
+  listApiKeys(principal: Principal, page: Page, f: { is_revoked?: boolean }): Promise<ListResult<ApiKey>>;
+  revokeApiKey(principal: Principal, id: string): Promise<ApiKey>;
+}
+
+export function createApiKeyService(deps: {
+  store: Store;
+  clock: Clock;
+  scopes: ScopeResolver;
+}): ApiKeyService {
   const { store, clock } = deps;
 
   async function createApiKey(

@@ -58,11 +58,13 @@ export async function allRoles(d: Db): Promise<Role[]> {
   return rows.map(toRole);
 }
 
-export async function listRoles(
-  d: Db,
-  page: Page,
-  f: { key?: string; is_builtin?: boolean; search?: string },
-): Promise<ListResult<Role>> {
+export interface RoleFilters {
+  key?: string;
+  is_builtin?: boolean;
+  search?: string;
+}
+
+export async function listRoles(d: Db, page: Page, f: RoleFilters): Promise<ListResult<Role>> {
   let q = d.selectFrom('role').where('deleted_at', 'is', null);
   if (f.key) q = q.where('key', '=', f.key);
   if (f.is_builtin !== undefined) q = q.where('is_builtin', '=', f.is_builtin ? 1 : 0);
@@ -122,11 +124,12 @@ export async function findUserRole(d: Db, id: string): Promise<UserRole | undefi
     .executeTakeFirst();
 }
 
-export async function listUserRoles(
-  d: Db,
-  page: Page,
-  f: { user_id?: string; role_id?: string },
-): Promise<ListResult<UserRole>> {
+export interface UserRoleFilters {
+  user_id?: string;
+  role_id?: string;
+}
+
+export async function listUserRoles(d: Db, page: Page, f: UserRoleFilters): Promise<ListResult<UserRole>> {
   let q = d.selectFrom('user_role').where('deleted_at', 'is', null);
   if (f.user_id) q = q.where('user_id', '=', f.user_id);
   if (f.role_id) q = q.where('role_id', '=', f.role_id);
@@ -178,10 +181,16 @@ export async function allActiveScopeEntries(d: Db) {
     .execute();
 }
 
+export interface RoleScopeFilters {
+  role_id?: string;
+  scope_key?: string;
+  search?: string;
+}
+
 export async function listRoleScopeEntries(
   d: Db,
   page: Page,
-  f: { role_id?: string; scope_key?: string; search?: string },
+  f: RoleScopeFilters,
 ): Promise<ListResult<RoleScopeEntry>> {
   let q = d.selectFrom('role_scope_entry').where('deleted_at', 'is', null);
   if (f.role_id) q = q.where('role_id', '=', f.role_id);

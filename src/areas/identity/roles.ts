@@ -2,10 +2,10 @@ import { auditInsert, auditUpdate, softDeleted } from '../../db/audit.js';
 import { isUniqueViolation } from '../../db/errors.js';
 import type { Db, Store } from '../../db/store.js';
 import { AppError } from '../../http/errors.js';
-import type { Page } from '../../http/list.js';
+import type { ListResult, Page } from '../../http/list.js';
 import { type Clock, iso } from '../../lib/clock.js';
 import { newId } from '../../lib/ids.js';
-import type { Role } from './records.js';
+import type { Role, RoleScopeEntry, UserRole } from './records.js';
 import * as st from './role-store.js';
 import { normaliseScopeKey, SCOPE_KEYS } from './scopes.js';
 import { requireUser } from './users.js';
@@ -34,7 +34,39 @@ const roleScopeNotFound = () => new AppError('ROLE_SCOPE.NOT_FOUND', 'Role-scope
  * Roles, who holds them (user roles) and what they grant (role-scope entries). Every change that can
  * alter someone's effective scopes bumps the authz version in its transaction (scope-resolver.ts).
  */
-export function createRoleService(deps: { store: Store; clock: Clock }) {
+export interface RoleService {
+  createRole(actor: string, input: { key: string; name: string; description?: string | null }): Promise<Role>;
+  getRole(id: string): Promise<Role>;
+  listRoles(page: Page, f: st.RoleFilters): Promise<ListResult<Role>>;
+  updateRole(actor: string, id: string, patch: { name?: string; description?: string | null }): Promise<Role>;
+  deleteRole(actor: string, id: string): Promise<void>;
+  getRoleKeysOfUser(userId: string): Promise<string[]>;
+  getRolesOfUser(userId: string): Promise<Role[]>;
+  assignRole(actor: string, input: { user_id: string; role_id: string }): Promise<UserRole>;
+  getUserRole(id: string): Promise<UserRole>;
+  listUserRoles(page: Page, f: st.UserRoleFilters): Promise<ListResult<UserRole>>;
+  unassignRole(actor: string, id: string): Promise<void>;
+  addRoleScope(actor: string, input: { role_id: string; scope_key: string }): Promise<RoleScopeEntry>;
+  getRoleScopeEntry(id: string): Promise<RoleScopeEntry>;
+  listRoleScopeEntries(page: Page, f: st.RoleScopeFilters): Promise<ListResult<RoleScopeEntry>>;
+  removeRoleScope(actor: string, id: string): Promise<void>;
+  /** PUT /role/{id}/scopes: the role grants exactly `scopeKeys` afterwards; answers what changed. */
+  replaceRoleScopes(
+    actor: string,
+    roleId: string,
+    scopeKeys: string[],
+  ): Promise<{
+    role_id: string;
+    scope_keys: string[];
+    added: string[];
+    removed: string[];
+    unchanged: string[];
+  }>;
+  /** The scope keys stored for a role (builtin roles' implicit grants not included). */
+  persistedRoleScopes(roleId: string): Promise<{ role_id: string; scope_keys: string[] }>;
+}
+
+export function createRoleService(deps: { store: Store; clock: Clock }): RoleService {
   const { store, clock } = deps;
   const now = () => iso(clock.now());
 

@@ -3,14 +3,14 @@ import type { Store } from '../../db/store.js';
 import type { Authenticator } from '../../http/access.js';
 import type { Clock } from '../../lib/clock.js';
 import type { EventPublisher } from '../events/publish.js';
-import { createApiKeyService } from './api-keys.js';
+import { type ApiKeyService, createApiKeyService } from './api-keys.js';
 import { createAuthenticator } from './authenticator.js';
 import { createPasswordHasher } from './passwords.js';
-import { createRoleService } from './roles.js';
+import { createRoleService, type RoleService } from './roles.js';
 import { createScopeResolver } from './scope-resolver.js';
 import { SCOPES } from './scopes.js';
 import { type AccessClaims, createAccessTokens } from './tokens.js';
-import { createUserService } from './users.js';
+import { createUserService, type UserService } from './users.js';
 
 export { USER_EVENT_SOURCE } from './users.js';
 
@@ -24,9 +24,7 @@ export interface IdentityDeps {
   accessTokenTtlSeconds: number;
 }
 
-export type UserService = ReturnType<typeof createUserService>;
-export type RoleService = ReturnType<typeof createRoleService>;
-export type ApiKeyService = ReturnType<typeof createApiKeyService>;
+export type { ApiKeyService, RoleService, UserService };
 
 /**
  * The identity area as routes and other areas see it: users (users.ts), roles and what they grant

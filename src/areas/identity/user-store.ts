@@ -57,11 +57,13 @@ export async function findUserWithHash(d: Db, id: string) {
     .executeTakeFirst();
 }
 
-export async function listUsers(
-  d: Db,
-  page: Page,
-  f: { email?: string; search?: string; role_id?: string },
-): Promise<ListResult<User>> {
+export interface UserFilters {
+  email?: string;
+  search?: string;
+  role_id?: string;
+}
+
+export async function listUsers(d: Db, page: Page, f: UserFilters): Promise<ListResult<User>> {
   let q = d.selectFrom('users').where('deleted_at', 'is', null);
   if (f.email) q = q.where('email_normalized', '=', f.email.toLowerCase());
   if (f.search)
@@ -93,7 +95,16 @@ export async function insertSession(tx: Tx, row: AuthSessionTable): Promise<void
   await tx.db.insertInto('auth_session').values(row).execute();
 }
 
-export async function findSession(d: Db, id: string) {
+/** A sign-in session as other areas see it (never its token). */
+export interface SessionRecord {
+  id: string;
+  user_id: string;
+  auth_path: string;
+  device_id: string | null;
+  revoked_at: string | null;
+}
+
+export async function findSession(d: Db, id: string): Promise<SessionRecord | undefined> {
   return d
     .selectFrom('auth_session')
     .select(['id', 'user_id', 'auth_path', 'device_id', 'revoked_at'])
@@ -102,7 +113,13 @@ export async function findSession(d: Db, id: string) {
 }
 
 /** Whether a session has ended and whether its user is deleted: what a refresh-token redemption checks. */
-export async function sessionState(d: Db, sessionId: string) {
+/** Whether a session still holds: ended, or its user deleted. */
+export interface SessionState {
+  revoked_at: string | null;
+  user_deleted_at: string | null;
+}
+
+export async function sessionState(d: Db, sessionId: string): Promise<SessionState | undefined> {
   return d
     .selectFrom('auth_session as s')
     .innerJoin('users as u', 'u.id', 's.user_id')

@@ -3,7 +3,7 @@ import { isUniqueViolation } from '../../db/errors.js';
 import type { Db, Store, Tx } from '../../db/store.js';
 import type { AuthPath, Principal } from '../../http/access.js';
 import { AppError } from '../../http/errors.js';
-import type { Page } from '../../http/list.js';
+import type { ListResult, Page } from '../../http/list.js';
 import { type Clock, iso } from '../../lib/clock.js';
 import { isEmailAddress, MIN_PASSWORD_LENGTH } from '../../lib/email.js';
 import { newId } from '../../lib/ids.js';
@@ -27,12 +27,57 @@ export async function requireUser(d: Db, id: string): Promise<User> {
 const emailTaken = () => new AppError('USER.EMAIL_EXISTS', 'A user with this email already exists');
 
 /** Users, their passwords and their sign-in sessions; every change publishes its `svc.user.*` event. */
+export interface UserService {
+  createUser(
+    actor: string | null,
+    input: { email: string; password: string; name?: string | null; role_keys?: string[] },
+  ): Promise<User>;
+  updateUser(
+    actor: string,
+    id: string,
+    patch: { email?: string; name?: string | null; password?: string },
+  ): Promise<User>;
+  deleteUser(actor: string, id: string): Promise<User>;
+  /** The active user with this email and password, with the hash it matched; undefined otherwise. */
+  verifyCredentials(email: string, password: string): Promise<(User & { password_hash: string }) | undefined>;
+  /** Sets a password (reset or change), ends the user's sessions except `keepSessionId`, emits the event. */
+  setPassword(
+    actor: string,
+    userId: string,
+    password: string,
+    keepSessionId?: string,
+    tx?: Tx,
+  ): Promise<void>;
+  /** Changes a user's own password after checking the current one; ends their other sessions. */
+  changePassword(principal: Principal, current: string, next: string): Promise<void>;
+  /** Opens a sign-in session in the caller's transaction; answers its id. */
+  startSession(
+    tx: Tx,
+    input: {
+      userId: string;
+      authPath: AuthPath;
+      deviceId?: string | null;
+      ip?: string | null;
+      userAgent?: string | null;
+    },
+  ): Promise<string>;
+  getSession(d: Db, id: string): Promise<st.SessionRecord | undefined>;
+  revokeSessions(tx: Tx, reason: string, where: st.SessionFilter): Promise<void>;
+  getUser(id: string): Promise<User>;
+  findUser(d: Db, id: string): Promise<User | undefined>;
+  sessionState(d: Db, sessionId: string): Promise<st.SessionState | undefined>;
+  setMfaEnabled(tx: Tx, actor: string, userId: string, enabled: boolean): Promise<void>;
+  getUsers(ids: string[]): Promise<User[]>;
+  findUserByEmail(email: string): Promise<User | undefined>;
+  listUsers(page: Page, f: st.UserFilters): Promise<ListResult<User>>;
+}
+
 export function createUserService(deps: {
   store: Store;
   clock: Clock;
   events: EventPublisher;
   passwords: PasswordHasher;
-}) {
+}): UserService {
   const { store, clock, events, passwords } = deps;
   const now = () => iso(clock.now());
   const userEvent = (tx: Tx, type: string, user: User, extra: Record<string, unknown> = {}) =>

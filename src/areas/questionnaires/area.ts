@@ -4,10 +4,10 @@ import type { Store } from '../../db/store.js';
 import type { Clock } from '../../lib/clock.js';
 import type { EventPublisher } from '../events/publish.js';
 import { createAccess, type RoleLookup } from './access.js';
-import { createConfigService } from './config-service.js';
-import { createFolderService } from './folder-service.js';
-import { createPermissionService, type GranteeLookup } from './permission-service.js';
-import { createQuestionnaireService } from './service.js';
+import { type ConfigService, createConfigService } from './config-service.js';
+import { createFolderService, type FolderService } from './folder-service.js';
+import { createPermissionService, type GranteeLookup, type PermissionService } from './permission-service.js';
+import { createQuestionnaireService, type QuestionnaireService } from './service.js';
 
 export interface QuestionnaireAreaDeps {
   config: Config;
@@ -20,7 +20,14 @@ export interface QuestionnaireAreaDeps {
 }
 
 /** The questionnaire catalogue's services over one store and one set of access rules. */
-export function createQuestionnaireArea(deps: QuestionnaireAreaDeps) {
+export interface QuestionnaireArea {
+  questionnaires: QuestionnaireService;
+  folders: FolderService;
+  permissions: PermissionService;
+  platformConfig: ConfigService;
+}
+
+export function createQuestionnaireArea(deps: QuestionnaireAreaDeps): QuestionnaireArea {
   const access = createAccess({ store: deps.store, identity: deps.identity });
   const common = { store: deps.store, clock: deps.clock, access };
   return {
@@ -30,5 +37,3 @@ export function createQuestionnaireArea(deps: QuestionnaireAreaDeps) {
     platformConfig: createConfigService({ config: deps.config, store: deps.store, access }),
   };
 }
-
-export type QuestionnaireArea = ReturnType<typeof createQuestionnaireArea>;

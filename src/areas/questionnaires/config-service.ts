@@ -1,3 +1,4 @@
+import type { Static } from '@sinclair/typebox';
 import type { Config } from '../../config/config.js';
 import type { Store, Tx } from '../../db/store.js';
 import type { Principal } from '../../http/access.js';
@@ -9,6 +10,10 @@ import * as folderStore from './folder-store.js';
 import { mergePatch } from './json-patch.js';
 import * as questionnaireStore from './questionnaire-store.js';
 import type { JsonObject } from './records.js';
+import type { AppConfig } from './schemas.js';
+
+type AppConfigBody = Static<typeof AppConfig>;
+
 import { TRANSITIONS } from './service.js';
 
 /**
@@ -38,7 +43,20 @@ export interface EffectiveConfig {
   sources: ConfigLayer[];
 }
 
-export function createConfigService(deps: { config: Config; store: Store; access: Access }) {
+/** Public app config and effective questionnaire/folder config (docs/platform.md#config). */
+export interface ConfigService {
+  /** The config a questionnaire in `q.folder_id` with its own `q.config` gets: its folders' merged over the defaults. */
+  effectiveConfig(tx: Tx, q: { folder_id?: string | null; config?: JsonObject | null }): Promise<JsonObject>;
+  /** GET /config: what a client needs to know before signing in. */
+  app(): AppConfigBody;
+  forFolder(principal: Principal, folderId: string): Promise<EffectiveConfig & { folder_id: string }>;
+  forQuestionnaire(
+    principal: Principal,
+    id: string,
+  ): Promise<EffectiveConfig & { questionnaire_id: string; folder_id: string | null }>;
+}
+
+export function createConfigService(deps: { config: Config; store: Store; access: Access }): ConfigService {
   const { store, access } = deps;
 
   /** Merges the defaults and a folder chain (nearest first, as folderChain returns it). */
@@ -130,5 +148,3 @@ export function createConfigService(deps: { config: Config; store: Store; access
     },
   };
 }
-
-export type ConfigService = ReturnType<typeof createConfigService>;

@@ -2,7 +2,7 @@ import { auditInsert, auditUpdate, softDeleted } from '../../db/audit.js';
 import type { Store, Tx } from '../../db/store.js';
 import type { Principal } from '../../http/access.js';
 import { AppError } from '../../http/errors.js';
-import type { Page } from '../../http/list.js';
+import type { ListResult, Page } from '../../http/list.js';
 import { type Clock, iso } from '../../lib/clock.js';
 import { newId } from '../../lib/ids.js';
 import { EVENT_SOURCES } from '../events/definitions.js';
@@ -66,7 +66,21 @@ function assertDepth(deepestLevel: number): void {
   }
 }
 
-export function createFolderService(deps: FolderServiceDeps) {
+/** Folders and the folder tree (docs/platform.md#folders). */
+export interface FolderService {
+  get(principal: Principal, id: string): Promise<Folder>;
+  list(principal: Principal, page: Page, filters: FolderFilters): Promise<ListResult<Folder>>;
+  create(principal: Principal, input: CreateFolderInput): Promise<Folder>;
+  update(principal: Principal, id: string, input: UpdateFolderInput): Promise<Folder>;
+  remove(principal: Principal, id: string): Promise<Folder>;
+  /** The folders the caller sees as a tree, optionally with their questionnaires. */
+  tree(
+    principal: Principal,
+    q: TreeQuery,
+  ): Promise<{ folders: TreeNode[]; questionnaires?: TreeQuestionnaire[] }>;
+}
+
+export function createFolderService(deps: FolderServiceDeps): FolderService {
   const { access, store, events } = deps;
   const now = () => iso(deps.clock.now());
 
@@ -258,5 +272,3 @@ export function createFolderService(deps: FolderServiceDeps) {
     },
   };
 }
-
-export type FolderService = ReturnType<typeof createFolderService>;

@@ -3,7 +3,7 @@ import { isUniqueViolation } from '../../db/errors.js';
 import type { Store } from '../../db/store.js';
 import type { Principal } from '../../http/access.js';
 import { AppError } from '../../http/errors.js';
-import type { Page } from '../../http/list.js';
+import type { ListResult, Page } from '../../http/list.js';
 import { type Clock, iso } from '../../lib/clock.js';
 import { newId } from '../../lib/ids.js';
 import { type Access, atLeast, type Viewer } from './access.js';
@@ -40,7 +40,22 @@ type PermissionOf<K extends ObjectKind> = K extends 'folder' ? FolderPermission 
  * Grants on folders and questionnaires. Managing the grants of an object takes MANAGE on it (an
  * unrestricted caller always has it); a restricted caller lists only grants of objects it can see.
  */
-export function createPermissionService(deps: PermissionServiceDeps) {
+/** The grants of one kind of object (folders or questionnaires). */
+export interface GrantService<P> {
+  list(principal: Principal, page: Page, filters: PermissionFilters): Promise<ListResult<P>>;
+  get(principal: Principal, id: string): Promise<P>;
+  create(principal: Principal, objectId: string, input: GrantInput): Promise<P>;
+  update(principal: Principal, id: string, input: { level: PermissionLevel }): Promise<P>;
+  remove(principal: Principal, id: string): Promise<P>;
+}
+
+/** Folder and questionnaire grants (docs/platform.md#permissions). */
+export interface PermissionService {
+  folder: GrantService<FolderPermission>;
+  questionnaire: GrantService<QuestionnairePermission>;
+}
+
+export function createPermissionService(deps: PermissionServiceDeps): PermissionService {
   const { access, store } = deps;
   const now = () => iso(deps.clock.now());
 
@@ -124,15 +139,17 @@ export function createPermissionService(deps: PermissionServiceDeps) {
     return p;
   }
 
-  function forKind<K extends ObjectKind>(kind: K) {
+  function forKind<K extends ObjectKind>(kind: K): GrantService<PermissionOf<K>> {
     const field = `${kind}_id` as const;
     return {
       async list(principal: Principal, page: Page, filters: PermissionFilters) {
         const v = await access.viewer(principal);
         const visibleTo = access.visibleTo(v);
-        return kind === 'folder'
-          ? permissionStore.listFolderPermissions(store.db, page, filters, visibleTo)
-          : permissionStore.listQuestionnairePermissions(store.db, page, filters, visibleTo);
+        return (
+          kind === 'folder'
+            ? permissionStore.listFolderPermissions(store.db, page, filters, visibleTo)
+            : permissionStore.listQuestionnairePermissions(store.db, page, filters, visibleTo)
+        ) as Promise<ListResult<PermissionOf<K>>>;
       },
 
       get: async (principal: Principal, id: string) => visibleGrant(kind, await access.viewer(principal), id),
@@ -208,5 +225,3 @@ export function createPermissionService(deps: PermissionServiceDeps) {
 
   return { folder: forKind('folder'), questionnaire: forKind('questionnaire') };
 }
-
-export type PermissionService = ReturnType<typeof createPermissionService>;

@@ -1,32 +1,18 @@
-import { auditInsert, auditUpdate } from '../../db/audit.js';
 import type { Store, Tx } from '../../db/store.js';
 import type { Principal } from '../../http/access.js';
 import { AppError } from '../../http/errors.js';
-import type { Page } from '../../http/list.js';
+import type { ListResult, Page } from '../../http/list.js';
 import { type Clock, iso } from '../../lib/clock.js';
-import { newId } from '../../lib/ids.js';
-import { EVENT_SOURCES } from '../events/definitions.js';
 import type { EventPublisher } from '../events/publish.js';
 import type { Access, CatalogueAccess, Viewer } from './access.js';
 import { answersSchemaProblem } from './answers-schema.js';
+import { createChangeWriter, questionnaireNotFound as notFound } from './changes.js';
 import * as folderStore from './folder-store.js';
 import type { QuestionnaireFilters, RevisionFilters } from './questionnaire-store.js';
 import * as questionnaireStore from './questionnaire-store.js';
-import {
-  type JsonObject,
-  type Questionnaire,
-  type QuestionnaireRevision,
-  toQuestionnaire,
-} from './records.js';
-import {
-  changesContent,
-  diffStates,
-  isEmptyDiff,
-  type QuestionnaireState,
-  replay,
-  stateOf,
-} from './revisions.js';
-import type { QuestionnaireStatus, QuestionnaireTable, RevisionOperation } from './tables.js';
+import type { JsonObject, Questionnaire, QuestionnaireRevision } from './records.js';
+import { changesContent, diffStates, type QuestionnaireState, replay, stateOf } from './revisions.js';
+import type { QuestionnaireStatus, RevisionOperation } from './tables.js';
 
 export interface QuestionnaireServiceDeps {
   store: Store;
@@ -83,162 +69,47 @@ export const TRANSITIONS: Record<
   archive: { from: ['DRAFT', 'PUBLISHED'], to: 'ARCHIVED' },
 };
 
-const EVENT_OF: Record<RevisionOperation, string> = {
-  EDIT: 'svc.questionnaire.updated',
-  METADATA_EDIT: 'svc.questionnaire.updated',
-  PUBLISH: 'svc.questionnaire.published',
-  ARCHIVE: 'svc.questionnaire.archived',
-  DELETE: 'svc.questionnaire.deleted',
-  RESTORE: 'svc.questionnaire.restored',
-  FORK: 'svc.questionnaire.created',
-};
+/** Questionnaires, their lifecycle and revisions (docs/platform.md), under the catalogue's permissions. */
+export interface QuestionnaireService {
+  /** The active questionnaire, for other areas (no permission narrowing); QUESTIONNAIRE.NOT_FOUND otherwise. */
+  get(id: string): Promise<Questionnaire>;
+  /** The active questionnaires among `ids`, in their order; missing or deleted ones left out. */
+  getMany(ids: readonly string[]): Promise<Questionnaire[]>;
+  /** For another area's write: the active questionnaires among `ids`, held until `tx` commits. */
+  lockActive(tx: Tx, ids: readonly string[]): Promise<Questionnaire[]>;
+  /** An active questionnaire as `principal` may see it. */
+  getFor(principal: Principal, id: string): Promise<Questionnaire>;
+  /** The permission rules as other areas apply them to records of questionnaires. */
+  accessOf(principal: Pick<Principal, 'userId'>): Promise<CatalogueAccess>;
+  list(
+    principal: Principal,
+    page: Page,
+    filters: QuestionnaireFilters,
+    deleted?: boolean,
+  ): Promise<ListResult<Questionnaire>>;
+  create(principal: Principal, input: CreateQuestionnaireInput): Promise<Questionnaire>;
+  update(principal: Principal, id: string, input: UpdateQuestionnaireInput): Promise<Questionnaire>;
+  publish(principal: Principal, id: string): Promise<Questionnaire>;
+  archive(principal: Principal, id: string): Promise<Questionnaire>;
+  remove(principal: Principal, id: string): Promise<Questionnaire>;
+  restore(principal: Principal, id: string): Promise<Questionnaire>;
+  fork(principal: Principal, id: string, input: ForkInput): Promise<Questionnaire>;
+  listRevisions(
+    principal: Principal,
+    id: string,
+    page: Page,
+    filters: RevisionFilters,
+  ): Promise<ListResult<QuestionnaireRevision>>;
+  getRevision(principal: Principal, id: string, revisionId: string): Promise<QuestionnaireRevision>;
+  /** The questionnaire's state as of a revision, replayed from its diffs. */
+  snapshot(principal: Principal, id: string, revisionId: string): Promise<Snapshot>;
+}
 
-/** The event of a change; the first revision of a questionnaire (EDIT or FORK) is its creation. */
-const eventOf = (operation: RevisionOperation, sequence: number): string =>
-  sequence === 1 ? 'svc.questionnaire.created' : EVENT_OF[operation];
-
-const notFound = (id: string) =>
-  new AppError('QUESTIONNAIRE.NOT_FOUND', 'Questionnaire not found', { questionnaire_id: id });
-
-export function createQuestionnaireService(deps: QuestionnaireServiceDeps) {
+export function createQuestionnaireService(deps: QuestionnaireServiceDeps): QuestionnaireService {
   const { access, store, events } = deps;
   const now = () => iso(deps.clock.now());
 
-  /** Writes the revision of a change from `before` to `after` and its event, inside `tx`. */
-  async function record(
-    tx: Tx,
-    q: Pick<Questionnaire, 'id' | 'lineage_root_id' | 'forked_from_id'>,
-    sequence: number,
-    operation: RevisionOperation,
-    before: QuestionnaireState | undefined,
-    after: QuestionnaireState,
-    actor: string,
-    at: string,
-  ): Promise<QuestionnaireRevision> {
-    const revision: QuestionnaireRevision = {
-      id: newId(),
-      questionnaire_id: q.id,
-      sequence,
-      operation,
-      lineage_root_id: q.lineage_root_id,
-      status: after.status,
-      diffs: diffStates(before, after),
-      created_at: at,
-      created_by: actor,
-    };
-    await questionnaireStore.insertRevision(tx, { ...revision, diffs: JSON.stringify(revision.diffs) });
-    await events.publish(tx, {
-      type: eventOf(operation, sequence),
-      source: EVENT_SOURCES.questionnaire,
-      subject: q.id,
-      data: {
-        questionnaire_id: q.id,
-        name: after.name,
-        status: after.status,
-        folder_id: after.folder_id,
-        revision_id: revision.id,
-        sequence,
-        operation,
-        lineage_root_id: q.lineage_root_id,
-        ...(operation === 'FORK' ? { forked_from_id: q.forked_from_id } : {}),
-        ...(operation === 'DELETE' ? { deleted_at: after.deleted_at } : {}),
-      },
-    });
-    return revision;
-  }
-
-  async function requireTargetFolder(tx: Tx, folderId: string): Promise<void> {
-    if (!(await folderStore.lockFolder(tx, folderId, 'share'))) {
-      throw new AppError('FOLDER.NOT_FOUND', 'Folder not found', { folder_id: folderId });
-    }
-  }
-
-  /** Inserts a new questionnaire with its first revision (EDIT, or FORK for a fork). */
-  async function insertNew(
-    v: Viewer,
-    state: Omit<QuestionnaireState, 'status' | 'deleted_at'>,
-    lineage: { lineage_root_id?: string; forked_from_id: string | null; forked_from_sequence: number | null },
-  ): Promise<Questionnaire> {
-    return store.transaction(async (tx) => {
-      if (state.folder_id) await requireTargetFolder(tx, state.folder_id);
-      const at = now();
-      const id = newId();
-      const row: QuestionnaireTable = {
-        id,
-        name: state.name,
-        description: state.description,
-        folder_id: state.folder_id,
-        status: 'DRAFT',
-        payload: JSON.stringify(state.payload),
-        config: JSON.stringify(state.config),
-        schedule_payload: JSON.stringify(state.schedule_payload),
-        metadata: JSON.stringify(state.metadata),
-        lineage_root_id: lineage.lineage_root_id ?? id,
-        forked_from_id: lineage.forked_from_id,
-        forked_from_sequence: lineage.forked_from_sequence,
-        revision_sequence: 1,
-        published_at: null,
-        published_by: null,
-        archived_at: null,
-        created_by: v.userId,
-        ...auditInsert(at, v.userId),
-      };
-      await questionnaireStore.insertQuestionnaire(tx, row);
-      const q = toQuestionnaire(row);
-      await record(tx, q, 1, lineage.forked_from_id ? 'FORK' : 'EDIT', undefined, stateOf(q), v.userId, at);
-      await access.grantCreator(tx, v, { kind: 'questionnaire', id }, at);
-      return q;
-    });
-  }
-
-  /**
-   * One change of an existing questionnaire: lock its row, let `change` compute the new state and
-   * the row's other columns (or throw), then write the row, the revision and the event together.
-   * A change that alters nothing writes nothing (no revision, no event).
-   */
-  async function change(
-    v: Viewer,
-    id: string,
-    opts: { deleted: boolean },
-    compute: (
-      current: Questionnaire,
-      tx: Tx,
-    ) => Promise<{
-      operation: RevisionOperation | ((diffs: ReturnType<typeof diffStates>) => RevisionOperation);
-      state: QuestionnaireState;
-      columns?: Partial<QuestionnaireTable>;
-    }>,
-  ): Promise<Questionnaire> {
-    return store.transaction(async (tx) => {
-      const row = await questionnaireStore.lockQuestionnaire(tx, id);
-      if (!row || (row.deleted_at !== null) !== opts.deleted) throw notFound(id);
-      const current = toQuestionnaire(row);
-      const { operation, state, columns } = await compute(current, tx);
-      const before = stateOf(current);
-      const diffs = diffStates(before, state);
-      if (isEmptyDiff(diffs)) return current;
-      const at = now();
-      const sequence = current.revision_sequence + 1;
-      const op = typeof operation === 'function' ? operation(diffs) : operation;
-      const changes: Partial<QuestionnaireTable> = {
-        name: state.name,
-        description: state.description,
-        folder_id: state.folder_id,
-        status: state.status,
-        deleted_at: state.deleted_at,
-        payload: JSON.stringify(state.payload),
-        config: JSON.stringify(state.config),
-        schedule_payload: JSON.stringify(state.schedule_payload),
-        metadata: JSON.stringify(state.metadata),
-        revision_sequence: sequence,
-        ...auditUpdate(at, v.userId),
-        ...columns,
-      };
-      await questionnaireStore.updateQuestionnaire(tx, id, changes);
-      await record(tx, current, sequence, op, before, state, v.userId, at);
-      return toQuestionnaire({ ...row, ...changes } as QuestionnaireTable);
-    });
-  }
+  const { insertNew, change, requireTargetFolder } = createChangeWriter(deps);
 
   /** An active questionnaire the viewer can see at `level` (else its 404, or 403 for a lower level). */
   async function visible(v: Viewer, id: string, level: 'VIEW' | 'EDIT' | 'MANAGE'): Promise<Questionnaire> {
@@ -520,5 +391,3 @@ export function createQuestionnaireService(deps: QuestionnaireServiceDeps) {
     };
   }
 }
-
-export type QuestionnaireService = ReturnType<typeof createQuestionnaireService>;

@@ -2,7 +2,7 @@ import { auditInsert, auditUpdate, softDeleted } from '../../db/audit.js';
 import type { Store, Tx } from '../../db/store.js';
 import type { Principal } from '../../http/access.js';
 import { AppError } from '../../http/errors.js';
-import type { Page } from '../../http/list.js';
+import type { ListResult, Page } from '../../http/list.js';
 import { type Clock, iso } from '../../lib/clock.js';
 import { newId } from '../../lib/ids.js';
 import {
@@ -62,7 +62,20 @@ const SOURCE = EVENT_SOURCES.submission;
  * archive, delete or enrollment termination either committed before and refuses the submission, or
  * waits until the submission has committed. Nothing can slip between the check and the insert.
  */
-export function createSubmissionService(deps: SubmissionDeps) {
+export interface SubmissionService {
+  /** A submission as `principal` may see it (404 when it cannot). */
+  get(principal: Principal, id: string): Promise<Submission>;
+  /** Submissions `principal` may see, filtered; the total counts those only. */
+  list(principal: Principal, page: Page, filters: SubmissionFilters): Promise<ListResult<Submission>>;
+  /** A responder's submission under their enrollment. */
+  submit(principal: Principal, input: SubmitInput): Promise<Submission>;
+  /** A submission without an enrollment, stored without its author. */
+  submitAnonymous(principal: Principal, input: Omit<SubmitInput, 'enrollment_id'>): Promise<Submission>;
+  amend(principal: Principal, id: string, input: AmendInput): Promise<Submission>;
+  remove(principal: Principal, id: string): Promise<void>;
+}
+
+export function createSubmissionService(deps: SubmissionDeps): SubmissionService {
   const { store, clock, events } = deps;
   const now = () => iso(clock.now());
 
@@ -291,5 +304,3 @@ export function createSubmissionService(deps: SubmissionDeps) {
     remove,
   };
 }
-
-export type SubmissionService = ReturnType<typeof createSubmissionService>;

@@ -1,7 +1,7 @@
 import { auditInsert, auditUpdate } from '../../db/audit.js';
 import type { Store } from '../../db/store.js';
 import { AppError } from '../../http/errors.js';
-import type { Page } from '../../http/list.js';
+import type { ListResult, Page } from '../../http/list.js';
 import { type Clock, iso } from '../../lib/clock.js';
 import { newId } from '../../lib/ids.js';
 import { type NodeInput, validateGraph } from '../workflows/graph.js';
@@ -59,11 +59,29 @@ const MISSING_PLUGIN = new Set([
   'PLUGIN.DEFINITION_NOT_FOUND',
 ]);
 
-export type SubscriptionService = ReturnType<typeof createSubscriptionService>;
 export type { RoutableSubscription };
 
-/** Event subscriptions and their graphs (SPEC "Event subscription", "Event subscriptions and graphs"). */
-export function createSubscriptionService(deps: SubscriptionDeps) {
+/**
+ * Event subscriptions and their graphs (SPEC "Event subscription", "Event subscriptions and graphs").
+ * It is the workflow engine's GraphSource (routable, graphVersion).
+ */
+export interface SubscriptionService {
+  create(userId: string, body: CreateSubscription): Promise<Subscription>;
+  list(page: Page, filters: st.SubscriptionFilters): Promise<ListResult<Subscription>>;
+  get(id: string): Promise<Subscription>;
+  update(userId: string, id: string, body: UpdateSubscription): Promise<Subscription>;
+  remove(userId: string, id: string): Promise<{ status: 'deleted' }>;
+  getGraph(id: string): Promise<GraphView>;
+  /** Replaces the graph (a new version); runs in flight finish on the version they started with. */
+  putGraph(userId: string, id: string, body: PutGraphBody): Promise<GraphView>;
+  routable(eventTypes: readonly string[]): Promise<RoutableSubscription[]>;
+  /** For the runs API: the subscription even if deleted since. */
+  getForRuns(id: string): Promise<RoutableSubscription | undefined>;
+  getActive(id: string): Promise<RoutableSubscription>;
+  graphVersion(subscriptionId: string, version: number): Promise<{ nodes: GraphNode[]; edges: GraphEdge[] }>;
+}
+
+export function createSubscriptionService(deps: SubscriptionDeps): SubscriptionService {
   const { store, clock } = deps;
   const now = () => iso(clock.now());
 

@@ -22,6 +22,7 @@ import type { Job } from '../../worker/worker.js';
 import { newWorkerId } from '../../worker/worker-id.js';
 import { WriteBatcher } from '../../worker/write-batcher.js';
 import type { CloudEvent } from '../events/cloudevent.js';
+import type { EventHandler } from '../events/handlers.js';
 import { type ActionInvoker, createActionCaller, type ReferenceResolver } from './action-call.js';
 import type { GraphSource } from './graph-source.js';
 import { describeThrown } from './jsonlogic.js';
@@ -57,9 +58,18 @@ const MAX_LOCAL_HINTS = 10_000;
 
 class LeaseLost extends Error {}
 
-export type WorkflowEngine = ReturnType<typeof createWorkflowEngine>;
+export interface WorkflowEngine {
+  /** SPEC Pipeline 3: the outbox drain's handler that turns events into runs. */
+  router: EventHandler;
+  /** The worker job `workflows`: claims runs and drives them. */
+  job: Job;
+  /** The executable plan of a subscription's graph version (cached; versions never change). */
+  planOf(subscriptionId: string, version: number): Promise<Plan>;
+  /** Written in `locked_by` of the runs this engine holds. */
+  workerId: string;
+}
 
-export function createWorkflowEngine(deps: EngineDeps) {
+export function createWorkflowEngine(deps: EngineDeps): WorkflowEngine {
   const { store, clock, log } = deps;
   const batcher = new WriteBatcher(store);
   const createRun = batcher.register(

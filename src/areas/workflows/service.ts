@@ -1,15 +1,28 @@
 import type { Store } from '../../db/store.js';
 import { AppError } from '../../http/errors.js';
-import type { Page } from '../../http/list.js';
+import type { ListResult, Page } from '../../http/list.js';
 import { type Clock, iso } from '../../lib/clock.js';
 import type { CloudEvent } from '../events/cloudevent.js';
 import type { GraphSource } from './graph-source.js';
 import { CompiledCache, describeThrown, truthy } from './jsonlogic.js';
-import { type ExpressionContext, eventContext, type NodeState, RunMachine } from './machine.js';
+import {
+  type ExpressionContext,
+  eventContext,
+  type NodeState,
+  RunMachine,
+  type RunStatus,
+} from './machine.js';
 import { availablePaths } from './paths.js';
 import type { Plan } from './plan.js';
 import * as runs from './store.js';
-import { type RunFilters, toNodeState, toRun, toRunNode, type WorkflowRun } from './store.js';
+import {
+  type RunFilters,
+  toNodeState,
+  toRun,
+  toRunNode,
+  type WorkflowRun,
+  type WorkflowRunNode,
+} from './store.js';
 
 export interface WorkflowServiceDeps {
   store: Store;
@@ -33,10 +46,35 @@ export interface SimulatedNode {
   available_paths: string[];
 }
 
-export type WorkflowService = ReturnType<typeof createWorkflowService>;
+/** POST /event_subscription/{id}/test: what a run of `event` would do, with nothing persisted or called. */
+export interface Simulation {
+  subscription_id: string;
+  event_id: string;
+  status: RunStatus;
+  error: string | null;
+  routing: { matched: boolean; reasons: string[] };
+  nodes: SimulatedNode[];
+  edges_traversed: string[];
+}
 
 /** Runs and introspection (SPEC "Workflow runs and introspection") and the simulation endpoint. */
-export function createWorkflowService(deps: WorkflowServiceDeps) {
+export interface WorkflowService {
+  list(page: Page, filters: RunFilters): Promise<ListResult<WorkflowRun>>;
+  get(id: string): Promise<WorkflowRun>;
+  nodes(id: string): Promise<{ nodes: WorkflowRunNode[] }>;
+  /** The expression context a node saw (or would see), and the paths available in it. */
+  context(id: string, nodeKey: string): Promise<{ context: ExpressionContext; available_paths: string[] }>;
+  /** POST /workflow/evaluate: a JSONLogic expression against given data or a run node's context. */
+  evaluate(body: {
+    expression: unknown;
+    data?: unknown;
+    workflow_run_id?: string;
+    node_key?: string;
+  }): Promise<{ result: object; data_used: unknown; available_paths: string[] }>;
+  simulate(subscriptionId: string, event: CloudEvent): Promise<Simulation>;
+}
+
+export function createWorkflowService(deps: WorkflowServiceDeps): WorkflowService {
   const expressions = new CompiledCache(500);
 
   async function runOrThrow(id: string) {

@@ -2,27 +2,26 @@ import { auditInsert, auditUpdate, softDeleted } from '../../db/audit.js';
 import { isUniqueViolation } from '../../db/errors.js';
 import type { Store, Tx } from '../../db/store.js';
 import type { Principal } from '../../http/access.js';
-import { AppError, validationError } from '../../http/errors.js';
+import { AppError } from '../../http/errors.js';
 import type { ListResult, Page } from '../../http/list.js';
 import { type Clock, iso } from '../../lib/clock.js';
 import { newId } from '../../lib/ids.js';
-import { atLeast } from '../questionnaires/access.js';
 import {
-  loadQuestionnaires,
-  type QuestionnaireLookup,
-  type QuestionnaireRecord,
-  type RecordAccess,
-  requireRecordAccess,
-} from './questionnaire-lookup.js';
+  alreadyEnrolled,
+  checkQuestionnaires,
+  checkWindow,
+  invalidTransition,
+  recheckQuestionnaires,
+} from './checks.js';
+import { type QuestionnaireLookup, requireRecordAccess } from './questionnaire-lookup.js';
+import { type EnrolledUser, enrolledUsers, fetchOwn, type OwnEnrollment } from './reads.js';
 import {
   closeQuestionnaires,
-  type EnrolledUserRow,
   type Enrollment,
   type EnrollmentFilters,
   findEnrollment,
   insertEnrollment,
   jsonText,
-  listEnrolledUsers,
   listEnrollments,
   lockEnrollment,
   openConflicts,
@@ -30,7 +29,7 @@ import {
   updateEnrollment,
 } from './store.js';
 import type { EnrollmentTable } from './tables.js';
-import { allowedTargets, canTransition, type EnrollmentStatus, isOpen } from './transitions.js';
+import { canTransition, type EnrollmentStatus, isOpen } from './transitions.js';
 
 /** What enrollments need of identity: the user record (throws USER.NOT_FOUND). */
 export interface UserLookup {
@@ -75,10 +74,6 @@ export interface ConsentInput {
 }
 
 /** A questionnaire as a responder receives it with their enrollment. */
-export type EnrollmentQuestionnaire = Pick<
-  QuestionnaireRecord,
-  'id' | 'name' | 'status' | 'description' | 'payload' | 'config' | 'schedule_payload' | 'updated_at'
->;
 
 const norm = (v: string | null | undefined) =>
   v === null || v === undefined ? v : new Date(v).toISOString();
@@ -88,11 +83,6 @@ const norm = (v: string | null | undefined) =>
  * withdraws; the provider completes or terminates. Every status change goes through TRANSITIONS with a
  * compare-and-set on the current status, so two concurrent changes cannot both apply.
  */
-/** A user with matching enrollments: counts and latest status (store), email and name (identity). */
-export type EnrolledUser = EnrolledUserRow & { email: string | null; name: string | null };
-
-/** A responder's own enrollment with its questionnaires (content only once published). */
-export type OwnEnrollment = Enrollment & { questionnaires: EnrollmentQuestionnaire[] };
 
 export interface EnrollmentService {
   /** An enrollment as `principal` may see it (404 when it cannot). */
@@ -154,85 +144,6 @@ export function createEnrollmentService(deps: EnrollmentDeps): EnrollmentService
     return { access, enrollment: e };
   }
 
-  function checkWindow(startsAt: string | null | undefined, endsAt: string | null | undefined) {
-    if (startsAt && endsAt && endsAt <= startsAt) {
-      throw validationError('ends_at must be after starts_at', { field: 'ends_at', in: 'body' });
-    }
-  }
-
-  const questionnairesMissing = (ids: string[]) =>
-    new AppError('QUESTIONNAIRE.NOT_FOUND', `Questionnaire not found: ${ids.join(', ')}`, {
-      questionnaire_ids: ids,
-    });
-
-  /** Refuses the ids among `ids` naming an archived questionnaire of `found`. */
-  function refuseArchived(ids: string[], found: Map<string, QuestionnaireRecord>): void {
-    const archived = ids.filter((id) => found.get(id)?.status === 'ARCHIVED');
-    if (archived.length > 0) {
-      throw new AppError('QUESTIONNAIRE.INVALID_STATE', 'Cannot enroll into an archived questionnaire', {
-        questionnaire_ids: archived,
-      });
-    }
-  }
-
-  /**
-   * Every id must name an active questionnaire the provider may see (one they cannot see is reported
-   * like a missing one), on which it holds EDIT, and that is not archived. Two queries for any number
-   * of ids (the questionnaires, then the caller's levels on them). Runs before the write, so a bad
-   * request takes no write lock; the state part is checked again inside the write (`recheckQuestionnaires`).
-   */
-  async function checkQuestionnaires(ids: string[], access: RecordAccess): Promise<void> {
-    const [found, levels] = await Promise.all([
-      loadQuestionnaires(deps.questionnaires, ids),
-      access.levels(ids),
-    ]);
-    const missing = ids.filter((id) => !found.has(id) || levels.get(id) === null);
-    if (missing.length > 0) throw questionnairesMissing(missing);
-    const short = ids.filter((id) => !atLeast(levels.get(id) ?? null, 'EDIT'));
-    if (short.length > 0) {
-      throw new AppError('PERMISSION.DENIED', 'Enrolling into a questionnaire needs EDIT permission on it', {
-        questionnaire_ids: short,
-        required_level: 'EDIT',
-        level: 'VIEW',
-      });
-    }
-    refuseArchived(ids, found);
-  }
-
-  /**
-   * The questionnaires' state checked again inside the write transaction, on rows held until it
-   * commits (`lockActive`): an archive or delete that committed after `checkQuestionnaires` is refused
-   * here instead of being enrolled into, and one still in flight waits for this write. Called before
-   * the enrollment row is written, so locks are always taken questionnaires first, then the enrollment
-   * (as submissions do).
-   */
-  async function recheckQuestionnaires(tx: Tx, ids: string[]): Promise<void> {
-    const found = new Map((await deps.questionnaires.lockActive(tx, ids)).map((q) => [q.id, q]));
-    const missing = ids.filter((id) => !found.has(id));
-    if (missing.length > 0) throw questionnairesMissing(missing);
-    refuseArchived(ids, found);
-  }
-
-  function alreadyEnrolled(conflicts: Array<{ questionnaire_id: string; enrollment_id: string }>): AppError {
-    return new AppError(
-      'ENROLLMENT.ALREADY_ENROLLED',
-      'The user already has an open enrollment for these questionnaires',
-      { conflicts },
-    );
-  }
-
-  function invalidTransition(from: string, to: string, actor: 'provider' | 'responder'): AppError {
-    return new AppError(
-      'ENROLLMENT.INVALID_TRANSITION',
-      `Cannot change an enrollment from ${from} to ${to}`,
-      {
-        from,
-        to,
-        allowed: allowedTargets(from, actor),
-      },
-    );
-  }
-
   /** Runs a write; a unique violation on the open-enrollment index becomes ALREADY_ENROLLED. */
   async function writeGuarded<T>(userId: string, ids: string[], fn: () => Promise<T>): Promise<T> {
     try {
@@ -249,7 +160,11 @@ export function createEnrollmentService(deps: EnrollmentDeps): EnrollmentService
     const endsAt = norm(input.ends_at) ?? null;
     checkWindow(startsAt, endsAt);
     await deps.identity.getUser(input.user_id);
-    await checkQuestionnaires(input.questionnaire_ids, await deps.questionnaires.accessOf(principal));
+    await checkQuestionnaires(
+      deps.questionnaires,
+      input.questionnaire_ids,
+      await deps.questionnaires.accessOf(principal),
+    );
     const conflicts = await openConflicts(store.db, input.user_id, input.questionnaire_ids);
     if (conflicts.length > 0) throw alreadyEnrolled(conflicts);
     const consentRequired = input.consent_required ?? true;
@@ -272,7 +187,7 @@ export function createEnrollmentService(deps: EnrollmentDeps): EnrollmentService
     };
     await writeGuarded(input.user_id, input.questionnaire_ids, () =>
       store.transaction(async (tx) => {
-        await recheckQuestionnaires(tx, input.questionnaire_ids);
+        await recheckQuestionnaires(deps.questionnaires, tx, input.questionnaire_ids);
         await insertEnrollment(tx.db, row, input.questionnaire_ids, true);
       }),
     );
@@ -307,7 +222,7 @@ export function createEnrollmentService(deps: EnrollmentDeps): EnrollmentService
     checkWindow(startsAt, endsAt);
     const ids = input.questionnaire_ids;
     if (ids) {
-      await checkQuestionnaires(ids, access);
+      await checkQuestionnaires(deps.questionnaires, ids, access);
       const conflicts = await openConflicts(store.db, current.user_id, ids, id);
       if (conflicts.length > 0) throw alreadyEnrolled(conflicts);
     }
@@ -330,7 +245,7 @@ export function createEnrollmentService(deps: EnrollmentDeps): EnrollmentService
     }
     await writeGuarded(current.user_id, ids ?? [], () =>
       store.transaction(async (tx) => {
-        if (ids) await recheckQuestionnaires(tx, ids);
+        if (ids) await recheckQuestionnaires(deps.questionnaires, tx, ids);
         // Compare-and-set on the status read above: a concurrent change makes this one fail cleanly.
         const applied = await updateEnrollment(tx.db, id, changes, from);
         if (!applied) throw await staleError(tx.db, id, from, to);
@@ -408,51 +323,6 @@ export function createEnrollmentService(deps: EnrollmentDeps): EnrollmentService
     return require(current.id);
   }
 
-  /** Users with matching enrollments, with their counts and latest status, enriched with email and name. */
-  async function enrolledUsers(principal: Principal, page: Page, filters: EnrollmentFilters) {
-    const { questionnaireFilter } = await deps.questionnaires.accessOf(principal);
-    const result = await listEnrolledUsers(store.db, filters, page, questionnaireFilter);
-    const users = new Map(
-      (await deps.identity.getUsers(result.items.map((r) => r.user_id))).map((u) => [u.id, u]),
-    );
-    const items = result.items.map((row) => {
-      const user = users.get(row.user_id);
-      return { ...row, email: user?.email ?? null, name: user?.name ?? null };
-    });
-    return { items, total: result.total };
-  }
-
-  /** The responder's own enrollments, each with its questionnaires (active ones only). */
-  async function fetchOwn(userId: string, page: Page, filters: { status?: EnrollmentStatus }) {
-    // The caller's own enrollments: not narrowed by permissions.
-    const result = await listEnrollments(store.db, { user_id: userId, status: filters.status }, page, 'all');
-    const found = await loadQuestionnaires(
-      deps.questionnaires,
-      result.items.flatMap((e) => e.questionnaire_ids),
-    );
-    const items = result.items.map((e) => ({
-      ...e,
-      questionnaires: e.questionnaire_ids
-        .map((qid) => found.get(qid))
-        .filter((q): q is QuestionnaireRecord => q !== undefined)
-        .map((q): EnrollmentQuestionnaire => {
-          // Content only once published: a responder never sees a draft or an archived form.
-          const live = q.status === 'PUBLISHED';
-          return {
-            id: q.id,
-            name: q.name,
-            status: q.status,
-            description: q.description ?? null,
-            payload: live ? (q.payload ?? null) : null,
-            config: live ? (q.config ?? null) : null,
-            schedule_payload: live ? (q.schedule_payload ?? null) : null,
-            updated_at: q.updated_at,
-          };
-        }),
-    }));
-    return { items, total: result.total };
-  }
-
   /**
    * For submissions, inside the submission's write transaction `tx`: the enrollment must be the
    * user's, ENROLLED, within its window, and include the questionnaire. The enrollment is read with its
@@ -502,8 +372,8 @@ export function createEnrollmentService(deps: EnrollmentDeps): EnrollmentService
     update,
     remove,
     consent,
-    enrolledUsers,
-    fetchOwn,
+    enrolledUsers: (principal, page, filters) => enrolledUsers(deps, principal, page, filters),
+    fetchOwn: (userId, page, filters) => fetchOwn(deps, userId, page, filters),
     assertAcceptsSubmission,
   };
 }

@@ -11,6 +11,7 @@ import { emailPlugin } from './builtins/email.js';
 import { httpPlugin } from './builtins/http.js';
 import { configHash } from './config-hash.js';
 import { discoverPlugins, type LoadedPlugin } from './discovery.js';
+import { runWithTimeout, toPluginError } from './invocation.js';
 import { describeErrors, validate } from './json-schema.js';
 import type { PluginAction } from './manifest.js';
 import type { PluginMetrics } from './metrics.js';
@@ -78,9 +79,6 @@ export interface PluginDeps {
   allowPrivateNetworks: boolean;
   metrics: PluginMetrics;
 }
-
-/** Longest handler error message kept (a stack or a whole response body is not a message). */
-const MAX_MESSAGE = 1000;
 
 export function createPluginService(deps: PluginDeps): PluginService {
   const { store, clock, log } = deps;
@@ -361,74 +359,4 @@ function actionNotFound(plugin: string, action: string, actions: PluginAction[])
       allowed_values: available,
     },
   );
-}
-
-class InvocationTimeout extends Error {}
-
-/**
- * Runs the handler under `limitMs`: the signal it receives aborts at the limit (or when the caller's
- * does), and the answer is given at that moment even if the handler ignores its signal.
- */
-async function runWithTimeout(
-  plugin: LoadedPlugin,
-  action: string,
-  label: string,
-  limitMs: number,
-  ctx: { config: Record<string, unknown>; input: unknown; idempotencyKey?: string; signal?: AbortSignal },
-): Promise<unknown> {
-  const controller = new AbortController();
-  const caller = ctx.signal;
-  const timer = setTimeout(() => controller.abort(new InvocationTimeout()), limitMs);
-  const onCallerAbort = () => controller.abort(caller?.reason);
-  if (caller?.aborted) onCallerAbort();
-  else caller?.addEventListener('abort', onCallerAbort, { once: true });
-  const aborted = new Promise<never>((_, reject) => {
-    if (controller.signal.aborted) reject(controller.signal.reason);
-    controller.signal.addEventListener('abort', () => reject(controller.signal.reason), { once: true });
-  });
-  try {
-    const running = controller.signal.aborted
-      ? aborted
-      : plugin.run(action, {
-          config: ctx.config,
-          input: ctx.input,
-          idempotencyKey: ctx.idempotencyKey,
-          signal: controller.signal,
-        });
-    // A handler that settles after the race is lost must not become an unhandled rejection.
-    running.catch(() => {});
-    aborted.catch(() => {});
-    return await Promise.race([running, aborted]);
-  } catch (err) {
-    const reason = controller.signal.aborted ? controller.signal.reason : undefined;
-    if (reason instanceof InvocationTimeout || (reason as Error | undefined)?.name === 'TimeoutError') {
-      throw new AppError('PLUGIN.TIMEOUT', `${label} timed out after ${limitMs} ms`, { timeout_ms: limitMs });
-    }
-    if (controller.signal.aborted) {
-      throw new AppError('PLUGIN.INVOCATION_FAILED', `${label} was aborted by its caller`);
-    }
-    throw err;
-  } finally {
-    clearTimeout(timer);
-    caller?.removeEventListener('abort', onCallerAbort);
-  }
-}
-
-/**
- * Any failure of an invocation as a PLUGIN.* AppError whose message names the action; neither its
- * message nor its details contain a value resolved from the vault.
- */
-function toPluginError(err: unknown, label: string, secrets: readonly string[]): AppError {
-  if (err instanceof AppError) {
-    if (err.code.startsWith('PLUGIN.') || err.code.startsWith('VAULT.')) {
-      const message = maskSecrets(err.message, secrets);
-      const details = maskSecrets(err.details, secrets);
-      return message === err.message && details === err.details
-        ? err
-        : new AppError(err.code, message, details, err.headers);
-    }
-  }
-  const text = err instanceof Error ? err.message : String(err);
-  const message = maskSecrets(text || 'unknown error', secrets).slice(0, MAX_MESSAGE);
-  return new AppError('PLUGIN.INVOCATION_FAILED', `${label} failed: ${message}`);
 }

@@ -42,7 +42,7 @@ describe('the event definition registry (CONTRACTS §6)', () => {
       const validateData = ajv.compile(def.data_schema);
       expect(def.examples.length).toBeGreaterThan(0);
       expect(def.deprecated).toBe(false);
-      for (const example of def.examples) {
+      for (const example of def.examples as Array<Record<string, unknown>>) {
         expect(validateCloudEvent(example)).toMatchObject({ valid: true });
         expect(example).toMatchObject({ type: def.event_type, source: def.source, specversion: '1.0' });
         expect(validateData(example.data), JSON.stringify(validateData.errors)).toBe(true);

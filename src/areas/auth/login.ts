@@ -1,3 +1,4 @@
+import type { Static } from '@sinclair/typebox';
 import type { Logger } from 'pino';
 import type { AuthSettings } from '../../config/config.js';
 import type { Store } from '../../db/store.js';
@@ -10,16 +11,13 @@ import { consumeTotpStep } from './account-store.js';
 import type { ExternalIdp } from './external-idp.js';
 import type { Limiter } from './limiter.js';
 import { invalidCode, lastStep } from './mfa.js';
+import type { MfaRequired as MfaRequiredSchema } from './schemas.js';
 import { type MfaCipher, newToken, PATTERN, PREFIX } from './secrets.js';
 import { passwordResetRequired, type RequestMeta, type SignIn, type TokenResponse } from './sign-in.js';
 import * as tokens from './token-store.js';
 import { matchTotpStep } from './totp.js';
 
-export interface MfaRequired {
-  mfa_required: true;
-  mfa_token: string;
-  expires_in: number;
-}
+export type MfaRequired = Static<typeof MfaRequiredSchema>;
 
 /** Wrong codes one MFA login challenge survives; then the password step must be repeated. */
 export const MFA_CHALLENGE_MAX_ATTEMPTS = 5;

@@ -1,16 +1,12 @@
+import type { Static } from '@sinclair/typebox';
 import type { Store } from '../../db/store.js';
 import { AppError } from '../../http/errors.js';
 import { findAccount, updateAccount } from './account-store.js';
+import type { UserAuthSettings as UserAuthSettingsSchema } from './schemas.js';
 import { ENFORCED_PATHS, type SignIn } from './sign-in.js';
 import { endMfaChallenges } from './token-store.js';
 
-export interface UserAuthSettings {
-  user_id: string;
-  mfa_enabled: boolean;
-  password_reset_required: boolean;
-  access_token_ttl_seconds: number | null;
-  refresh_token_ttl_seconds: number | null;
-}
+export type UserAuthSettings = Static<typeof UserAuthSettingsSchema>;
 
 /** A user's sign-in settings (auth:manage): per-user lifetimes and the password-reset requirement. */
 export function createUserSettings(deps: { store: Store; signIn: SignIn }) {

@@ -1,3 +1,4 @@
+import type { Static } from '@sinclair/typebox';
 import type { AuthSettings, Config } from '../../config/config.js';
 import type { Db, Store, Tx } from '../../db/store.js';
 import type { AuthPath } from '../../http/access.js';
@@ -8,6 +9,7 @@ import { newId } from '../../lib/ids.js';
 import type { IdentityService } from '../identity/service.js';
 import { type AccountState, findAccount } from './account-store.js';
 import { findDevice } from './device-store.js';
+import type { TokenResponse as TokenResponseSchema } from './schemas.js';
 import { newToken, PREFIX } from './secrets.js';
 import {
   insertRefreshToken as insertRefreshTokenRow,
@@ -16,14 +18,7 @@ import {
 } from './token-store.js';
 
 /** CONTRACTS §3 token response. */
-export interface TokenResponse {
-  access_token: string;
-  token_type: 'bearer';
-  expires_in: number;
-  refresh_token: string;
-  refresh_expires_at: string;
-  refresh_expires_in: number;
-}
+export type TokenResponse = Static<typeof TokenResponseSchema>;
 
 export interface RequestMeta {
   ip: string | null;

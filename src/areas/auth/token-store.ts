@@ -1,6 +1,7 @@
+import type { Static } from '@sinclair/typebox';
 import type { Db, Tx } from '../../db/store.js';
-import type { AuthPath } from '../../http/access.js';
 import { type ListResult, type Page, paginate } from '../../http/list.js';
+import type { RefreshTokenRecord as RefreshTokenRecordSchema } from './schemas.js';
 import type { MfaChallengeTable, PasswordResetTokenTable, RefreshTokenTable } from './tables.js';
 
 /**
@@ -12,22 +13,7 @@ import type { MfaChallengeTable, PasswordResetTokenTable, RefreshTokenTable } fr
 
 const changed = (r: { numUpdatedRows: bigint } | undefined) => Number(r?.numUpdatedRows ?? 0) > 0;
 
-export interface RefreshTokenRecord {
-  id: string;
-  user_id: string;
-  session_id: string;
-  parent_id: string | null;
-  device_id: string | null;
-  auth_path: AuthPath;
-  expires_at: string;
-  ip_address: string | null;
-  user_agent: string | null;
-  created_at: string;
-  used_at: string | null;
-  revoked_at: string | null;
-  revoked_reason: string | null;
-  deleted_at: string | null;
-}
+export type RefreshTokenRecord = Static<typeof RefreshTokenRecordSchema>;
 
 const REFRESH_COLUMNS = [
   'id',

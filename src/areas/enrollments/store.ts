@@ -1,33 +1,16 @@
+import type { Static } from '@sinclair/typebox';
 import { type Expression, type SqlBool, sql } from 'kysely';
 import type { Db, Tx } from '../../db/store.js';
 import type { Page } from '../../http/list.js';
 import { isoParam, paginate } from '../../http/list.js';
+import type { Enrollment as EnrollmentSchema } from './schemas.js';
 import type { EnrollmentTable } from './tables.js';
 import type { EnrollmentStatus } from './transitions.js';
 
 /** A connection or a transaction: reads run on either. */
 
 /** An enrollment as the API shows it. */
-export interface Enrollment {
-  id: string;
-  user_id: string;
-  questionnaire_ids: string[];
-  status: EnrollmentStatus;
-  consent_required: boolean;
-  consent_version: string | null;
-  consented_at: string | null;
-  starts_at: string | null;
-  ends_at: string | null;
-  schedule: Record<string, unknown> | null;
-  metadata: Record<string, unknown> | null;
-  status_reason: string | null;
-  status_changed_at: string;
-  created_by: string;
-  created_at: string;
-  updated_at: string;
-  updated_by: string | null;
-  deleted_at: string | null;
-}
+export type Enrollment = Static<typeof EnrollmentSchema>;
 
 const parseJson = (v: string | null) => (v === null ? null : (JSON.parse(v) as Record<string, unknown>));
 export const jsonText = (v: Record<string, unknown> | null | undefined) =>

@@ -7,18 +7,10 @@
  * Schemas require what the contracts promise and describe the optional fields areas add; they stay
  * open (`additionalProperties: true`) so adding a field to an event is a compatible change.
  */
+import type { Static } from '@sinclair/typebox';
+import type { EventDefinition as EventDefinitionSchema } from './schemas.js';
 
-export interface EventDefinition {
-  event_type: string;
-  schema_version: string;
-  description: string;
-  /** The `source` every event of this type carries. */
-  source: string;
-  data_schema: Record<string, unknown>;
-  subject_template: string;
-  examples: Record<string, unknown>[];
-  deprecated: boolean;
-}
+export type EventDefinition = Static<typeof EventDefinitionSchema>;
 
 export const EVENT_SOURCES = {
   user: '/api/v1/user',

@@ -2,6 +2,8 @@
  * The scope catalogue (SPEC Scope): 17 resources x 5 actions = 85 keys, and the built-in role
  * mappings (SPEC Built-in roles). Built-in mappings are fixed; persisted role-scope assignments only add.
  */
+import type { Static } from '@sinclair/typebox';
+import type { Scope as ScopeSchema } from './schemas.js';
 export const ACTIONS = ['read', 'write', 'delete', 'manage', 'execute'] as const;
 
 export const RESOURCES: ReadonlyArray<{ key: string; covers: string; placeholder?: boolean }> = [
@@ -67,11 +69,7 @@ const ENFORCED = new Set([
   'auth:manage',
 ]);
 
-export interface Scope {
-  key: string;
-  name: string;
-  description: string;
-}
+export type Scope = Static<typeof ScopeSchema>;
 
 const ACTION_VERB: Record<(typeof ACTIONS)[number], string> = {
   read: 'Read',

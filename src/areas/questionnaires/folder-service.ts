@@ -1,3 +1,4 @@
+import type { Static } from '@sinclair/typebox';
 import { auditInsert, auditUpdate, softDeleted } from '../../db/audit.js';
 import type { Store, Tx } from '../../db/store.js';
 import type { Principal } from '../../http/access.js';
@@ -12,6 +13,7 @@ import type { FolderFilters } from './folder-store.js';
 import * as folderStore from './folder-store.js';
 import * as questionnaireStore from './questionnaire-store.js';
 import { type Folder, type JsonObject, toFolder } from './records.js';
+import type { TreeQuery as TreeQuerySchema } from './schemas.js';
 import type { FolderTable, QuestionnaireStatus, QuestionnaireTable } from './tables.js';
 import { MAX_FOLDER_DEPTH } from './visibility.js';
 
@@ -31,15 +33,7 @@ export interface CreateFolderInput {
 
 export type UpdateFolderInput = Partial<CreateFolderInput>;
 
-export interface TreeQuery {
-  include_questionnaires?: boolean;
-  /** Only questionnaires of this status (it wins over include_archived). */
-  questionnaire_status_id?: QuestionnaireStatus;
-  /** Include ARCHIVED questionnaires (default: DRAFT and PUBLISHED only). */
-  include_archived?: boolean;
-  /** Only the subtree under this folder. */
-  root_id?: string;
-}
+export type TreeQuery = Static<typeof TreeQuerySchema>;
 
 /** A questionnaire as a tree node: without payload, schedule_payload and config (SPEC). */
 export type TreeQuestionnaire = Omit<

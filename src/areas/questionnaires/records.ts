@@ -1,40 +1,27 @@
+import type { Static } from '@sinclair/typebox';
+import type {
+  FolderPermission as FolderPermissionSchema,
+  Folder as FolderSchema,
+  QuestionnairePermission as QuestionnairePermissionSchema,
+  Questionnaire as QuestionnaireSchema,
+} from './schemas.js';
 import type {
   FolderTable,
   GranteeType,
-  PermissionLevel,
   QuestionnaireRevisionTable,
   QuestionnaireStatus,
   QuestionnaireTable,
   RevisionOperation,
 } from './tables.js';
 
-/** The API shapes of the catalogue's records, and the row mappers that make them (JSON text parsed). */
+/**
+ * The catalogue's records as the API shows them (their shapes are the TypeBox schemas of schemas.ts),
+ * and the row mappers that make them (JSON text parsed).
+ */
 
 export type JsonObject = Record<string, unknown>;
 
-export interface Questionnaire {
-  id: string;
-  name: string;
-  description: string | null;
-  folder_id: string | null;
-  status: QuestionnaireStatus;
-  payload: JsonObject;
-  config: JsonObject;
-  schedule_payload: JsonObject;
-  metadata: JsonObject;
-  lineage_root_id: string;
-  forked_from_id: string | null;
-  forked_from_sequence: number | null;
-  revision_sequence: number;
-  published_at: string | null;
-  published_by: string | null;
-  archived_at: string | null;
-  created_at: string;
-  created_by: string | null;
-  updated_at: string;
-  updated_by: string | null;
-  deleted_at: string | null;
-}
+export type Questionnaire = Static<typeof QuestionnaireSchema>;
 
 /** The four documents a revision diffs (SPEC), plus the scalar attributes, each an RFC 6902 patch. */
 export const DIFFED_DOCUMENTS = ['payload', 'config', 'schedule_payload', 'metadata'] as const;
@@ -64,39 +51,11 @@ export interface QuestionnaireRevision {
   created_by: string | null;
 }
 
-export interface Folder {
-  id: string;
-  name: string;
-  description: string | null;
-  parent_id: string | null;
-  config: JsonObject;
-  created_at: string;
-  created_by: string | null;
-  updated_at: string;
-  updated_by: string | null;
-  deleted_at: string | null;
-}
+export type Folder = Static<typeof FolderSchema>;
 
-export interface Permission {
-  id: string;
-  /** Exactly one of user_id and role_id is set: the grantee. */
-  user_id: string | null;
-  role_id: string | null;
-  level: PermissionLevel;
-  created_at: string;
-  created_by: string | null;
-  updated_at: string;
-  updated_by: string | null;
-  deleted_at: string | null;
-}
+export type FolderPermission = Static<typeof FolderPermissionSchema>;
 
-export interface FolderPermission extends Permission {
-  folder_id: string;
-}
-
-export interface QuestionnairePermission extends Permission {
-  questionnaire_id: string;
-}
+export type QuestionnairePermission = Static<typeof QuestionnairePermissionSchema>;
 
 const parse = (text: string): JsonObject => JSON.parse(text) as JsonObject;
 

@@ -1,3 +1,4 @@
+import type { Static } from '@sinclair/typebox';
 import type { Store, Tx } from '../../db/store.js';
 import type { Principal } from '../../http/access.js';
 import { AppError } from '../../http/errors.js';
@@ -12,7 +13,8 @@ import type { QuestionnaireFilters, RevisionFilters } from './questionnaire-stor
 import * as questionnaireStore from './questionnaire-store.js';
 import type { JsonObject, Questionnaire, QuestionnaireRevision } from './records.js';
 import { changesContent, diffStates, type QuestionnaireState, replay, stateOf } from './revisions.js';
-import type { QuestionnaireStatus, RevisionOperation } from './tables.js';
+import type { Snapshot as SnapshotSchema } from './schemas.js';
+import type { QuestionnaireStatus } from './tables.js';
 
 export interface QuestionnaireServiceDeps {
   store: Store;
@@ -45,16 +47,7 @@ export interface ForkInput {
   revision_id?: string;
 }
 
-export interface Snapshot {
-  questionnaire_id: string;
-  revision_id: string;
-  sequence: number;
-  operation: RevisionOperation;
-  lineage_root_id: string;
-  created_at: string;
-  created_by: string | null;
-  state: QuestionnaireState;
-}
+export type Snapshot = Static<typeof SnapshotSchema>;
 
 /**
  * Lifecycle (docs/platform.md "Questionnaire states"): which status each action may start from, and
@@ -106,7 +99,7 @@ export interface QuestionnaireService {
 }
 
 export function createQuestionnaireService(deps: QuestionnaireServiceDeps): QuestionnaireService {
-  const { access, store, events } = deps;
+  const { access, store } = deps;
   const now = () => iso(deps.clock.now());
 
   const { insertNew, change, requireTargetFolder } = createChangeWriter(deps);

@@ -1,26 +1,13 @@
+import type { Static } from '@sinclair/typebox';
 import { type Expression, type SqlBool, sql } from 'kysely';
 import { updateActive } from '../../db/audit.js';
 import type { Db, Tx } from '../../db/store.js';
 import { isoParam, type Page, paginate } from '../../http/list.js';
+import type { Submission as SubmissionSchema } from './schemas.js';
 import type { QuestionnaireSubmissionTable } from './tables.js';
 
 /** A submission as the API shows it. */
-export interface Submission {
-  id: string;
-  questionnaire_id: string;
-  questionnaire_revision: number | null;
-  user_id: string | null;
-  enrollment_id: string | null;
-  is_anonymous: boolean;
-  answers: Record<string, unknown>;
-  metadata: Record<string, unknown> | null;
-  api_key_id: string | null;
-  created_by: string;
-  created_at: string;
-  updated_at: string;
-  updated_by: string | null;
-  deleted_at: string | null;
-}
+export type Submission = Static<typeof SubmissionSchema>;
 
 export function toSubmission(r: QuestionnaireSubmissionTable): Submission {
   return {

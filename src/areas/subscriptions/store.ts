@@ -1,26 +1,15 @@
+import type { Static } from '@sinclair/typebox';
 import { softDeleted, updateActive } from '../../db/audit.js';
 import type { Db, Tx } from '../../db/store.js';
 import { containsInsensitive, type ListResult, type Page, paginate } from '../../http/list.js';
 import type { NodeType, RetryPolicy } from '../workflows/graph.js';
 import type { GraphEdge, GraphNode } from '../workflows/plan.js';
+import type { Subscription as SubscriptionSchema } from './schemas.js';
 import type { EventSubscriptionTable, WorkflowEdgeTable, WorkflowNodeTable } from './tables.js';
 
 /** SQL of subscriptions and graphs; maps rows (0/1 booleans, JSON text) to the API's shapes. */
 
-export interface Subscription {
-  id: string;
-  name: string;
-  event_type: string;
-  description: string | null;
-  enabled: boolean;
-  source_filter: string | null;
-  subject_filter: string | null;
-  condition_jsonlogic: Record<string, unknown> | null;
-  created_at: string;
-  updated_at: string;
-  updated_by: string | null;
-  deleted_at: string | null;
-}
+export type Subscription = Static<typeof SubscriptionSchema>;
 
 /** A subscription plus its current graph version (internal: the router and the engine need it). */
 export interface RoutableSubscription extends Subscription {

@@ -147,6 +147,29 @@ export function createSubmissionService(deps: SubmissionDeps): SubmissionService
     }
   }
 
+  /** The row of a new submission; an anonymous one records no respondent and no enrollment. */
+  function newRow(
+    id: string,
+    q: QuestionnaireRecord,
+    principal: Principal,
+    input: Omit<SubmitInput, 'enrollment_id'> & { enrollment_id?: string },
+    { anonymous }: { anonymous: boolean },
+  ): QuestionnaireSubmissionTable {
+    return {
+      id,
+      questionnaire_id: q.id,
+      questionnaire_revision: q.revision_sequence ?? null,
+      user_id: anonymous ? null : principal.userId,
+      enrollment_id: anonymous ? null : (input.enrollment_id ?? null),
+      is_anonymous: anonymous ? 1 : 0,
+      answers: JSON.stringify(input.answers),
+      metadata: input.metadata ? JSON.stringify(input.metadata) : null,
+      api_key_id: principal.apiKeyId ?? null,
+      created_by: principal.userId,
+      ...auditInsert(now(), principal.userId),
+    };
+  }
+
   /** A signed-in user's submission (an API key counts as its creator, SPEC Authentication 7). */
   async function submit(principal: Principal, input: SubmitInput): Promise<Submission> {
     const id = newId();
@@ -157,20 +180,7 @@ export function createSubmissionService(deps: SubmissionDeps): SubmissionService
         await deps.enrollments.assertAcceptsSubmission(tx, input.enrollment_id, principal.userId, q.id);
       }
       await assertMaySubmitAgain(tx, q, principal.userId);
-      const at = now();
-      const row: QuestionnaireSubmissionTable = {
-        id,
-        questionnaire_id: q.id,
-        questionnaire_revision: q.revision_sequence ?? null,
-        user_id: principal.userId,
-        enrollment_id: input.enrollment_id ?? null,
-        is_anonymous: 0,
-        answers: JSON.stringify(input.answers),
-        metadata: input.metadata ? JSON.stringify(input.metadata) : null,
-        api_key_id: principal.apiKeyId ?? null,
-        created_by: principal.userId,
-        ...auditInsert(at, principal.userId),
-      };
+      const row = newRow(id, q, principal, input, { anonymous: false });
       await insert(tx, row, 'svc.submission.created', {
         submission_id: id,
         questionnaire_id: q.id,
@@ -189,20 +199,7 @@ export function createSubmissionService(deps: SubmissionDeps): SubmissionService
     await store.transaction(async (tx) => {
       const q = await publishedQuestionnaire(tx, input.questionnaire_id);
       validateAnswers(q, input.answers);
-      const at = now();
-      const row: QuestionnaireSubmissionTable = {
-        id,
-        questionnaire_id: q.id,
-        questionnaire_revision: q.revision_sequence ?? null,
-        user_id: null,
-        enrollment_id: null,
-        is_anonymous: 1,
-        answers: JSON.stringify(input.answers),
-        metadata: input.metadata ? JSON.stringify(input.metadata) : null,
-        api_key_id: principal.apiKeyId ?? null,
-        created_by: principal.userId,
-        ...auditInsert(at, principal.userId),
-      };
+      const row = newRow(id, q, principal, input, { anonymous: true });
       await insert(tx, row, 'svc.submission.anonymous_created', {
         submission_id: id,
         questionnaire_id: q.id,

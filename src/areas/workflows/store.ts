@@ -1,44 +1,15 @@
+import type { Static } from '@sinclair/typebox';
 import type { Db, Dialect } from '../../db/store.js';
 import { isoParam, type ListResult, type Page, paginate } from '../../http/list.js';
 import type { CloudEvent } from '../events/cloudevent.js';
 import type { NodeState, RunState, SkipReason } from './machine.js';
+import type { Run, RunNode } from './schemas.js';
 import type { WorkflowRunNodeTable, WorkflowRunTable } from './tables.js';
 
 /** SQL of workflow runs and run nodes; rows map 1:1 to the API (JSON text parsed here). */
 
-export interface WorkflowRun {
-  id: string;
-  event_subscription_id: string;
-  graph_version: number;
-  event_id: string;
-  event_type: string;
-  trigger_event: CloudEvent;
-  status: WorkflowRunTable['status'];
-  started_at: string | null;
-  completed_at: string | null;
-  error: string | null;
-  created_at: string;
-  updated_at: string;
-}
-
-export interface WorkflowRunNode {
-  id: string;
-  workflow_run_id: string;
-  node_id: string;
-  node_key: string;
-  node_type: string;
-  position: number;
-  status: WorkflowRunNodeTable['status'];
-  input: unknown;
-  output: unknown;
-  error: string | null;
-  skip_reason: SkipReason | null;
-  started_at: string | null;
-  completed_at: string | null;
-  attempts: number;
-  resume_at: string | null;
-  created_at: string;
-}
+export type WorkflowRun = Static<typeof Run>;
+export type WorkflowRunNode = Static<typeof RunNode>;
 
 /** One step's write of a run: its fields, its lease (or release), its changed nodes. */
 export interface RunWrite {
@@ -62,57 +33,45 @@ const parse = (text: string | null): unknown => (text === null ? null : JSON.par
 const json = (value: unknown): string | null =>
   value === null || value === undefined ? null : JSON.stringify(value);
 
-export const toRun = (r: WorkflowRunTable): WorkflowRun => ({
-  id: r.id,
-  event_subscription_id: r.event_subscription_id,
-  graph_version: r.graph_version,
-  event_id: r.event_id,
-  event_type: r.event_type,
-  trigger_event: JSON.parse(r.trigger_event) as CloudEvent,
-  status: r.status,
-  started_at: r.started_at,
-  completed_at: r.completed_at,
-  error: r.error,
-  created_at: r.created_at,
-  updated_at: r.updated_at,
+export const toRun = ({
+  wake_at: _w,
+  locked_by: _l,
+  trigger_event,
+  ...r
+}: WorkflowRunTable): WorkflowRun => ({
+  ...r,
+  trigger_event: JSON.parse(trigger_event) as CloudEvent,
 });
 
-export const toRunNode = (r: WorkflowRunNodeTable): WorkflowRunNode => ({
-  id: r.id,
-  workflow_run_id: r.workflow_run_id,
-  node_id: r.node_id,
-  node_key: r.node_key,
-  node_type: r.node_type,
-  position: r.position,
-  status: r.status,
+/** The JSON columns of a run-node row, parsed. */
+const nodeDocuments = (r: Pick<WorkflowRunNodeTable, 'input' | 'output' | 'skip_reason'>) => ({
   input: parse(r.input),
   output: parse(r.output),
-  error: r.error,
   skip_reason: parse(r.skip_reason) as SkipReason | null,
-  started_at: r.started_at,
-  completed_at: r.completed_at,
-  attempts: r.attempts,
-  resume_at: r.resume_at,
-  created_at: r.created_at,
+});
+
+export const toRunNode = ({
+  interruptions: _i,
+  updated_at: _u,
+  ...r
+}: WorkflowRunNodeTable): WorkflowRunNode => ({
+  ...r,
+  ...nodeDocuments(r),
 });
 
 /** A run-node row as the machine's state. */
-export const toNodeState = (r: WorkflowRunNodeTable): NodeState => ({
-  id: r.id,
-  node_id: r.node_id,
-  key: r.node_key,
-  type: r.node_type,
-  position: r.position,
-  status: r.status,
-  input: parse(r.input),
-  output: parse(r.output),
-  error: r.error,
-  skip_reason: parse(r.skip_reason) as SkipReason | null,
-  started_at: r.started_at,
-  completed_at: r.completed_at,
-  attempts: r.attempts,
-  interruptions: r.interruptions,
-  resume_at: r.resume_at,
+export const toNodeState = ({
+  workflow_run_id: _r,
+  node_key,
+  node_type,
+  created_at: _c,
+  updated_at: _u,
+  ...r
+}: WorkflowRunNodeTable): NodeState => ({
+  ...r,
+  key: node_key,
+  type: node_type,
+  ...nodeDocuments(r),
 });
 
 export function nodeRow(runId: string, s: NodeState, at: string): WorkflowRunNodeTable {

@@ -1,31 +1,16 @@
+import type { Static } from '@sinclair/typebox';
 import type { Selectable } from 'kysely';
 import { updateActive } from '../../db/audit.js';
 import type { Db, Tx } from '../../db/store.js';
 import { containsInsensitive, type ListResult, type Page, paginate } from '../../http/list.js';
+import type { Device as DeviceSchema } from './schemas.js';
 import type { AuthDeviceTable } from './tables.js';
 
 /** SQL of devices: a registration (a one-time token) and, once exchanged, a device that signs in. */
 
 const changed = (r: { numUpdatedRows: bigint } | undefined) => Number(r?.numUpdatedRows ?? 0) > 0;
 
-export interface DeviceRecord {
-  id: string;
-  user_id: string;
-  name: string;
-  status: 'PENDING' | 'REGISTERED';
-  registration_expires_at: string;
-  registered_at: string | null;
-  registered_by: string | null;
-  consent_given: boolean;
-  consent_at: string | null;
-  last_login_at: string | null;
-  access_token_ttl_seconds: number | null;
-  refresh_token_ttl_seconds: number | null;
-  created_at: string;
-  updated_at: string;
-  updated_by: string | null;
-  deleted_at: string | null;
-}
+export type DeviceRecord = Static<typeof DeviceSchema>;
 
 const DEVICE_COLUMNS = [
   'id',

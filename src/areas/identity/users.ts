@@ -26,6 +26,15 @@ export async function requireUser(d: Db, id: string): Promise<User> {
 
 const emailTaken = () => new AppError('USER.EMAIL_EXISTS', 'A user with this email already exists');
 
+/** What a sign-in session records of how it began. */
+export interface SessionStart {
+  userId: string;
+  authPath: AuthPath;
+  deviceId?: string | null;
+  ip?: string | null;
+  userAgent?: string | null;
+}
+
 /** Users, their passwords and their sign-in sessions; every change publishes its `svc.user.*` event. */
 export interface UserService {
   createUser(
@@ -51,16 +60,7 @@ export interface UserService {
   /** Changes a user's own password after checking the current one; ends their other sessions. */
   changePassword(principal: Principal, current: string, next: string): Promise<void>;
   /** Opens a sign-in session in the caller's transaction; answers its id. */
-  startSession(
-    tx: Tx,
-    input: {
-      userId: string;
-      authPath: AuthPath;
-      deviceId?: string | null;
-      ip?: string | null;
-      userAgent?: string | null;
-    },
-  ): Promise<string>;
+  startSession(tx: Tx, input: SessionStart): Promise<string>;
   getSession(d: Db, id: string): Promise<st.SessionRecord | undefined>;
   revokeSessions(tx: Tx, reason: string, where: st.SessionFilter): Promise<void>;
   getUser(id: string): Promise<User>;
@@ -234,16 +234,7 @@ export function createUserService(deps: {
   }
 
   /** A sign-in session (the sign-in flows hang their refresh tokens off it); answers its id. */
-  async function startSession(
-    tx: Tx,
-    input: {
-      userId: string;
-      authPath: AuthPath;
-      deviceId?: string | null;
-      ip?: string | null;
-      userAgent?: string | null;
-    },
-  ): Promise<string> {
+  async function startSession(tx: Tx, input: SessionStart): Promise<string> {
     const id = newId();
     await st.insertSession(tx, {
       id,

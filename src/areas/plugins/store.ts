@@ -1,40 +1,16 @@
+import type { Static } from '@sinclair/typebox';
 import type { Selectable } from 'kysely';
 import { updateActive } from '../../db/audit.js';
 import type { Db } from '../../db/store.js';
 import { containsInsensitive, type ListResult, type Page, paginate } from '../../http/list.js';
-import type { PluginAction } from './manifest.js';
+import type { PluginDefinitionSchema, PluginInstanceSchema } from './schemas.js';
 import type { PluginDefinitionTable, PluginInstanceTable } from './tables.js';
 
 /** SQL of the plugins area only; rows are mapped to the API's shapes here. */
 
-export interface PluginDefinition {
-  id: string;
-  name: string;
-  version: string;
-  runtime: 'package' | 'service';
-  entrypoint: string;
-  plugin_key: string;
-  instance_config_schema: Record<string, unknown>;
-  actions: PluginAction[];
-  dist_name: string | null;
-  dist_commit: string | null;
-  enabled: boolean;
-  created_at: string;
-  updated_at: string;
-}
+export type PluginDefinition = Static<typeof PluginDefinitionSchema>;
 
-export interface PluginInstance {
-  id: string;
-  plugin_definition_id: string;
-  display_name: string;
-  config_json: Record<string, unknown> | null;
-  config_hash: string;
-  enabled: boolean;
-  created_at: string;
-  updated_at: string;
-  updated_by: string | null;
-  deleted_at: string | null;
-}
+export type PluginInstance = Static<typeof PluginInstanceSchema>;
 
 export type DefinitionRow = Selectable<PluginDefinitionTable>;
 export type InstanceRow = Selectable<PluginInstanceTable>;

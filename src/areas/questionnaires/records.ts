@@ -4,15 +4,9 @@ import type {
   Folder as FolderSchema,
   QuestionnairePermission as QuestionnairePermissionSchema,
   Questionnaire as QuestionnaireSchema,
+  Revision as RevisionSchema,
 } from './schemas.js';
-import type {
-  FolderTable,
-  GranteeType,
-  QuestionnaireRevisionTable,
-  QuestionnaireStatus,
-  QuestionnaireTable,
-  RevisionOperation,
-} from './tables.js';
+import type { FolderTable, GranteeType, QuestionnaireRevisionTable, QuestionnaireTable } from './tables.js';
 
 /**
  * The catalogue's records as the API shows them (their shapes are the TypeBox schemas of schemas.ts),
@@ -39,17 +33,7 @@ export interface PatchOperation {
 
 export type RevisionDiffs = Record<DiffedDocument | 'attributes', PatchOperation[]>;
 
-export interface QuestionnaireRevision {
-  id: string;
-  questionnaire_id: string;
-  sequence: number;
-  operation: RevisionOperation;
-  lineage_root_id: string;
-  status: QuestionnaireStatus;
-  diffs: RevisionDiffs;
-  created_at: string;
-  created_by: string | null;
-}
+export type QuestionnaireRevision = Static<typeof RevisionSchema>;
 
 export type Folder = Static<typeof FolderSchema>;
 

@@ -130,7 +130,14 @@ export const ForkBody = Type.Object(
 );
 
 const PatchOperation = Type.Object({
-  op: Type.String(),
+  op: Type.Union([
+    Type.Literal('add'),
+    Type.Literal('remove'),
+    Type.Literal('replace'),
+    Type.Literal('move'),
+    Type.Literal('copy'),
+    Type.Literal('test'),
+  ]),
   path: Type.String(),
   value: Type.Optional(Type.Unknown()),
   from: Type.Optional(Type.String()),

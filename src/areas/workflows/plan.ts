@@ -4,22 +4,15 @@
  * are cached per (subscription, graph version): a saved version never changes (PUT graph writes a new
  * version), so a plan never goes stale and expressions are never re-parsed per event.
  */
-import { kahnOrder, type NodeType, type RetryPolicy } from './graph.js';
+import { kahnOrder, type NodeSpec, type NodeType, type RetryPolicy } from './graph.js';
 import { type Compiled, compile, isExpression } from './jsonlogic.js';
 import { parseTemplate, type TemplatePart } from './template.js';
 
 /** A node row of a saved graph version (what the subscriptions area stores). */
-export interface GraphNode {
+/** A saved node of a graph version: its validated spec with the ids the store gave it. */
+export interface GraphNode extends Omit<NodeSpec, 'clientId'> {
   id: string;
   event_subscription_id: string;
-  key: string;
-  name: string;
-  description: string | null;
-  type: NodeType;
-  config: Record<string, unknown> | null;
-  retry_policy: RetryPolicy | null;
-  timeout_ms: number | null;
-  continue_on_error: boolean;
   created_at: string;
 }
 

@@ -195,6 +195,8 @@ export function createServices(deps: ServiceDeps): Services {
     wake: () => wakeups.wake(WORKFLOWS_JOB),
     leaseMs: deps.config.workflowLeaseMs,
     pollIntervalMs: deps.config.workflowPollIntervalMs,
+    runParallelism: deps.config.workflowRunParallelism,
+    workerParallelism: deps.config.workflowWorkerParallelism,
   });
   // The drain comes last: its handlers are the areas' event consumers, complete from the start.
   const eventHandlers = [webhooks.dispatcher, workflowEngine.router, ...(deps.extraEventHandlers ?? [])];

@@ -27,6 +27,10 @@ export interface Config {
   workflowLeaseMs: number;
   /** How often the workflows job looks for due runs (timers, retries, expired leases) written by other processes. */
   workflowPollIntervalMs: number;
+  /** ACTIONs of one workflow run in flight at once (independent branches overlap up to this). */
+  workflowRunParallelism: number;
+  /** ACTIONs in flight in one worker process, every run together. */
+  workflowWorkerParallelism: number;
   webhookRetryIntervalMs: number;
   webhookBackoffBaseSeconds: number;
   webhookTimeoutMs: number;
@@ -264,6 +268,8 @@ export function loadConfig(env: Env = process.env): Config {
     outboxLeaseMs: boundedInt(env, 'SVC_OUTBOX_LEASE_MS', 30_000, 100, DAY_MS),
     workflowLeaseMs: boundedInt(env, 'SVC_WORKFLOW_LEASE_MS', 30_000, 300, DAY_MS),
     workflowPollIntervalMs: boundedInt(env, 'SVC_WORKFLOW_POLL_INTERVAL_MS', 1_000, 10, MAX_TIMER_MS),
+    workflowRunParallelism: boundedInt(env, 'SVC_WORKFLOW_RUN_PARALLELISM', 8, 1, 64),
+    workflowWorkerParallelism: boundedInt(env, 'SVC_WORKFLOW_WORKER_PARALLELISM', 128, 1, 10_000),
     webhookRetryIntervalMs: boundedInt(env, 'SVC_WEBHOOK_RETRY_INTERVAL_MS', 30_000, 10, MAX_TIMER_MS),
     webhookBackoffBaseSeconds: boundedInt(env, 'SVC_WEBHOOK_BACKOFF_BASE_SECONDS', 30, 0, 86_400),
     webhookTimeoutMs: boundedInt(env, 'SVC_WEBHOOK_TIMEOUT_MS', 10_000, 1, 600_000),

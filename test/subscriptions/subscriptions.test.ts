@@ -177,8 +177,9 @@ describe(`event subscriptions and graphs (${dialectName})`, () => {
             config: { logic: { var: 'event.data.n' } },
             name: 'Score',
             retry_policy: { max_attempts: 2 },
+            timeout_ms: 1000,
           },
-          { id: 'tmp-2', key: 'done', type: 'End', timeout_ms: 1000, continue_on_error: true },
+          { id: 'tmp-2', key: 'done', type: 'End', continue_on_error: true },
         ],
         edges: [
           {
@@ -202,7 +203,7 @@ describe(`event subscriptions and graphs (${dialectName})`, () => {
         type: 'COMPUTE',
         config: { logic: { var: 'event.data.n' } },
         retry_policy: { max_attempts: 2, backoff: 'exponential', base_seconds: 1 },
-        timeout_ms: null,
+        timeout_ms: 1000,
         continue_on_error: false,
         created_at: expect.any(String),
       });
@@ -212,7 +213,7 @@ describe(`event subscriptions and graphs (${dialectName})`, () => {
         name: 'done',
         type: 'END',
         config: null,
-        timeout_ms: 1000,
+        timeout_ms: null,
         continue_on_error: true,
       });
       expect(put.body.edges).toEqual([

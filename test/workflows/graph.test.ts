@@ -168,10 +168,30 @@ describe('graph validation', () => {
     ['END with config', { key: 'a', type: 'END', config: { x: 1 } }, 'END takes no config'],
     [
       'a negative timeout_ms',
-      { key: 'a', type: 'END', timeout_ms: 0 },
+      { key: 'a', type: 'COMPUTE', config: { logic: 1 }, timeout_ms: 0 },
       'timeout_ms must be an integer between 1',
     ],
-    ['a timeout_ms past a year', { key: 'a', type: 'END', timeout_ms: 1e12 }, '(365 days)'],
+    ['a timeout_ms past a year', { key: 'a', type: 'JOIN', timeout_ms: 1e12 }, '(365 days)'],
+    [
+      'timeout_ms on an END',
+      { key: 'a', type: 'END', timeout_ms: 10 },
+      'timeout_ms has no meaning on END nodes',
+    ],
+    [
+      'timeout_ms on a SWITCH',
+      { key: 'a', type: 'SWITCH', timeout_ms: 10 },
+      'timeout_ms has no meaning on SWITCH nodes',
+    ],
+    [
+      'timeout_ms on a DELAY',
+      { key: 'a', type: 'DELAY', config: { delay_ms: 10 }, timeout_ms: 10 },
+      'a DELAY waits for its config.delay_ms or until_template',
+    ],
+    [
+      'JOIN timeout_ms twice, different',
+      { key: 'a', type: 'JOIN', timeout_ms: 10, config: { timeout_ms: 20 } },
+      'timeout_ms and config.timeout_ms are the same setting and differ',
+    ],
     [
       // The wait before the 100th attempt would be 2^98 s.
       'an exponential retry policy whose last wait is past a year',

@@ -377,7 +377,7 @@ describe(`workflow execution rules (${dialectName})`, () => {
       const { run, nodes } = await onlyRun(a, wf.id);
       expect(nodes.all_skip_ok).toMatchObject({
         status: 'completed',
-        output: { mode: 'ALL', completed: ['ok'], failed: [], skipped: ['off'], late: [] },
+        output: { mode: 'ALL', completed: ['ok'], failed: [], skipped: ['off'], pending: [] },
       });
       expect(nodes.all_with_failure.status).toBe('failed');
       expect(nodes.all_with_failure.error).toContain(
@@ -390,7 +390,7 @@ describe(`workflow execution rules (${dialectName})`, () => {
       expect(run.status).toBe('completed');
     });
 
-    it('JOIN timeout_ms: a branch finishing later than timeout_ms after the first does not count', async () => {
+    it('JOIN timeout_ms runs from the first arrival: a branch still running when it passes fails the JOIN', async () => {
       const wf = await workflow(a, {
         nodes: [
           { key: 'fast', type: 'COMPUTE', config: { logic: 1 } },
@@ -408,7 +408,13 @@ describe(`workflow execution rules (${dialectName})`, () => {
       await settle(t);
       const { run, nodes } = await onlyRun(a, wf.id);
       expect(run.status).toBe('failed');
-      expect(nodes.join.error).toContain('later than timeout_ms 1000: "slow"');
+      expect(nodes.join.error).toBe(
+        'JOIN ALL timed out: timeout_ms 1000 passed after the first predecessor finished (completed: "fast"; failed: none; skipped: none; still running: "slow")',
+      );
+      // The timer was set when "fast" arrived, one second ahead.
+      expect(
+        Date.parse(nodes.join.completed_at) - Date.parse(nodes.fast.completed_at),
+      ).toBeGreaterThanOrEqual(1_000);
     });
 
     it('END stops traversal and completes the run; unvisited nodes are not executed', async () => {

@@ -2,7 +2,7 @@ import { AppError } from '../../http/errors.js';
 import type { Clock } from '../../lib/clock.js';
 import { maskSecrets, secretValues } from '../vault/references.js';
 import { describeThrown } from './jsonlogic.js';
-import { type Barrier, MAX_INTERRUPTIONS, type RunMachine } from './machine.js';
+import { type Invoke, MAX_INTERRUPTIONS, type RunMachine } from './machine.js';
 
 /** What ACTION nodes need of the plugins area (services.plugins). */
 export interface ActionInvoker {
@@ -33,8 +33,6 @@ export interface ActionCallDeps {
   vault: ReferenceResolver;
   /** Persists the run with this attempt in flight (running, input, attempts) under its lease. */
   persistAttempt(machine: RunMachine): Promise<void>;
-  /** Keeps the run's lease alive while the plugin runs; answers the function that stops it. */
-  holdLease(runId: string): () => void;
   /** Told when a run enters (true) and leaves (false) a plugin call: the engine's scheduling counts them. */
   calling(active: boolean): void;
 }
@@ -48,10 +46,11 @@ function errorText(err: unknown): string {
  * One ACTION attempt (SPEC execution rules): check the action, decide whether an attempt found in
  * flight after a crash may run again (only an idempotent action, at most MAX_INTERRUPTIONS times),
  * persist the attempt, resolve `$secret:` references, call the plugin under the effective timeout,
- * and tell the machine how it went. The machine decides retries and what follows.
+ * and tell the machine how it went. The machine decides retries and what follows. `signal` aborts
+ * the call when the run ends meanwhile (its outcome is then not recorded: the machine stopped the node).
  */
 export function createActionCaller(deps: ActionCallDeps) {
-  return async function invoke(machine: RunMachine, b: Extract<Barrier, { kind: 'invoke' }>): Promise<void> {
+  return async function invoke(machine: RunMachine, b: Invoke, signal?: AbortSignal): Promise<void> {
     const { node, state } = b;
     const instanceId = node.config?.plugin_instance_id as string;
     const action = node.config?.plugin_action as string;
@@ -62,6 +61,8 @@ export function createActionCaller(deps: ActionCallDeps) {
     } catch (err) {
       describeError = errorText(err);
     }
+    // The run ended while the action was being looked up (another branch failed, an END was reached).
+    if (!machine.accepts(state)) return;
     if (b.interrupted) {
       const attempt = `attempt ${state.attempts} was in flight when its worker stopped and may have reached the plugin`;
       if (!description) {
@@ -105,9 +106,12 @@ export function createActionCaller(deps: ActionCallDeps) {
     await deps.persistAttempt(machine);
     const actionMs = description.timeout_seconds * 1000;
     const limit = Math.max(1, Math.min(node.timeoutMs ?? Number.POSITIVE_INFINITY, actionMs));
-    const stop = deps.holdLease(machine.run.id);
     deps.calling(true);
     const controller = new AbortController();
+    // The run ended meanwhile (another branch failed, an END was reached): the call is abandoned.
+    const abandon = () => controller.abort();
+    if (signal?.aborted) abandon();
+    else signal?.addEventListener('abort', abandon, { once: true });
     let timedOut = false;
     let timeoutHandle: NodeJS.Timeout | undefined;
     let secrets: string[] = [];
@@ -146,7 +150,7 @@ export function createActionCaller(deps: ActionCallDeps) {
       machine.attemptFailed(node, state, message, deps.clock.now());
     } finally {
       if (timeoutHandle) clearTimeout(timeoutHandle);
-      stop();
+      signal?.removeEventListener('abort', abandon);
       deps.calling(false);
     }
   };

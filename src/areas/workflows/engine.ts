@@ -18,20 +18,20 @@ import type { Store } from '../../db/store.js';
 import { type Clock, iso } from '../../lib/clock.js';
 import { DueTimer } from '../../worker/due-timer.js';
 import { createLease } from '../../worker/lease.js';
+import { Slots } from '../../worker/slots.js';
 import type { Job } from '../../worker/worker.js';
 import { newWorkerId } from '../../worker/worker-id.js';
 import { WriteBatcher } from '../../worker/write-batcher.js';
-import type { CloudEvent } from '../events/cloudevent.js';
 import type { EventHandler } from '../events/handlers.js';
 import { type ActionInvoker, createActionCaller, type ReferenceResolver } from './action-call.js';
 import type { GraphSource } from './graph-source.js';
-import { describeThrown } from './jsonlogic.js';
-import { type NodeState, RunMachine } from './machine.js';
+import type { RunMachine } from './machine.js';
 import type { WorkflowMetrics } from './metrics.js';
 import { buildPlan, type Plan, PlanCache } from './plan.js';
+import { resumeRuns } from './resume.js';
 import { createRouter } from './router.js';
+import type { RunWrite } from './store.js';
 import * as runs from './store.js';
-import { type RunWrite, toNodeState } from './store.js';
 import type { WorkflowRunNodeTable, WorkflowRunTable } from './tables.js';
 
 export interface EngineDeps {
@@ -50,6 +50,10 @@ export interface EngineDeps {
   pollIntervalMs?: number;
   /** Runs driven per step. */
   batchSize?: number;
+  /** ACTIONs of one run in flight at once (SVC_WORKFLOW_RUN_PARALLELISM). */
+  runParallelism?: number;
+  /** ACTIONs in flight in this worker, all runs together (SVC_WORKFLOW_WORKER_PARALLELISM). */
+  workerParallelism?: number;
   workerId?: string;
 }
 
@@ -97,6 +101,8 @@ export function createWorkflowEngine(deps: EngineDeps): WorkflowEngine {
   };
 
   const lease = createLease(clock, deps.leaseMs);
+  const runParallelism = deps.runParallelism ?? 8;
+  const actionSlots = new Slots(deps.workerParallelism ?? 128);
   /** Wakes the job when a released run (DELAY, retry backoff) comes due. */
   const dueTimer = new DueTimer(clock, notify);
 
@@ -120,7 +126,20 @@ export function createWorkflowEngine(deps: EngineDeps): WorkflowEngine {
     },
   });
 
-  async function persist(machine: RunMachine, lease: { wake_at: string | null; locked_by: string | null }) {
+  /**
+   * Writes the run's changes under `lease`. The writes of one run are serialised: branches running
+   * side by side each persist their attempts, and a later write must never commit before an earlier
+   * one (each takes the changes made up to its own turn).
+   */
+  function persist(machine: RunMachine, lease: { wake_at: string | null; locked_by: string | null }) {
+    const previous = persisting.get(machine) ?? Promise.resolve();
+    const next = previous.catch(() => {}).then(() => write(machine, lease));
+    persisting.set(machine, next);
+    return next;
+  }
+  const persisting = new WeakMap<RunMachine, Promise<void>>();
+
+  async function write(machine: RunMachine, lease: { wake_at: string | null; locked_by: string | null }) {
     const changes = machine.takeChanges();
     const at = iso(clock.now());
     const ok = await writeRun({ run: { ...machine.run }, lease, nodes: changes.nodes, at });
@@ -145,8 +164,7 @@ export function createWorkflowEngine(deps: EngineDeps): WorkflowEngine {
     clock,
     actions: deps.actions,
     vault: deps.vault,
-    persistAttempt: (machine) => persist(machine, { wake_at: lease.until(), locked_by: workerId }),
-    holdLease: heartbeat,
+    persistAttempt: (machine) => persist(machine, held()),
     calling(active) {
       if (active) {
         invoking++;
@@ -170,21 +188,76 @@ export function createWorkflowEngine(deps: EngineDeps): WorkflowEngine {
     else log.info(line, `workflow run ${run.status}`);
   }
 
+  /** The lease fields of a run this worker holds. */
+  const held = () => ({ wake_at: lease.until(), locked_by: workerId });
+
+  /**
+   * Drives one run until it ends or only timers are left: every ready ACTION starts at once (up to
+   * `runParallelism` per run and `workerParallelism` in this worker), side-effect-free nodes run as
+   * soon as they are ready, and the run is written before each wait. The run's lease is renewed
+   * throughout. When the run ends, calls still in flight are abandoned (their nodes are stopped).
+   */
   async function drive(machine: RunMachine): Promise<void> {
+    const calls = new Map<string, Promise<void>>();
+    const ended = new AbortController();
+    let signalled = false;
+    let wakeDrive: (() => void) | undefined;
+    const poke = () => {
+      signalled = true;
+      wakeDrive?.();
+    };
+    const stopBeat = heartbeat(machine.run.id);
     try {
       for (;;) {
-        const b = machine.advance(clock.now());
-        if (b.kind === 'end') {
+        const step = machine.advance(clock.now(), new Set(calls.keys()));
+        if (machine.run.status !== 'running') {
+          ended.abort();
           await persist(machine, { wake_at: null, locked_by: null });
           logFinished(machine);
           return;
         }
-        if (b.kind === 'wait') {
-          await persist(machine, { wake_at: b.until, locked_by: null });
-          dueTimer.arm(Date.parse(b.until));
+        for (const inv of step.invokes) {
+          if (calls.size >= runParallelism || !actionSlots.take()) break;
+          const call = invoke(machine, inv, ended.signal)
+            .catch((err) => {
+              // The store failed while recording the attempt: the run resumes after its lease.
+              log.error(
+                { run_id: machine.run.id, node: inv.node.key, err },
+                'workflow engine: ACTION attempt failed to start',
+              );
+            })
+            .finally(() => {
+              calls.delete(inv.node.key);
+              actionSlots.give();
+              poke();
+            });
+          calls.set(inv.node.key, call);
+        }
+        if (calls.size === 0) {
+          if (step.invokes.length > 0) {
+            // Every ACTION slot of this worker is taken: wait for one to free.
+            await actionSlots.free();
+            continue;
+          }
+          if (step.wakeAt === null) throw new Error('the run has nothing to run and nothing to wait for');
+          await persist(machine, { wake_at: step.wakeAt, locked_by: null });
+          dueTimer.arm(Date.parse(step.wakeAt));
           return;
         }
-        await invoke(machine, b);
+        // Side-effect-free progress is written before waiting; each attempt writes its own start.
+        if (machine.dirty.size > 0 || machine.runDirty) await persist(machine, held());
+        if (!signalled) {
+          await new Promise<void>((resolve) => {
+            const wait = step.wakeAt === null ? null : Date.parse(step.wakeAt) - clock.now().getTime();
+            const timer = wait === null ? undefined : setTimeout(() => wakeDrive?.(), Math.max(0, wait));
+            wakeDrive = () => {
+              clearTimeout(timer);
+              wakeDrive = undefined;
+              resolve();
+            };
+          });
+        }
+        signalled = false;
       }
     } catch (err) {
       if (err instanceof LeaseLost)
@@ -196,59 +269,16 @@ export function createWorkflowEngine(deps: EngineDeps): WorkflowEngine {
           { run_id: machine.run.id, err },
           'workflow engine: run step failed; it resumes after its lease',
         );
+      ended.abort();
+    } finally {
+      stopBeat();
+      // Calls abandoned above settle on their own; the slots they hold are given back then.
+      await Promise.allSettled([...calls.values()]);
     }
   }
 
-  /** Rebuilds machines for claimed runs from their persisted state. */
-  async function hydrate(rows: WorkflowRunTable[]): Promise<RunMachine[]> {
-    const nodeRows = await runs.nodesOfRuns(
-      store.db,
-      rows.map((r) => r.id),
-    );
-    const byRun = new Map<string, NodeState[]>();
-    for (const n of nodeRows) {
-      const list = byRun.get(n.workflow_run_id) ?? [];
-      list.push(toNodeState(n));
-      byRun.set(n.workflow_run_id, list);
-    }
-    const machines: RunMachine[] = [];
-    for (const row of rows) {
-      const run = {
-        id: row.id,
-        status: row.status,
-        error: row.error,
-        started_at: row.started_at,
-        completed_at: row.completed_at,
-      };
-      try {
-        const plan = await planOf(row.event_subscription_id, row.graph_version);
-        const states = new Map((byRun.get(row.id) ?? []).map((s) => [s.key, s]));
-        machines.push(new RunMachine(plan, JSON.parse(row.trigger_event) as CloudEvent, run, states));
-      } catch (err) {
-        const at = iso(clock.now());
-        const error = `graph version ${row.graph_version} could not be loaded: ${describeThrown(err)}`;
-        const failed = { ...run, status: 'failed' as const, error, completed_at: at };
-        // Never a running node under a finished run: a node in flight or waiting (a DELAY, a retry)
-        // fails with the run's reason, in the run's own write (running -> failed is its only way to
-        // end without executing). Pending nodes stay pending, as after any run failure: they were
-        // never reached, and the skip rule (all incoming conditions false) does not apply to them.
-        const closed = (byRun.get(row.id) ?? [])
-          .filter((s) => s.status === 'running')
-          .map(
-            (s): NodeState => ({
-              ...s,
-              status: 'failed',
-              error: `run failed: ${error}`,
-              completed_at: at,
-              resume_at: null,
-            }),
-          );
-        await writeRun({ run: failed, lease: { wake_at: null, locked_by: null }, nodes: closed, at });
-        log.error({ run_id: row.id, err }, 'workflow engine: run failed, its graph could not be loaded');
-      }
-    }
-    return machines;
-  }
+  const hydrate = (rows: WorkflowRunTable[]) =>
+    resumeRuns(rows, { store, clock, log, planOf, writeRun: (w) => writeRun(w) });
 
   /** Runs being driven by this process (at most `capacity`). */
   const inFlight = new Set<Promise<void>>();

@@ -14,6 +14,8 @@ export const NODE_TYPES = ['ACTION', 'COMPUTE', 'SWITCH', 'JOIN', 'DELAY', 'END'
 export type NodeType = (typeof NODE_TYPES)[number];
 export const NODE_KEY_PATTERN = /^[A-Za-z0-9_-]{1,100}$/;
 export const MAX_NODES = 500;
+/** Node types a node-level timeout_ms applies to. */
+const TIMED_TYPES: ReadonlySet<NodeType> = new Set(['ACTION', 'COMPUTE', 'JOIN']);
 export const MAX_EDGES = 2000;
 
 export interface RetryPolicy {
@@ -322,9 +324,31 @@ export function validateGraph(nodesIn: NodeInput[], edgesIn: EdgeInput[]): Valid
         },
       );
     }
-    if (n.timeout_ms !== undefined && n.timeout_ms !== null && !isWait(n.timeout_ms, 1)) {
+    const hasTimeout = n.timeout_ms !== undefined && n.timeout_ms !== null;
+    if (hasTimeout && !isWait(n.timeout_ms, 1)) {
       throw invalid(`${label}: timeout_ms must be an integer between 1 and ${MAX_WAIT_MS} (365 days)`, {
         field: `${where}.timeout_ms`,
+      });
+    }
+    // A timeout bounds an attempt (ACTION: the call; COMPUTE: the evaluation; JOIN: the wait for
+    // branches from the first arrival). A SWITCH or an END has nothing to bound; a DELAY's wait is its config.
+    if (hasTimeout && !TIMED_TYPES.has(type)) {
+      throw invalid(
+        `${label}: timeout_ms has no meaning on ${type} nodes (it bounds ACTION, COMPUTE and JOIN attempts${
+          type === 'DELAY' ? '; a DELAY waits for its config.delay_ms or until_template' : ''
+        })`,
+        { field: `${where}.timeout_ms`, allowed_types: [...TIMED_TYPES] },
+      );
+    }
+    const config = validateConfig(type, n.config, { path: where, label });
+    if (
+      type === 'JOIN' &&
+      hasTimeout &&
+      config?.timeout_ms !== undefined &&
+      config.timeout_ms !== n.timeout_ms
+    ) {
+      throw invalid(`${label}: timeout_ms and config.timeout_ms are the same setting and differ; set one`, {
+        field: `${where}.config.timeout_ms`,
       });
     }
     return {
@@ -333,7 +357,7 @@ export function validateGraph(nodesIn: NodeInput[], edgesIn: EdgeInput[]): Valid
       name: n.name ?? n.key,
       description: n.description ?? null,
       type,
-      config: validateConfig(type, n.config, { path: where, label }),
+      config,
       retry_policy: normaliseRetryPolicy(n.retry_policy, { path: where, label }),
       timeout_ms: n.timeout_ms ?? null,
       continue_on_error: n.continue_on_error ?? false,

@@ -1,12 +1,15 @@
 /**
  * The run state machine (SPEC "Workflow execution rules" 1-6 and the run / run-node state tables),
- * pure: it changes in-memory run and node states and says what must happen next (a `Barrier`); it
+ * pure: it changes in-memory run and node states and says what must happen next (a `Step`); it
  * never touches the store, a plugin or a timer. The durable engine (engine.ts) persists the changes
  * and performs the barriers; the simulation (POST /event_subscription/{id}/test) runs the very same
  * machine with `simulate: true`, so both apply the same states.
  *
- * Traversal is sequential in Kahn order: when a node is reached, every predecessor has already
- * finished (completed, failed with continue_on_error, or skipped), which is what JOIN verifies.
+ * Nodes run as soon as they are ready, so independent branches overlap: a node is ready when every
+ * predecessor has finished (completed, failed with continue_on_error, or skipped); a JOIN ANY or
+ * N_OF_M is ready as soon as enough predecessors completed (docs/workflows.md "Branches and JOIN").
+ * Kahn order is the order nodes are looked at, not a sequence: `advance` answers every ACTION that
+ * may start now, and the engine runs them side by side.
  */
 // Long file: the state machine is one class whose transitions share the run's state; each
 // transition is short, and the states table of SPEC reads best against it in one place.
@@ -66,13 +69,20 @@ export interface ExpressionContext {
   nodes: Record<string, { output: unknown }>;
 }
 
-export type Barrier =
-  /** An ACTION attempt must run (after persisting). `interrupted`: found in flight after a crash. */
-  | { kind: 'invoke'; node: PlanNode; state: NodeState; interrupted: boolean }
-  /** Nothing to do until `until` (a DELAY or a retry backoff). */
-  | { kind: 'wait'; until: string }
-  /** The run finished (completed or failed). */
-  | { kind: 'end' };
+/** An ACTION attempt that must run (after persisting). `interrupted`: found in flight after a crash. */
+export interface Invoke {
+  node: PlanNode;
+  state: NodeState;
+  interrupted: boolean;
+}
+
+/** What `advance` leaves to the engine: attempts to start, the next timer, or nothing (the run ended). */
+export interface Step {
+  /** ACTION attempts that may start now (not those the engine already has in flight). */
+  invokes: Invoke[];
+  /** The earliest persisted timer of a waiting node (a DELAY, a retry backoff, a JOIN timeout). */
+  wakeAt: string | null;
+}
 
 /** How many crash interruptions of one idempotent ACTION are retried before the node fails. */
 export const MAX_INTERRUPTIONS = 3;
@@ -102,14 +112,15 @@ export class RunMachine {
   /** Node states changed since the last `takeChanges`. */
   readonly dirty = new Set<NodeState>();
   runDirty = false;
-  /** Edges that passed when their target was reached, in traversal order. */
+  /** Edges that passed when their target was reached, in the order targets were reached. */
   readonly traversed: string[] = [];
   /** Simulation only: the context each node saw when it was reached. */
   readonly seen = new Map<string, ExpressionContext>();
   /** Optional trace of node transitions (attempt starts, finishes, skips), e.g. for tests and metrics. */
   observer?: (event: 'start' | 'finish' | 'skip', key: string) => void;
   private readonly context: ExpressionContext;
-  private cursor = 0;
+  /** ACTIONs reached (input computed) and not started yet: the engine starts them. */
+  private readonly ready = new Map<string, Invoke>();
 
   constructor(
     readonly plan: Plan,
@@ -162,102 +173,144 @@ export class RunMachine {
     return out;
   }
 
-  /** Moves the run forward as far as it can go without I/O. */
-  advance(now: Date): Barrier {
+  /**
+   * Moves every branch forward as far as it can go without I/O: runs the side-effect-free nodes that
+   * are ready (COMPUTE, SWITCH, JOIN, END, DELAYs that ended, skips), and answers the ACTIONs that
+   * may start and the earliest timer. `inFlight`: ACTIONs the engine is running now. When the run
+   * ends (every node finished, an END reached, or a node failed without continue_on_error), nodes
+   * still running are stopped (`stopRunning`) and the answer is empty.
+   */
+  advance(now: Date, inFlight: ReadonlySet<string> = NONE): Step {
     const nowIso = now.toISOString();
-    const nodes = this.plan.nodes;
-    while (this.run.status === 'running' && this.cursor < nodes.length) {
-      const node = nodes[this.cursor];
-      const st = this.nodes.get(node.key) as NodeState;
-      if (st.status === 'completed' || st.status === 'failed' || st.status === 'skipped') {
-        this.cursor++;
-        continue;
+    let progressed = true;
+    while (this.run.status === 'running' && progressed) {
+      progressed = false;
+      for (const node of this.plan.nodes) {
+        if (this.run.status !== 'running') break;
+        if (inFlight.has(node.key) || this.ready.has(node.key)) continue;
+        const st = this.nodes.get(node.key) as NodeState;
+        if (isFinished(st)) continue;
+        if (this.step(node, st, now, nowIso)) progressed = true;
       }
-      if (st.status === 'running') {
-        if (st.resume_at !== null) {
-          if (st.resume_at > nowIso) return { kind: 'wait', until: st.resume_at };
-          if (node.type === 'DELAY') {
-            // A wait that ended completes the DELAY; a retry of a failed until_template (the last
-            // attempt's error is kept while waiting) renders it again.
-            if (st.error !== null) {
-              this.startDelay(node, st, now);
-              continue;
-            }
+      if (this.simulate && !progressed && this.ready.size > 0 && this.run.status === 'running') {
+        // A simulation calls no plugin: the ACTIONs that are ready answer together, as if every
+        // call took the same time, after the side-effect-free nodes that were ready with them.
+        for (const { state } of [...this.ready.values()]) {
+          this.beginAttempt(state, now);
+          this.complete(state, { simulated: true, input: state.input }, nowIso);
+        }
+        progressed = true;
+      }
+    }
+    if (this.run.status === 'running' && this.plan.nodes.every((n) => isFinished(this.state(n.key)))) {
+      // Every node finished (SPEC run state table, running -> completed).
+      this.endRun('completed', null, nowIso);
+    }
+    if (this.run.status !== 'running') {
+      this.stopRunning(nowIso);
+      return { invokes: [], wakeAt: null };
+    }
+    let wakeAt: string | null = null;
+    for (const n of this.plan.nodes) {
+      const st = this.state(n.key);
+      if (st.status === 'running' && st.resume_at !== null && !inFlight.has(n.key)) {
+        if (wakeAt === null || st.resume_at < wakeAt) wakeAt = st.resume_at;
+      }
+    }
+    return { invokes: [...this.ready.values()].filter((i) => !inFlight.has(i.node.key)), wakeAt };
+  }
+
+  /** One look at an unfinished node; true when it changed state. */
+  private step(node: PlanNode, st: NodeState, now: Date, nowIso: string): boolean {
+    if (node.type === 'JOIN') return this.stepJoin(node, st, now, nowIso);
+    if (st.status === 'running') {
+      if (st.resume_at !== null) {
+        if (st.resume_at > nowIso) return false;
+        if (node.type === 'DELAY') {
+          // A wait that ended completes the DELAY; a retry of a failed until_template (the last
+          // attempt's error is kept while waiting) renders it again.
+          if (st.error !== null) this.startDelay(node, st, now);
+          else {
             const input = (st.input ?? {}) as { delay_ms?: number; until?: string };
             this.complete(st, { until: st.resume_at, delay_ms: input.delay_ms ?? 0 }, nowIso);
-            continue;
           }
-          // A retry is due.
-          if (node.type === 'ACTION') return { kind: 'invoke', node, state: st, interrupted: false };
-          this.execute(node, st, now);
-          continue;
+          return true;
         }
-        // In flight with no timer: the attempt was interrupted (the process stopped mid-attempt).
-        if (node.type === 'ACTION') return { kind: 'invoke', node, state: st, interrupted: true };
-        // Every other type has no side effect, so re-running the attempt is safe.
+        // A retry is due.
+        if (node.type === 'ACTION') {
+          this.ready.set(node.key, { node, state: st, interrupted: false });
+          return false;
+        }
         this.execute(node, st, now);
-        continue;
+        return true;
       }
-      // pending: the traversal reaches the node.
-      if (this.simulate) this.seen.set(node.key, this.currentContext());
-      const reach = this.reach(node, st, nowIso);
-      if (reach === 'skipped' || reach === 'failed') continue;
+      // In flight with no timer: the attempt was interrupted (the process stopped mid-attempt).
       if (node.type === 'ACTION') {
-        try {
-          st.input = (node.mapping as (c: unknown) => unknown)(this.context);
-        } catch (err) {
-          // Final despite a retry_policy: the mapping reads a context that no retry changes, and a
-          // retry must never call the plugin without the input it was meant to have.
-          this.beginAttempt(st, now);
-          this.attemptFailed(node, st, `input_mapping: ${describeThrown(err)}`, now, true);
-          continue;
-        }
-        if (this.simulate) {
-          this.beginAttempt(st, now);
-          this.complete(st, { simulated: true, input: st.input }, nowIso);
-          continue;
-        }
-        this.dirty.add(st);
-        return { kind: 'invoke', node, state: st, interrupted: false };
+        this.ready.set(node.key, { node, state: st, interrupted: true });
+        return false;
       }
-      if (node.type === 'DELAY') {
-        this.startDelay(node, st, now);
-        continue;
-      }
+      // Every other type has no side effect, so re-running the attempt is safe.
       this.execute(node, st, now);
+      return true;
     }
-    if (this.run.status === 'running') {
-      // Traversal ended: every node finished (SPEC run state table, running -> completed).
-      this.run.status = 'completed';
-      this.run.completed_at = nowIso;
-      this.runDirty = true;
+    // pending: reached once every predecessor finished.
+    if (!node.preds.every((k) => isFinished(this.state(k)))) return false;
+    if (this.simulate) this.seen.set(node.key, this.currentContext());
+    const reach = this.reach(node, st, nowIso, node.in);
+    if (reach !== 'run') return true;
+    if (node.type === 'ACTION') {
+      try {
+        st.input = (node.mapping as (c: unknown) => unknown)(this.context);
+      } catch (err) {
+        // Final despite a retry_policy: the mapping reads a context that no retry changes, and a
+        // retry must never call the plugin without the input it was meant to have.
+        this.beginAttempt(st, now);
+        this.attemptFailed(node, st, `input_mapping: ${describeThrown(err)}`, now, true);
+        return true;
+      }
+      this.dirty.add(st);
+      this.ready.set(node.key, { node, state: st, interrupted: false });
+      return false;
     }
-    return { kind: 'end' };
+    if (node.type === 'DELAY') this.startDelay(node, st, now);
+    else this.execute(node, st, now);
+    return true;
+  }
+
+  private state(key: string): NodeState {
+    return this.nodes.get(key) as NodeState;
   }
 
   /**
-   * The skip rule (execution rule 2): a node is skipped only when it has incoming edges, every one of
-   * them has a condition, and every condition is false. An edge without a condition always passes.
+   * The skip rule (execution rule 2) over `edges`: a node is skipped only when it has incoming
+   * edges, every one of them has a condition, and every condition is false. An edge without a
+   * condition always passes. A JOIN decided early passes only the edges of finished predecessors.
    */
-  private reach(node: PlanNode, st: NodeState, nowIso: string): 'run' | 'skipped' | 'failed' {
+  private reach(
+    node: PlanNode,
+    st: NodeState,
+    nowIso: string,
+    edges: readonly PlanNode['in'][number][],
+  ): 'run' | 'skipped' | 'failed' {
     if (node.in.length === 0) return 'run';
     let passed = false;
     const falseEdges: SkipReason['edges'] = [];
-    for (const edge of node.in) {
+    const passing: string[] = [];
+    for (const edge of edges) {
       let pass = true;
       if (edge.condition) {
         try {
           pass = truthy(edge.condition(this.context));
         } catch (err) {
           st.attempts = Math.max(st.attempts, 1);
-          st.started_at = nowIso;
+          st.started_at ??= nowIso;
           this.finalFailure(node, st, `edge from "${edge.from}": ${describeThrown(err)}`, nowIso);
           return 'failed';
         }
       }
       if (pass) {
         passed = true;
-        this.traversed.push(edge.id);
+        passing.push(edge.id);
       } else {
         falseEdges.push({
           edge_id: edge.id,
@@ -266,7 +319,10 @@ export class RunMachine {
         });
       }
     }
-    if (passed) return 'run';
+    if (passed) {
+      this.traversed.push(...passing);
+      return 'run';
+    }
     st.status = 'skipped';
     st.skip_reason = {
       message: `every incoming edge has a condition and all ${falseEdges.length} evaluated false (from ${falseEdges
@@ -275,6 +331,7 @@ export class RunMachine {
       edges: falseEdges,
     };
     st.completed_at = nowIso;
+    st.resume_at = null;
     this.dirty.add(st);
     this.observer?.('skip', st.key);
     return 'skipped';
@@ -282,6 +339,7 @@ export class RunMachine {
 
   /** Counts a new attempt: the node is running with its input; nothing is waiting. */
   beginAttempt(st: NodeState, now: Date): void {
+    this.ready.delete(st.key);
     st.attempts++;
     st.status = 'running';
     st.started_at ??= now.toISOString();
@@ -290,17 +348,26 @@ export class RunMachine {
     this.observer?.('start', st.key);
   }
 
+  /** Whether an attempt of `st` may still start: the run goes on and the node is not finished. */
+  accepts(st: NodeState): boolean {
+    return this.run.status === 'running' && !isFinished(st);
+  }
+
   markInterrupted(st: NodeState): void {
     st.interruptions++;
     this.dirty.add(st);
   }
 
+  /** An ACTION attempt answered; ignored when the run ended meanwhile (the node was stopped). */
   actionSucceeded(st: NodeState, output: unknown, now: Date): void {
+    if (this.run.status !== 'running' || isFinished(st)) return;
     this.complete(st, output === undefined ? null : output, now.toISOString());
   }
 
   /** An attempt failed: retry (per retry_policy) or fail the node. `final` skips the retry policy. */
   attemptFailed(node: PlanNode, st: NodeState, message: string, now: Date, final = false): void {
+    this.ready.delete(st.key);
+    if (this.run.status !== 'running' || isFinished(st)) return;
     const budget = node.retry?.max_attempts ?? 1;
     const made = st.attempts - st.interruptions;
     if (!final && !this.simulate && made < budget) {
@@ -322,10 +389,37 @@ export class RunMachine {
     this.observer?.('finish', st.key);
     if (!node.continueOnError) {
       // SPEC run state table: node failure with continue_on_error false -> run failed, stops at once.
-      this.run.status = 'failed';
-      this.run.error = `node "${node.key}" (${node.type}) failed: ${message}`;
-      this.run.completed_at = nowIso;
-      this.runDirty = true;
+      this.endRun('failed', `node "${node.key}" (${node.type}) failed: ${message}`, nowIso);
+    }
+  }
+
+  private endRun(status: 'completed' | 'failed', error: string | null, nowIso: string): void {
+    this.run.status = status;
+    this.run.error = error;
+    this.run.completed_at = nowIso;
+    this.runDirty = true;
+  }
+
+  /**
+   * The run ended while other branches still had nodes running (waiting on a timer, or an ACTION the
+   * engine was calling): they fail with a reason, so no node is left running under a finished run.
+   * Pending nodes stay pending (SPEC: remaining unvisited nodes are not executed).
+   */
+  private stopRunning(nowIso: string): void {
+    this.ready.clear();
+    const why =
+      this.run.status === 'failed'
+        ? `stopped: the run failed (${this.run.error})`
+        : 'stopped: the run completed (an END node was reached) while this node was still running';
+    for (const st of this.nodes.values()) {
+      if (st.status !== 'running') continue;
+      st.status = 'failed';
+      st.error =
+        st.resume_at === null && st.type === 'ACTION' ? `${why}; the attempt in flight was abandoned` : why;
+      st.completed_at = nowIso;
+      st.resume_at = null;
+      this.dirty.add(st);
+      this.observer?.('finish', st.key);
     }
   }
 
@@ -340,7 +434,7 @@ export class RunMachine {
     this.observer?.('finish', st.key);
   }
 
-  /** COMPUTE, SWITCH, JOIN, END: no side effects, executed in one step. */
+  /** COMPUTE, SWITCH, END: no side effects, executed in one step. */
   private execute(node: PlanNode, st: NodeState, now: Date): void {
     const nowIso = now.toISOString();
     this.beginAttempt(st, now);
@@ -348,10 +442,22 @@ export class RunMachine {
       case 'COMPUTE': {
         st.input = { logic: node.config?.logic ?? null };
         let result: unknown;
+        const started = performance.now();
         try {
           result = (node.logic as (c: unknown) => unknown)(this.context);
         } catch (err) {
           this.attemptFailed(node, st, describeThrown(err), now);
+          return;
+        }
+        // An evaluation cannot be interrupted; one that ran past timeout_ms fails its attempt.
+        const took = performance.now() - started;
+        if (node.timeoutMs !== null && took > node.timeoutMs) {
+          this.attemptFailed(
+            node,
+            st,
+            `attempt ${st.attempts} timed out: the expression took ${Math.round(took)} ms, more than timeout_ms ${node.timeoutMs}`,
+            now,
+          );
           return;
         }
         // A scalar (or list, or null) result is wrapped so outputs are always objects.
@@ -366,68 +472,138 @@ export class RunMachine {
       case 'END':
         st.input = null;
         this.complete(st, null, nowIso);
-        this.run.status = 'completed';
-        this.run.completed_at = nowIso;
-        this.runDirty = true;
+        // SPEC: an END node reached completes the run; nodes not yet run are not executed.
+        this.endRun('completed', null, nowIso);
         return;
-      case 'JOIN': {
-        st.input = null;
-        const verdict = this.join(node);
-        if (verdict.ok) this.complete(st, verdict.output, nowIso);
-        else this.attemptFailed(node, st, verdict.message, now);
-        return;
-      }
       default:
         this.attemptFailed(node, st, `node type ${node.type} cannot be executed here`, now, true);
     }
   }
 
-  /** JOIN (CONTRACTS §9): ALL every non-skipped predecessor completed; ANY one; N_OF_M n_required. */
-  private join(node: PlanNode): { ok: true; output: unknown } | { ok: false; message: string } {
+  /**
+   * A JOIN (CONTRACTS §9, docs/workflows.md "Branches and JOIN"): ALL completes once every
+   * predecessor finished and none failed; ANY as soon as one completed; N_OF_M as soon as
+   * `n_required` completed. It fails once every predecessor finished without that, or when its
+   * `timeout_ms` (counted from the first predecessor to finish, a persisted timer) runs out first.
+   */
+  private stepJoin(node: PlanNode, st: NodeState, now: Date, nowIso: string): boolean {
+    const timerAhead = st.resume_at !== null && st.resume_at > nowIso;
+    // Once its timeout ran out, a JOIN is judged on the branches that arrived by then: one that
+    // finished later (in the same step, after a pause of the worker) does not count.
+    const cutoff = st.status === 'running' && st.error === null && !timerAhead ? st.resume_at : null;
+    const finishedBy = (k: string) => {
+      const p = this.state(k);
+      return isFinished(p) && (cutoff === null || (p.completed_at as string) <= cutoff);
+    };
+    const finishedEdges = node.in.filter((e) => finishedBy(e.from));
+    const all = node.preds.every(finishedBy);
+    const verdict = this.joinVerdict(node, finishedBy);
+    // A failed attempt waiting for its retry (retry_policy applies to every node type).
+    if (st.status === 'running' && st.error !== null && timerAhead) return false;
+    if (verdict.state === 'waiting') {
+      if (st.status === 'pending') {
+        const timeoutMs = joinTimeout(node);
+        // A branch arrives when its predecessor finished (not skipped) and its edge passes.
+        const arrivals = finishedEdges
+          .filter((e) => this.state(e.from).status !== 'skipped' && this.edgePasses(e))
+          .map((e) => Date.parse(this.state(e.from).completed_at as string));
+        if (timeoutMs === null || arrivals.length === 0) return false;
+        // The first branch arrived: the JOIN waits, bounded by its timeout (a persisted timer).
+        if (this.simulate) this.seen.set(node.key, this.currentContext());
+        this.beginAttempt(st, now);
+        st.input = null;
+        st.resume_at = new Date(Math.min(...arrivals) + timeoutMs).toISOString();
+        return true;
+      }
+      if (timerAhead || st.resume_at === null) return false;
+      this.traverse(finishedEdges);
+      this.attemptFailed(
+        node,
+        st,
+        `JOIN ${verdict.mode} timed out: timeout_ms ${joinTimeout(node)} passed after the first predecessor finished (${verdict.summary})`,
+        now,
+        true,
+      );
+      return true;
+    }
+    if (st.status === 'pending') {
+      if (this.simulate) this.seen.set(node.key, this.currentContext());
+      if (this.reach(node, st, nowIso, all ? node.in : finishedEdges) !== 'run') return true;
+      this.beginAttempt(st, now);
+      st.input = null;
+    } else if (st.error !== null) {
+      // The retry of a failed JOIN is due: a new attempt, decided on the predecessors as they are.
+      this.beginAttempt(st, now);
+    } else {
+      // Decided while its timeout was running.
+      this.traverse(finishedEdges);
+    }
+    if (verdict.state === 'satisfied') this.complete(st, verdict.output, nowIso);
+    else this.attemptFailed(node, st, verdict.message, now);
+    return true;
+  }
+
+  /** Whether an edge passes now; a condition that throws does not (reach() reports it). */
+  private edgePasses(edge: PlanNode['in'][number]): boolean {
+    if (!edge.condition) return true;
+    try {
+      return truthy(edge.condition(this.context));
+    } catch {
+      return false;
+    }
+  }
+
+  /** Records the passing edges among `edges` as traversed. */
+  private traverse(edges: readonly PlanNode['in'][number][]): void {
+    for (const e of edges) if (this.edgePasses(e)) this.traversed.push(e.id);
+  }
+
+  private joinVerdict(
+    node: PlanNode,
+    finishedBy: (key: string) => boolean,
+  ):
+    | { state: 'satisfied'; output: unknown; mode: string; summary: string }
+    | { state: 'failed'; message: string; mode: string; summary: string }
+    | { state: 'waiting'; mode: string; summary: string } {
     const mode = (node.config?.mode as string | undefined) ?? 'ALL';
     const nRequired = node.config?.n_required as number | undefined;
-    const timeoutMs = node.config?.timeout_ms as number | undefined;
     const completed: string[] = [];
     const failed: string[] = [];
     const skipped: string[] = [];
-    const late: string[] = [];
-    const finishedAt = node.preds
-      .map((k) => this.nodes.get(k) as NodeState)
-      .filter((s) => s.status === 'completed' || s.status === 'failed')
-      .map((s) => Date.parse(s.completed_at as string));
-    const first = finishedAt.length > 0 ? Math.min(...finishedAt) : 0;
+    const pending: string[] = [];
     for (const key of node.preds) {
-      const s = this.nodes.get(key) as NodeState;
-      if (s.status === 'skipped') skipped.push(key);
-      else if (s.status === 'completed') {
-        // JOIN timeout_ms: a branch finishing more than timeout_ms after the first one is too late.
-        if (timeoutMs !== undefined && Date.parse(s.completed_at as string) > first + timeoutMs)
-          late.push(key);
-        else completed.push(key);
-      } else failed.push(key);
+      const s = this.state(key);
+      if (!finishedBy(key)) pending.push(key);
+      else if (s.status === 'completed') completed.push(key);
+      else if (s.status === 'failed') failed.push(key);
+      else skipped.push(key);
     }
-    const output = { mode, completed, failed, skipped, late };
+    const all = pending.length === 0;
     const list = (l: string[]) => (l.length ? l.map((k) => `"${k}"`).join(', ') : 'none');
     const summary = `completed: ${list(completed)}; failed: ${list(failed)}; skipped: ${list(skipped)}${
-      late.length ? `; later than timeout_ms ${timeoutMs}: ${list(late)}` : ''
+      pending.length ? `; still running: ${list(pending)}` : ''
     }`;
     let ok: boolean;
     let need: string;
     if (mode === 'ANY') {
-      ok = completed.length >= 1;
-      need = 'at least one completed predecessor';
+      ok = completed.length >= Math.max(1, nRequired ?? 1);
+      need = nRequired
+        ? `${nRequired} completed predecessors (n_required)`
+        : 'at least one completed predecessor';
     } else if (mode === 'N_OF_M') {
       ok = completed.length >= (nRequired ?? 1);
       need = `${nRequired} completed predecessors`;
     } else {
-      ok = failed.length === 0 && late.length === 0;
-      need = 'every non-skipped predecessor completed';
+      ok = all && failed.length === 0 && completed.length >= (nRequired ?? 0);
+      need =
+        nRequired !== undefined && failed.length === 0 && all
+          ? `${nRequired} completed predecessors (n_required)`
+          : 'every non-skipped predecessor completed';
     }
-    if (ok && nRequired !== undefined && completed.length < nRequired) {
-      ok = false;
-      need = `${nRequired} completed predecessors (n_required)`;
-    }
-    return ok ? { ok: true, output } : { ok: false, message: `JOIN ${mode} needs ${need} (${summary})` };
+    if (ok)
+      return { state: 'satisfied', output: { mode, completed, failed, skipped, pending }, mode, summary };
+    if (!all) return { state: 'waiting', mode, summary };
+    return { state: 'failed', message: `JOIN ${mode} needs ${need} (${summary})`, mode, summary };
   }
 
   private startDelay(node: PlanNode, st: NodeState, now: Date): void {
@@ -468,4 +644,14 @@ export class RunMachine {
     st.resume_at = until;
     this.dirty.add(st);
   }
+}
+
+const NONE: ReadonlySet<string> = new Set();
+
+const isFinished = (st: NodeState): boolean =>
+  st.status === 'completed' || st.status === 'failed' || st.status === 'skipped';
+
+/** A JOIN's timeout: the node's timeout_ms, or config.timeout_ms (the same setting, older spelling). */
+function joinTimeout(node: PlanNode): number | null {
+  return node.timeoutMs ?? (node.config?.timeout_ms as number | undefined) ?? null;
 }

@@ -8,7 +8,6 @@ import { kahnOrder, type NodeSpec, type NodeType, type RetryPolicy } from './gra
 import { type Compiled, compile, isExpression } from './jsonlogic.js';
 import { parseTemplate, type TemplatePart } from './template.js';
 
-/** A node row of a saved graph version (what the subscriptions area stores). */
 /** A saved node of a graph version: its validated spec with the ids the store gave it. */
 export interface GraphNode extends Omit<NodeSpec, 'clientId'> {
   id: string;

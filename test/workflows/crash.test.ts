@@ -60,10 +60,11 @@ describe(`crash recovery with a real worker process (${dialectName})`, () => {
   });
   afterAll(() => shared.close());
 
-  it('finishes a DELAY and both kinds of interrupted ACTION after the worker is killed and restarted', async () => {
+  it('finishes a DELAY, both kinds of interrupted ACTION and two branches in flight after the worker is killed and restarted', async () => {
     const wftest = await pluginInstance(a, 'wftest');
     const idemLog = join(shared.dir, 'idempotent.log');
     const onceLog = join(shared.dir, 'once.log');
+    const branchLog = join(shared.dir, 'branches.log');
     const delayed = await workflow(a, {
       nodes: [
         { key: 'wait', type: 'DELAY', config: { delay_ms: 2_500 } },
@@ -106,6 +107,38 @@ describe(`crash recovery with a real worker process (${dialectName})`, () => {
       edges: [{ from_node_id: 'call', to_node_id: 'after' }],
     });
 
+    // Two branches in flight at once, joined, then one more call.
+    const hang = (key: string) => ({
+      key,
+      type: 'ACTION',
+      config: {
+        plugin_instance_id: wftest,
+        plugin_action: 'hang',
+        input_mapping: { ms: 3_000, log: branchLog, branch: key },
+      },
+    });
+    const branches = await workflow(a, {
+      nodes: [
+        hang('left'),
+        hang('right'),
+        { key: 'both', type: 'JOIN' },
+        {
+          key: 'joined',
+          type: 'ACTION',
+          config: {
+            plugin_instance_id: wftest,
+            plugin_action: 'record',
+            input_mapping: { log: branchLog, marker: 'joined' },
+          },
+        },
+      ],
+      edges: [
+        { from_node_id: 'left', to_node_id: 'both' },
+        { from_node_id: 'right', to_node_id: 'both' },
+        { from_node_id: 'both', to_node_id: 'joined' },
+      ],
+    });
+
     worker = startWorker();
     await waitForOutput(worker, /worker started/);
     const event = await publish(t, {});
@@ -116,8 +149,8 @@ describe(`crash recovery with a real worker process (${dialectName})`, () => {
       return runs.length === 1 && (await nodesOf(a, runs[0].id)).wait.status === 'running' && runs;
     });
     await eventually(
-      'both actions to be in flight',
-      async () => lines(idemLog).length === 1 && lines(onceLog).length === 1,
+      'every action to be in flight',
+      async () => lines(idemLog).length === 1 && lines(onceLog).length === 1 && lines(branchLog).length === 2,
     );
     const firstPid = lines(idemLog)[0].pid;
     const waiting = (await nodesOf(a, delayRun.id)).wait;
@@ -126,18 +159,18 @@ describe(`crash recovery with a real worker process (${dialectName})`, () => {
     worker.kill('SIGKILL');
     await new Promise((r) => worker?.once('exit', r));
     // Nothing finished while no worker ran.
-    for (const sub of [delayed.id, idempotent.id, once.id])
+    for (const sub of [delayed.id, idempotent.id, once.id, branches.id])
       expect((await runsOf(a, sub))[0].status).toBe('running');
 
     worker = startWorker();
     await waitForOutput(worker, /worker started/);
     const finished = await eventually('every run to finish', async () => {
       const runs = await Promise.all(
-        [delayed.id, idempotent.id, once.id].map(async (s) => (await runsOf(a, s))[0]),
+        [delayed.id, idempotent.id, once.id, branches.id].map(async (s) => (await runsOf(a, s))[0]),
       );
       return runs.every((r) => r.status !== 'running') && runs;
     });
-    const [d, i, o] = finished;
+    const [d, i, o, b] = finished;
 
     // DELAY: the persisted timer was picked up by the new process; the run went on from there.
     expect(d.status).toBe('completed');
@@ -168,6 +201,22 @@ describe(`crash recovery with a real worker process (${dialectName})`, () => {
     );
     expect(onodes.after.status).toBe('pending');
     expect(lines(onceLog)).toHaveLength(1);
+
+    // Two branches in flight at the crash: both ran again (idempotent), both completed once, and
+    // what follows their JOIN ran exactly once.
+    expect(b.status).toBe('completed');
+    const bnodes = await nodesOf(a, b.id);
+    for (const k of ['left', 'right'])
+      expect(bnodes[k]).toMatchObject({ status: 'completed', attempts: 2, output: { done: true } });
+    expect(bnodes.both).toMatchObject({ status: 'completed', output: { completed: ['left', 'right'] } });
+    const branchCalls = lines(branchLog);
+    expect(
+      branchCalls
+        .filter((c) => c.action === 'hang')
+        .map((c) => c.key)
+        .sort(),
+    ).toEqual([`${b.id}:left`, `${b.id}:left`, `${b.id}:right`, `${b.id}:right`]);
+    expect(branchCalls.filter((c) => c.action === 'record')).toHaveLength(1);
 
     // No run is left running, and every run released its lease.
     const rows = await t.ctx.store.db

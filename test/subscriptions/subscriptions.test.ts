@@ -58,8 +58,9 @@ describe(`event subscriptions and graphs (${dialectName})`, () => {
       expect(res.status).toBe(400);
       expect(res.body).toEqual({
         code: 'VALIDATION_ERROR',
-        message: 'condition_jsonlogic is not a valid JSONLogic expression: unknown operator "bogus"',
-        details: { field: 'condition_jsonlogic' },
+        message:
+          'condition_jsonlogic is not a valid JSONLogic expression: at and.0: unknown operator "bogus"',
+        details: { field: 'condition_jsonlogic.and.0' },
       });
     });
 

@@ -106,10 +106,10 @@ describe('graph validation', () => {
         config: {
           plugin_instance_id: 'p',
           plugin_action: 'x',
-          input_mapping: { literal: { nope_op: 1, x: 2 }, deep: { v: { and: [{ frob: 1 }] } } },
+          input_mapping: { literal: { nope_op: 1, x: 2 }, deep: { v: { and: [{ frob: 1 }] }, w: 1 } },
         },
       },
-      'nodes.0 (key "a").config.input_mapping.deep.v: not a valid JSONLogic expression: unknown operator "frob"',
+      'nodes.0 (key "a").config.input_mapping.deep.v: not a valid JSONLogic expression: at and.0: unknown operator "frob"',
     ],
     ['COMPUTE without logic', { key: 'a', type: 'COMPUTE', config: {} }, 'COMPUTE requires config.logic'],
     [
@@ -125,7 +125,7 @@ describe('graph validation', () => {
     [
       'COMPUTE with an unknown operator',
       { key: 'a', type: 'COMPUTE', config: { logic: { if: [{ frobnicate: [1] }, 1, 2] } } },
-      'config.logic: not a valid JSONLogic expression: unknown operator "frobnicate"',
+      'config.logic: not a valid JSONLogic expression: at if.0: unknown operator "frobnicate"',
     ],
     [
       'SWITCH with a bad mode',
@@ -225,11 +225,11 @@ describe('graph validation', () => {
         config: {
           plugin_instance_id: 'p',
           plugin_action: 'x',
-          input_mapping: { deep: { v: { and: [{ frob: 1 }] } } },
+          input_mapping: { deep: { v: { and: [{ frob: 1 }] }, w: 1 } },
         },
       },
     ]);
-    expect(err.details).toEqual({ field: 'nodes.2.config.input_mapping.deep.v' });
+    expect(err.details).toEqual({ field: 'nodes.2.config.input_mapping.deep.v.and.0' });
     expect(err.message).toContain('nodes.2 (key "c").config.input_mapping.deep.v');
     expect(rejects([compute('a'), compute('b'), compute('c', { config: { logic: null } })]).details).toEqual({
       field: 'nodes.2.config.logic',
@@ -351,7 +351,7 @@ describe('Kahn order (property)', () => {
 describe('graph validation limits', () => {
   it('refuses templates nested too deeply instead of overflowing the stack', () => {
     let deep: unknown = 1;
-    for (let i = 0; i < 5000; i++) deep = { k: deep };
+    for (let i = 0; i < 5000; i++) deep = { k: deep, n: i };
     const err = rejects([{ key: 'a', type: 'COMPUTE', config: { logic: deep as Record<string, unknown> } }]);
     expect(err.message).toContain('nested more than 64 levels deep');
     let expr: unknown = 1;

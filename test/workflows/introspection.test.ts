@@ -302,7 +302,7 @@ describe(`simulation and introspection (${dialectName})`, () => {
           {
             key: 'one',
             type: 'COMPUTE',
-            config: { logic: { list: [{ preserve: { k: 1 } }, { preserve: { j: 2 } }] } },
+            config: { logic: { eachKey: { list: [{ preserve: { k: 1 } }, { preserve: { j: 2 } }] } } },
           },
           { key: 'two', type: 'COMPUTE', config: { logic: 2 } },
           { key: 'three', type: 'COMPUTE', config: { logic: 3 } },

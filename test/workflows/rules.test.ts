@@ -145,7 +145,7 @@ describe(`workflow execution rules (${dialectName})`, () => {
         user: { var: 'event.data.user_id' },
         literal: 'as-is',
         number: 3,
-        nested: { sum: { '+': [1, { var: 'event.data.n' }] }, keep: { not_an_operator: true } },
+        nested: { sum: { '+': [1, { var: 'event.data.n' }] }, keep: { preserve: { not_an_operator: true } } },
         list: [{ var: 'event.data.n' }, 'x'],
       };
       const wf = await workflow(a, {

@@ -5,7 +5,7 @@ import type { ListResult, Page } from '../../http/list.js';
 import { type Clock, iso } from '../../lib/clock.js';
 import { newId } from '../../lib/ids.js';
 import { type NodeInput, validateGraph } from '../workflows/graph.js';
-import { compileError } from '../workflows/jsonlogic.js';
+import { compileError, expressionProblem } from '../workflows/jsonlogic.js';
 import { pathsFromSchema } from '../workflows/paths.js';
 import type { GraphEdge, GraphNode } from '../workflows/plan.js';
 import type { CreateSubscription, PutGraphBody, UpdateSubscription } from './schemas.js';
@@ -91,8 +91,9 @@ export function createSubscriptionService(deps: SubscriptionDeps): SubscriptionS
     if (condition === null || condition === undefined) return;
     const err = compileError(condition, field);
     if (err) {
+      const inner = expressionProblem(condition)?.path;
       throw new AppError('VALIDATION_ERROR', `${field} is not a valid JSONLogic expression: ${err}`, {
-        field,
+        field: inner ? `${field}.${inner}` : field,
       });
     }
   }

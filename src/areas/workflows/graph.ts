@@ -7,7 +7,7 @@
 // Long file: one rule per node type and field, each short, read together as the graph contract;
 // split, the contract would be scattered over files that always change together.
 import { AppError } from '../../http/errors.js';
-import { compileError, isExpression } from './jsonlogic.js';
+import { compileError, expressionProblem, isExpression, unknownOperator } from './jsonlogic.js';
 import { parseTemplate, TemplateError } from './template.js';
 
 export const NODE_TYPES = ['ACTION', 'COMPUTE', 'SWITCH', 'JOIN', 'DELAY', 'END'] as const;
@@ -142,7 +142,7 @@ export function validateConfig(
       if (c.input_mapping !== undefined && c.input_mapping !== null) {
         if (!isObject(c.input_mapping))
           throw fail('config.input_mapping', 'config.input_mapping must be an object');
-        checkMapping(c.input_mapping, within(at, 'config.input_mapping'));
+        checkMapping(c.input_mapping, within(at, 'config.input_mapping'), 0, true);
       }
       return { ...c, input_mapping: c.input_mapping ?? null };
     }
@@ -235,12 +235,30 @@ export function validateConfig(
 
 const MAX_TEMPLATE_DEPTH = 64;
 
-/** Every JSONLogic object inside an input mapping must compile (literals pass through). */
-function checkMapping(value: unknown, at: Where, depth = 0): void {
+/**
+ * A template (COMPUTE logic, ACTION input mapping): a one-key object is an operation and must be a
+ * valid one (a typo such as {"vr": ...} is refused, not kept as a literal); objects with several keys
+ * and lists are built from their values; `preserve` keeps a literal as it is. `fields`: the top of
+ * an input mapping, whose keys name the input's fields (a one-field input is an object too).
+ */
+function checkMapping(value: unknown, at: Where, depth = 0, fields = false): void {
   if (depth > MAX_TEMPLATE_DEPTH) {
     throw invalid(`${at.label}: nested more than ${MAX_TEMPLATE_DEPTH} levels deep`, { field: at.path });
   }
+  if (!fields && isObject(value) && Object.keys(value).length === 1 && !isExpression(value)) {
+    const [key] = Object.keys(value);
+    throw invalid(
+      `${at.label}: ${unknownOperator(key)}; an object with one key is an operation (write a literal one as {"preserve": {"${key}": ...}})`,
+      { field: at.path },
+    );
+  }
   if (isExpression(value)) {
+    const problem = expressionProblem(value);
+    if (problem) {
+      throw invalid(`${at.label}: not a valid JSONLogic expression: ${compileError(value)}`, {
+        field: problem.path ? `${at.path}.${problem.path}` : at.path,
+      });
+    }
     const err = compileError(value, at.label);
     if (err) throw invalid(`${at.label}: not a valid JSONLogic expression: ${err}`, { field: at.path });
     return;
@@ -377,8 +395,9 @@ export function validateGraph(nodesIn: NodeInput[], edgesIn: EdgeInput[]): Valid
     if (e.condition_jsonlogic !== undefined && e.condition_jsonlogic !== null) {
       const err = compileError(e.condition_jsonlogic, 'condition_jsonlogic');
       if (err) {
+        const inner = expressionProblem(e.condition_jsonlogic)?.path;
         throw invalid(`${where}: condition_jsonlogic is not a valid JSONLogic expression: ${err}`, {
-          field: `${where}.condition_jsonlogic`,
+          field: `${where}.condition_jsonlogic${inner ? `.${inner}` : ''}`,
         });
       }
     }

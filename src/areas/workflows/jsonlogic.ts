@@ -167,6 +167,110 @@ export function isExpression(value: unknown): value is Record<string, unknown> {
   return keys.length === 1 && isOperator(keys[0]);
 }
 
+/** An operator name as users mistype it, with the closest real one when there is a close one. */
+export function unknownOperator(name: string): string {
+  const guess = closestOperator(name);
+  return `unknown operator "${name}"${guess ? ` (did you mean "${guess}"?)` : ''}`;
+}
+
+function closestOperator(name: string): string | undefined {
+  const typed = name.toLowerCase();
+  // Fewest edits first; among equals, one that starts like the name and contains its letters in
+  // order ("vr": "var" before "or" and "val").
+  const score = (op: string) => [
+    editDistance(typed, op),
+    op[0] === typed[0] ? 0 : 1,
+    isSubsequence(typed, op) ? 0 : 1,
+  ];
+  let best: string | undefined;
+  let bestScore = [Number.POSITIVE_INFINITY];
+  for (const op of Object.keys(engine.methods as object)) {
+    const sc = score(op);
+    const better = sc.findIndex((v, i) => v !== bestScore[i]);
+    if (better !== -1 && (bestScore[better] === undefined || sc[better] < bestScore[better])) {
+      best = op;
+      bestScore = sc;
+    }
+  }
+  const distance = bestScore[0];
+  // A guess at most a third of the name away (1 for short names), and never one as far as the name
+  // is long ("k" is no typo of "+").
+  return distance < name.length && distance <= Math.max(1, Math.floor(name.length / 3)) ? best : undefined;
+}
+
+const isSubsequence = (a: string, b: string): boolean => {
+  let i = 0;
+  for (const c of b) if (c === a[i]) i++;
+  return i === a.length;
+};
+
+/** Edits between two names, a swap of neighbours counting as one ("vra" -> "var"). */
+function editDistance(a: string, b: string): number {
+  const d = Array.from({ length: a.length + 1 }, (_, i) => [i, ...Array<number>(b.length).fill(0)]);
+  for (let j = 0; j <= b.length; j++) d[0][j] = j;
+  for (let i = 1; i <= a.length; i++) {
+    for (let j = 1; j <= b.length; j++) {
+      const cost = a[i - 1] === b[j - 1] ? 0 : 1;
+      d[i][j] = Math.min(d[i - 1][j] + 1, d[i][j - 1] + 1, d[i - 1][j - 1] + cost);
+      if (i > 1 && j > 1 && a[i - 1] === b[j - 2] && a[i - 2] === b[j - 1])
+        d[i][j] = Math.min(d[i][j], d[i - 2][j - 2] + 1);
+    }
+  }
+  return d[a.length][b.length];
+}
+
+/** Deeper expressions are refused (the library would overflow the stack building them). */
+const MAX_EXPRESSION_DEPTH = 512;
+
+/** What is wrong in an expression, and where (the JSON path inside it, e.g. `if.0`). */
+export interface ExpressionProblem {
+  /** Dot path inside the expression; empty for the expression itself. */
+  path: string;
+  reason: string;
+}
+
+/**
+ * Finds the first object in an expression that is not an operation: every object inside JSONLogic is
+ * one (a single key naming an operator), except inside `preserve`, which keeps its argument as it is.
+ */
+export function expressionProblem(expression: unknown, path: string[] = []): ExpressionProblem | undefined {
+  if (path.length > MAX_EXPRESSION_DEPTH)
+    return { path: path.join('.'), reason: 'expression is nested too deeply' };
+  if (Array.isArray(expression)) {
+    for (const [i, v] of expression.entries()) {
+      const p = expressionProblem(v, [...path, String(i)]);
+      if (p) return p;
+    }
+    return undefined;
+  }
+  if (expression === null || typeof expression !== 'object') return undefined;
+  const keys = Object.keys(expression);
+  if (keys.length === 0) return undefined;
+  const at = path.join('.');
+  if (keys.length > 1) {
+    return {
+      path: at,
+      reason: `an object with several keys (${keys
+        .slice(0, 5)
+        .map((k) => `"${k}"`)
+        .join(', ')}) is not an operation; write a literal object as {"preserve": {...}}`,
+    };
+  }
+  const [op] = keys;
+  if (!isOperator(op)) return { path: at, reason: unknownOperator(op) };
+  const args = (expression as Record<string, unknown>)[op];
+  if (op === 'preserve') return undefined;
+  // `eachKey` builds an object: its argument's keys are names, its values expressions.
+  if (op === 'eachKey' && args !== null && typeof args === 'object' && !Array.isArray(args)) {
+    for (const [k, v] of Object.entries(args)) {
+      const p = expressionProblem(v, [...path, op, k]);
+      if (p) return p;
+    }
+    return undefined;
+  }
+  return expressionProblem(args, [...path, op]);
+}
+
 /** A readable message for whatever the library threw. */
 export function describeThrown(err: unknown): string {
   if (err instanceof ExpressionError) return err.message;
@@ -228,8 +332,13 @@ export function compile(expression: unknown, where = 'expression'): Compiled {
   };
 }
 
-/** Checks that an expression compiles; answers why not (without a location prefix) when it does not. */
+/**
+ * Checks that an expression compiles; answers why not (without a location prefix) when it does not,
+ * naming where inside it an unknown operator is (`at if.0: unknown operator "vr" (did you mean "var"?)`).
+ */
 export function compileError(expression: unknown, where = ''): string | undefined {
+  const problem = expressionProblem(expression);
+  if (problem) return problem.path ? `at ${problem.path}: ${problem.reason}` : problem.reason;
   try {
     compile(expression, where);
     return undefined;

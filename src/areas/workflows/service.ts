@@ -4,7 +4,7 @@ import type { ListResult, Page } from '../../http/list.js';
 import { type Clock, iso } from '../../lib/clock.js';
 import type { CloudEvent } from '../events/cloudevent.js';
 import type { GraphSource } from './graph-source.js';
-import { CompiledCache, describeThrown, truthy } from './jsonlogic.js';
+import { CompiledCache, describeThrown, expressionProblem, truthy } from './jsonlogic.js';
 import {
   type ExpressionContext,
   eventContext,
@@ -109,6 +109,11 @@ export function createWorkflowService(deps: WorkflowServiceDeps): WorkflowServic
   }
 
   function evaluate(expression: unknown, data: unknown): unknown {
+    const problem = expressionProblem(expression);
+    if (problem) {
+      const field = problem.path ? `expression.${problem.path}` : 'expression';
+      throw new AppError('WORKFLOW.EXPRESSION_INVALID', `${field}: ${problem.reason}`, { field });
+    }
     let fn: (d: unknown) => unknown;
     try {
       fn = expressions.get(expression, 'expression');

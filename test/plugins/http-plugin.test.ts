@@ -126,7 +126,7 @@ describe(`http built-in plugin (${dialectName})`, () => {
     expect(target.seen.at(-1)!.headers['x-static']).toBe('overridden');
   });
 
-  it('text, empty and non-JSON bodies; any status is an answer', async () => {
+  it('text, empty and non-JSON bodies; statuses outside fail_on_status are answers', async () => {
     expect((await request({ method: 'GET', url: '/text' })).json().output).toMatchObject({
       status: 200,
       body: 'plain text',
@@ -135,15 +135,33 @@ describe(`http built-in plugin (${dialectName})`, () => {
       status: 204,
       body: null,
     });
-    expect((await request({ method: 'GET', url: '/broken-json' })).json().output).toMatchObject({
-      status: 500,
-      body: '{oops',
-    });
+    expect(
+      (await request({ method: 'GET', url: '/broken-json', fail_on_status: [] })).json().output,
+    ).toMatchObject({ status: 500, body: '{oops' });
     expect((await request({ method: 'GET', url: '/nowhere' })).json().output).toMatchObject({ status: 404 });
     expect((await request({ method: 'HEAD', url: '/json' })).json().output).toMatchObject({
       status: 200,
       body: null,
     });
+  });
+
+  it('a status in fail_on_status (default 5xx, 429, 408) fails with PLUGIN.UPSTREAM_STATUS, keeping the answer', async () => {
+    const failed = await request({ method: 'GET', url: '/broken-json' });
+    expect(failed.status).toBe(502);
+    expect(failed.json()).toMatchObject({
+      code: 'PLUGIN.UPSTREAM_STATUS',
+      details: { status: 500, body: '{oops', headers: { 'content-type': 'application/json' } },
+    });
+    expect(failed.json().message).toMatch(
+      /^http\.request: GET answered 500; headers \{.*"content-type":"application\/json".*\}; body \{oops$/,
+    );
+    // 4xx are answers by default; a class or a code makes them failures.
+    const strict = await request({ method: 'GET', url: '/nowhere', fail_on_status: ['4xx'] });
+    expect(strict.json()).toMatchObject({ code: 'PLUGIN.UPSTREAM_STATUS', details: { status: 404 } });
+    const exact = await request({ method: 'GET', url: '/nowhere', fail_on_status: [404] });
+    expect(exact.status).toBe(502);
+    const bad = await request({ method: 'GET', url: '/json', fail_on_status: ['3xx'] });
+    expect(bad.json()).toMatchObject({ code: 'PLUGIN.INVALID_INPUT' });
   });
 
   it('a redirect is answered, never followed', async () => {

@@ -147,7 +147,18 @@ export function createActionCaller(deps: ActionCallDeps) {
               node.timeoutMs ?? 'unset'
             } and the action's timeout_seconds ${description.timeout_seconds})`
           : maskSecrets(errorText(err), secrets);
-      machine.attemptFailed(node, state, message, deps.clock.now());
+      const retryAfterMs =
+        err instanceof AppError
+          ? (err.details as { retry_after_ms?: unknown } | undefined)?.retry_after_ms
+          : undefined;
+      machine.attemptFailed(
+        node,
+        state,
+        message,
+        deps.clock.now(),
+        false,
+        typeof retryAfterMs === 'number' ? retryAfterMs : undefined,
+      );
     } finally {
       if (timeoutHandle) clearTimeout(timeoutHandle);
       signal?.removeEventListener('abort', abandon);

@@ -84,6 +84,9 @@ export interface Step {
   wakeAt: string | null;
 }
 
+/** The longest wait a server's Retry-After may impose (a day: longer is a lost cause, not a pause). */
+const MAX_RETRY_AFTER_MS = 86_400_000;
+
 /** How many crash interruptions of one idempotent ACTION are retried before the node fails. */
 export const MAX_INTERRUPTIONS = 3;
 
@@ -364,8 +367,18 @@ export class RunMachine {
     this.complete(st, output === undefined ? null : output, now.toISOString());
   }
 
-  /** An attempt failed: retry (per retry_policy) or fail the node. `final` skips the retry policy. */
-  attemptFailed(node: PlanNode, st: NodeState, message: string, now: Date, final = false): void {
+  /**
+   * An attempt failed: retry (per retry_policy) or fail the node. `final` skips the retry policy;
+   * `retryAfterMs` (an HTTP Retry-After) makes the next attempt wait at least that long.
+   */
+  attemptFailed(
+    node: PlanNode,
+    st: NodeState,
+    message: string,
+    now: Date,
+    final = false,
+    retryAfterMs?: number,
+  ): void {
     this.ready.delete(st.key);
     if (this.run.status !== 'running' || isFinished(st)) return;
     const budget = node.retry?.max_attempts ?? 1;
@@ -373,7 +386,8 @@ export class RunMachine {
     if (!final && !this.simulate && made < budget) {
       st.status = 'running';
       st.error = message;
-      st.resume_at = new Date(now.getTime() + backoffMs(node.retry, made)).toISOString();
+      const wait = Math.max(backoffMs(node.retry, made), Math.min(retryAfterMs ?? 0, MAX_RETRY_AFTER_MS));
+      st.resume_at = new Date(now.getTime() + wait).toISOString();
       this.dirty.add(st);
       return;
     }

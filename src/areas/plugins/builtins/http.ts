@@ -24,7 +24,14 @@ interface HttpInput {
   query?: Record<string, string | number | boolean>;
   body?: unknown;
   timeout_ms?: number;
+  fail_on_status?: Array<number | '4xx' | '5xx'>;
 }
+
+/** Statuses that fail the attempt unless the input says otherwise: the server's errors and "try later". */
+const DEFAULT_FAIL_ON: NonNullable<HttpInput['fail_on_status']> = ['5xx', 429, 408];
+/** How much of a failing answer the error keeps. */
+const ERROR_BODY_CHARS = 1024;
+const ERROR_HEADERS_CHARS = 1024;
 
 const StringMap = { type: 'object', additionalProperties: { type: 'string' } };
 
@@ -58,8 +65,10 @@ export function httpPlugin(deps: { allowPrivateNetworks: boolean }): PluginModul
           name: 'request',
           title: 'HTTP request',
           description:
-            'Sends one HTTP request and answers {status, headers, body}. Any status is an answer (3xx ' +
-            'included: redirects are not followed); a JSON response body is parsed, others are text.',
+            'Sends one HTTP request and answers {status, headers, body}; a JSON response body is parsed, ' +
+            'others are text; redirects are answered, not followed. A status listed in fail_on_status ' +
+            '(default 5xx, 429, 408) fails the attempt with PLUGIN.UPSTREAM_STATUS (so a retry_policy ' +
+            'retries it, after Retry-After when the server sends one); other statuses are answers.',
           input_schema: {
             type: 'object',
             required: ['method', 'url'],
@@ -70,6 +79,18 @@ export function httpPlugin(deps: { allowPrivateNetworks: boolean }): PluginModul
               query: { type: 'object', additionalProperties: { type: ['string', 'number', 'boolean'] } },
               body: {},
               timeout_ms: { type: 'integer', minimum: 1, maximum: TIMEOUT_SECONDS * 1000 },
+              fail_on_status: {
+                type: 'array',
+                description:
+                  'Statuses that fail the attempt: codes, or "4xx" / "5xx" for a class. Default ["5xx", 429, 408]; [] fails on none.',
+                items: {
+                  anyOf: [
+                    { type: 'integer', minimum: 100, maximum: 599 },
+                    { type: 'string', enum: ['4xx', '5xx'] },
+                  ],
+                },
+                maxItems: 100,
+              },
             },
             additionalProperties: false,
           },
@@ -126,12 +147,15 @@ export function httpPlugin(deps: { allowPrivateNetworks: boolean }): PluginModul
             signal: deadline ? AbortSignal.any([signal, deadline]) : signal,
           });
           const raw = await readCapped(res.body, limit);
-          return {
+          const answer = {
             status: res.statusCode,
             headers: flattenHeaders(res.headers),
             body: parseBody(raw, res.headers['content-type']),
           };
+          if (fails(res.statusCode, req.fail_on_status ?? DEFAULT_FAIL_ON)) throw statusError(req, answer);
+          return answer;
         } catch (err) {
+          if (err instanceof AppError) throw err;
           if (deadline?.aborted && !signal.aborted) {
             throw new AppError('PLUGIN.TIMEOUT', `request timed out after ${req.timeout_ms} ms`);
           }
@@ -146,6 +170,48 @@ export function httpPlugin(deps: { allowPrivateNetworks: boolean }): PluginModul
       },
     },
   };
+}
+
+function fails(status: number, failOn: NonNullable<HttpInput['fail_on_status']>): boolean {
+  return failOn.some(
+    (s) => s === status || (typeof s === 'string' && Number(s[0]) === Math.floor(status / 100)),
+  );
+}
+
+/**
+ * A failing status as an attempt's error: the status, the answer's headers and the start of its body
+ * (bounded) in the message the run node keeps, and as details; `retry_after_ms` when the server said
+ * when to come back (Retry-After in seconds or as a date), which the engine's retry honours.
+ */
+function statusError(
+  req: HttpInput,
+  answer: { status: number; headers: Record<string, string>; body: unknown },
+) {
+  const body = typeof answer.body === 'string' ? answer.body : JSON.stringify(answer.body);
+  const shortBody = body && body.length > ERROR_BODY_CHARS ? `${body.slice(0, ERROR_BODY_CHARS)}…` : body;
+  const headers = JSON.stringify(answer.headers);
+  const shortHeaders =
+    headers.length > ERROR_HEADERS_CHARS ? `${headers.slice(0, ERROR_HEADERS_CHARS)}…` : headers;
+  const retryAfterMs = retryAfter(answer.headers['retry-after']);
+  return new AppError(
+    'PLUGIN.UPSTREAM_STATUS',
+    `http.request: ${req.method} answered ${answer.status}; headers ${shortHeaders}; body ${shortBody ?? 'empty'}`,
+    {
+      status: answer.status,
+      headers: answer.headers,
+      body: shortBody ?? null,
+      ...(retryAfterMs === undefined ? {} : { retry_after_ms: retryAfterMs }),
+    },
+  );
+}
+
+/** Retry-After (RFC 9110 §10.2.3): delay-seconds or an HTTP-date; milliseconds from now, never negative. */
+export function retryAfter(value: string | undefined, now = Date.now()): number | undefined {
+  if (value === undefined) return undefined;
+  const text = value.trim();
+  if (/^\d+$/.test(text)) return Number(text) * 1000;
+  const at = Date.parse(text);
+  return Number.isNaN(at) ? undefined : Math.max(0, at - now);
 }
 
 function targetUrl(req: HttpInput, cfg: HttpConfig): string {

@@ -190,7 +190,6 @@ export function createServices(deps: ServiceDeps): Services {
     log: deps.log,
     subscriptions,
     actions: plugins,
-    vault,
     metrics: createWorkflowMetrics(metrics),
     wake: () => wakeups.wake(WORKFLOWS_JOB),
     leaseMs: deps.config.workflowLeaseMs,

@@ -303,15 +303,23 @@ describe(`plugin invocation (${dialectName})`, () => {
       expect(res.body).not.toContain(SECRET);
     });
 
-    it('values the caller resolved into the payload are scrubbed when it names them', async () => {
+    it('POST .../invoke resolves references in the payload like an ACTION node does, and scrubs them', async () => {
       const core = await api.instance('core');
-      const output = await t.ctx.services.plugins.invoke({
-        instanceId: core,
+      const res = await api.invoke(core, {
         action: 'echo',
-        payload: { auth: `token ${SECRET}` },
-        secrets: [SECRET],
+        payload: { auth: '$secret:probe_token', region: '$var:probe_region', kept: 'plain' },
       });
-      expect(output).toEqual({ auth: 'token ******' });
+      expect(res.status).toBe(200);
+      // The handler saw the resolved values; the answer never shows the secret (VAR values are not secret).
+      expect(res.json()).toEqual({ output: { auth: '******', region: 'eu-west', kept: 'plain' } });
+      expect(res.body).not.toContain(SECRET);
+      const missing = await api.invoke(core, { action: 'echo', payload: { auth: '$secret:no_such_key' } });
+      expect(missing.status).toBe(422);
+      expect(missing.json().code).toBe('VAULT.RESOLVE_FAILED');
+      const disabled = await api.invoke(core, { action: 'echo', payload: { auth: '$secret:probe_off' } });
+      expect(disabled.status).toBe(422);
+      expect(disabled.json().code).toBe('VAULT.DISABLED');
+      expect(t.logText()).not.toContain(SECRET);
     });
 
     it('a workflow ACTION node stores the scrubbed output, never the resolved value', async () => {

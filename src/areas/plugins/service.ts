@@ -22,18 +22,16 @@ import * as db from './store.js';
 export interface InvokeRequest {
   instanceId: string;
   action: string;
-  /** The action's input; validated against its input_schema. Absent means `{}`. */
+  /**
+   * The action's input; absent means `{}`. Whole-string `$secret:`/`$var:` references in it are
+   * resolved first (as in the config), then it is validated against the action's input_schema.
+   */
   payload?: unknown;
   idempotencyKey?: string;
   /** Bounds this invocation further than the action's timeout_seconds. */
   timeoutMs?: number;
   /** The caller giving up aborts the invocation. */
   signal?: AbortSignal;
-  /**
-   * Values the caller itself resolved from the vault into `payload` (a workflow ACTION node's input
-   * mapping): scrubbed from the output and from errors like the values resolved into the config.
-   */
-  secrets?: readonly string[];
 }
 
 export interface ActionDescription {
@@ -279,22 +277,27 @@ export function createPluginService(deps: PluginDeps): PluginService {
       if (!action) throw actionNotFound(name, req.action, actions);
       const label = `${name}.${action.name}`;
 
-      const input = req.payload === undefined ? {} : req.payload;
-      const inputErrors = validate(action.input_schema, input);
-      if (inputErrors.length > 0) {
-        throw new AppError(
-          'PLUGIN.INVALID_INPUT',
-          `payload does not match the input_schema of ${label}: ${describeErrors(inputErrors)}`,
-          {
-            errors: inputErrors,
-          },
-        );
-      }
+      // References resolve the same way for every caller (a workflow ACTION, POST .../invoke): the
+      // values are scrubbed from the output and from every error, never returned or logged.
+      const raw = req.payload === undefined ? {} : req.payload;
+      const input = await deps.vault.resolveReferences(raw);
       const stored = row.config_json === null ? {} : (JSON.parse(row.config_json) as Record<string, unknown>);
       // The definition may have changed since the config was saved (a new plugin version).
       checkConfig(configSchema, stored, "the instance's config_json");
       const config = await deps.vault.resolveReferences(stored);
-      const secrets = secretValues(stored, config, req.secrets);
+      const secrets = secretValues(stored, config, secretValues(raw, input));
+      const inputErrors = validate(action.input_schema, input);
+      if (inputErrors.length > 0) {
+        throw toPluginError(
+          new AppError(
+            'PLUGIN.INVALID_INPUT',
+            `payload does not match the input_schema of ${label}: ${describeErrors(inputErrors)}`,
+            { errors: inputErrors },
+          ),
+          label,
+          secrets,
+        );
+      }
 
       const limitMs = Math.max(
         1,

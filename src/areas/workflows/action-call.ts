@@ -1,6 +1,5 @@
 import { AppError } from '../../http/errors.js';
 import type { Clock } from '../../lib/clock.js';
-import { maskSecrets, secretValues } from '../vault/references.js';
 import { describeThrown } from './jsonlogic.js';
 import { type Invoke, MAX_INTERRUPTIONS, type RunMachine } from './machine.js';
 
@@ -13,8 +12,6 @@ export interface ActionInvoker {
     idempotencyKey?: string;
     timeoutMs?: number;
     signal?: AbortSignal;
-    /** Values this caller resolved into `payload` from `$secret:` references, masked in the answer. */
-    secrets?: readonly string[];
   }): Promise<unknown>;
   describeAction(
     instanceId: string,
@@ -22,15 +19,9 @@ export interface ActionInvoker {
   ): Promise<{ idempotent: boolean; timeout_seconds: number; output_schema?: unknown }>;
 }
 
-/** The second pass over input mappings (execution rule 6): services.vault. */
-export interface ReferenceResolver {
-  resolveReferences<T>(value: T): Promise<T>;
-}
-
 export interface ActionCallDeps {
   clock: Clock;
   actions: ActionInvoker;
-  vault: ReferenceResolver;
   /** Persists the run with this attempt in flight (running, input, attempts) under its lease. */
   persistAttempt(machine: RunMachine): Promise<void>;
   /** Told when a run enters (true) and leaves (false) a plugin call: the engine's scheduling counts them. */
@@ -114,10 +105,7 @@ export function createActionCaller(deps: ActionCallDeps) {
     else signal?.addEventListener('abort', abandon, { once: true });
     let timedOut = false;
     let timeoutHandle: NodeJS.Timeout | undefined;
-    let secrets: string[] = [];
     try {
-      const payload = await deps.vault.resolveReferences(state.input ?? {});
-      secrets = secretValues(state.input, payload);
       const timeout = new Promise<never>((_, reject) => {
         timeoutHandle = setTimeout(() => {
           timedOut = true;
@@ -128,12 +116,12 @@ export function createActionCaller(deps: ActionCallDeps) {
       const call = deps.actions.invoke({
         instanceId,
         action,
-        payload,
+        // Vault references resolve inside the invocation, which keeps their values out of the
+        // output the run node stores and out of every error (SPEC Vault references).
+        payload: state.input ?? {},
         idempotencyKey: `${machine.run.id}:${node.key}`,
         timeoutMs: limit,
         signal: controller.signal,
-        // Masked out of the output the run node stores (SPEC Vault references).
-        secrets,
       });
       // After a timeout the call may still settle; its outcome no longer matters.
       call.catch(() => {});
@@ -146,7 +134,7 @@ export function createActionCaller(deps: ActionCallDeps) {
           ? `attempt ${state.attempts} timed out after ${limit} ms (effective timeout: the smaller of timeout_ms ${
               node.timeoutMs ?? 'unset'
             } and the action's timeout_seconds ${description.timeout_seconds})`
-          : maskSecrets(errorText(err), secrets);
+          : errorText(err);
       const retryAfterMs =
         err instanceof AppError
           ? (err.details as { retry_after_ms?: unknown } | undefined)?.retry_after_ms

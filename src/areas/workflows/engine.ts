@@ -23,7 +23,7 @@ import type { Job } from '../../worker/worker.js';
 import { newWorkerId } from '../../worker/worker-id.js';
 import { WriteBatcher } from '../../worker/write-batcher.js';
 import type { EventHandler } from '../events/handlers.js';
-import { type ActionInvoker, createActionCaller, type ReferenceResolver } from './action-call.js';
+import { type ActionInvoker, createActionCaller } from './action-call.js';
 import type { GraphSource } from './graph-source.js';
 import type { RunMachine } from './machine.js';
 import type { WorkflowMetrics } from './metrics.js';
@@ -40,7 +40,6 @@ export interface EngineDeps {
   log: Logger;
   subscriptions: GraphSource;
   actions: ActionInvoker;
-  vault: ReferenceResolver;
   metrics: WorkflowMetrics;
   /** Wakes the `workflows` job (in this process). */
   wake: () => void;
@@ -163,7 +162,6 @@ export function createWorkflowEngine(deps: EngineDeps): WorkflowEngine {
   const invoke = createActionCaller({
     clock,
     actions: deps.actions,
-    vault: deps.vault,
     persistAttempt: (machine) => persist(machine, held()),
     calling(active) {
       if (active) {

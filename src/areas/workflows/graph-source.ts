@@ -2,8 +2,8 @@ import type { GraphEdge, GraphNode } from './plan.js';
 
 /**
  * What the engine and simulation need of the subscriptions area (services.subscriptions satisfies
- * it): the engine depends on this port, not on the area, as it does on ActionInvoker and
- * ReferenceResolver. Subscriptions build on workflows (graph validation, expressions), never the reverse.
+ * it): the engine depends on this port, not on the area, as it does on ActionInvoker. Subscriptions
+ * build on workflows (graph validation, expressions), never the reverse.
  */
 export interface RoutedSubscription {
   id: string;

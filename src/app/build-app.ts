@@ -9,6 +9,7 @@ import type { App, RouteEntry } from '../http/app.js';
 import { AppError } from '../http/errors.js';
 import { describeOperation, docsPageOptions, openapiOptions } from '../http/openapi.js';
 import { ErrorBody } from '../http/schemas.js';
+import { causationFromHeaders } from '../lib/causation.js';
 import { handleClientError, handleError, handleFrameworkError } from './errors.js';
 import { registerHttpMetrics } from './metrics.js';
 import { registerAreaRoutes } from './routes.js';
@@ -104,7 +105,9 @@ export async function buildApp(ctx: AppContext): Promise<BuiltApp> {
         mode: scoped.mode,
       });
     }
-    request.principal = principal;
+    // A request a workflow run's HTTP call made carries its depth: events it publishes inherit it.
+    const causation = causationFromHeaders(request.headers);
+    request.principal = causation ? { ...principal, causation } : principal;
   });
 
   registerHttpMetrics(app as never, ctx.services.metrics);

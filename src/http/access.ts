@@ -1,3 +1,4 @@
+import type { Causation } from '../lib/causation.js';
 /**
  * What a route requires of its caller, declared next to its schema (`config: { access }`).
  * One hook in app/ enforces it; the OpenAPI document and the authorization matrix test read it.
@@ -28,7 +29,13 @@ export const allScopes = (...scopes: string[]): { access: Access } => ({
 });
 
 /** Who is calling: placed on the request by the auth hook. */
-export interface Principal {
+/** Who acts, as services see a change's author: a user, and what caused the request (the loop guard). */
+export interface Acting {
+  userId: string;
+  causation?: Causation;
+}
+
+export interface Principal extends Acting {
   userId: string;
   /** Effective scopes for this request (for API keys: key scopes ∩ creator's current scopes). */
   scopes: ReadonlySet<string>;
@@ -39,6 +46,8 @@ export interface Principal {
   deviceId?: string;
   /** The store's authz version this principal's scopes were computed at (lets caches skip a query). */
   authzVersion?: number;
+  /** Set when a workflow run's HTTP call made this request (src/lib/causation.ts): the loop guard. */
+  causation?: Causation;
 }
 
 /** Turns request credentials into a Principal; throws AppError 401 for bad credentials, null for none. */

@@ -178,7 +178,7 @@ describe(`credentials login and the brute-force guard (${dialectName})`, () => {
   it('a deleted user cannot sign in', async () => {
     const t = await start();
     const a = await account(t);
-    await t.ctx.services.identity.deleteUser('test', a.id);
+    await t.ctx.services.identity.deleteUser({ userId: 'test' }, a.id);
     expectError(await login(t, a), 401, 'AUTH.INVALID_CREDENTIALS');
   });
 });

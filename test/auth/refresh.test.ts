@@ -354,7 +354,7 @@ describe(`refresh tokens (${dialectName})`, () => {
     const t = await start();
     const a = await account(t);
     const tokens = expectTokens(await login(t, a));
-    await t.ctx.services.identity.deleteUser('test', a.id);
+    await t.ctx.services.identity.deleteUser({ userId: 'test' }, a.id);
     expectError(await refresh(t, tokens.refresh_token), 401, 'AUTH.REFRESH_TOKEN_INVALID');
   });
 });

@@ -150,6 +150,7 @@ export function createMfa(deps: {
         source: USER_EVENT_SOURCE,
         subject: account.id,
         data: { user_id: account.id, email: account.email, changed_fields: ['mfa_enabled'] },
+        causation: principal.causation,
       });
     };
     if (input.enabled) {

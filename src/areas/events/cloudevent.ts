@@ -12,6 +12,10 @@ export interface CloudEvent<D = Record<string, unknown>> {
   time: string;
   datacontenttype: string;
   data: D;
+  /** Causation depth (docs/workflows.md "Loop safety"), present when a workflow run caused the event. */
+  svcdepth?: number;
+  /** The run that caused the event, with `svcdepth`. */
+  causationid?: string;
 }
 
 export interface CloudEventError {

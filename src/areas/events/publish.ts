@@ -1,4 +1,5 @@
 import type { Tx } from '../../db/store.js';
+import type { Causation } from '../../lib/causation.js';
 import { type Clock, iso } from '../../lib/clock.js';
 import { newId } from '../../lib/ids.js';
 import type { CloudEvent } from './cloudevent.js';
@@ -14,6 +15,8 @@ export interface EventInput {
   /** Id of the resource the event is about. */
   subject: string;
   data: Record<string, unknown>;
+  /** What caused it (the request's principal.causation): its depth and causing run, as extensions. */
+  causation?: Causation;
 }
 
 export interface EventPublisher {
@@ -51,6 +54,10 @@ export function createEventPublisher(deps: {
         datacontenttype: 'application/json',
         data: input.data,
       };
+      if (input.causation && input.causation.depth > 0) {
+        event.svcdepth = input.causation.depth;
+        if (input.causation.id) event.causationid = input.causation.id;
+      }
       await insertTask(tx.db, {
         id: newId(),
         event_id: event.id,

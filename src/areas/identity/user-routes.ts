@@ -50,7 +50,7 @@ export function registerUserRoutes(app: App, { identity }: { identity: IdentityS
       },
       config: anyScope('user:write'),
     },
-    async (req) => identity.createUser(req.principal.userId, req.body),
+    async (req) => identity.createUser(req.principal, req.body),
   );
   app.get(
     '/user/:id',
@@ -79,7 +79,7 @@ export function registerUserRoutes(app: App, { identity }: { identity: IdentityS
       },
       config: anyScope('user:write'),
     },
-    async (req) => identity.updateUser(req.principal.userId, req.params.id, req.body),
+    async (req) => identity.updateUser(req.principal, req.params.id, req.body),
   );
   app.delete(
     '/user/:id',
@@ -93,7 +93,7 @@ export function registerUserRoutes(app: App, { identity }: { identity: IdentityS
       },
       config: anyScope('user:delete'),
     },
-    async (req) => identity.deleteUser(req.principal.userId, req.params.id),
+    async (req) => identity.deleteUser(req.principal, req.params.id),
   );
 
   // ---- current user (open endpoint: authenticated, no scope)

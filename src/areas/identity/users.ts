@@ -1,7 +1,7 @@
 import { auditInsert, auditUpdate, softDeleted } from '../../db/audit.js';
 import { isUniqueViolation } from '../../db/errors.js';
 import type { Db, Store, Tx } from '../../db/store.js';
-import type { AuthPath, Principal } from '../../http/access.js';
+import type { Acting, AuthPath, Principal } from '../../http/access.js';
 import { AppError } from '../../http/errors.js';
 import type { ListResult, Page } from '../../http/list.js';
 import { type Clock, iso } from '../../lib/clock.js';
@@ -38,15 +38,15 @@ export interface SessionStart {
 /** Users, their passwords and their sign-in sessions; every change publishes its `svc.user.*` event. */
 export interface UserService {
   createUser(
-    actor: string | null,
+    acting: Acting | null,
     input: { email: string; password: string; name?: string | null; role_keys?: string[] },
   ): Promise<User>;
   updateUser(
-    actor: string,
+    acting: Acting,
     id: string,
     patch: { email?: string; name?: string | null; password?: string },
   ): Promise<User>;
-  deleteUser(actor: string, id: string): Promise<User>;
+  deleteUser(acting: Acting, id: string): Promise<User>;
   /** The active user with this email and password, with the hash it matched; undefined otherwise. */
   verifyCredentials(email: string, password: string): Promise<(User & { password_hash: string }) | undefined>;
   /** Sets a password (reset or change), ends the user's sessions except `keepSessionId`, emits the event. */
@@ -80,18 +80,26 @@ export function createUserService(deps: {
 }): UserService {
   const { store, clock, events, passwords } = deps;
   const now = () => iso(clock.now());
-  const userEvent = (tx: Tx, type: string, user: User, extra: Record<string, unknown> = {}) =>
+  const userEvent = (
+    tx: Tx,
+    acting: Acting | null,
+    type: string,
+    user: User,
+    extra: Record<string, unknown> = {},
+  ) =>
     events.publish(tx, {
       type: `svc.user.${type}`,
       source: USER_EVENT_SOURCE,
       subject: user.id,
       data: { user_id: user.id, email: user.email, ...extra },
+      causation: acting?.causation,
     });
 
   async function createUser(
-    actor: string | null,
+    acting: Acting | null,
     input: { email: string; password: string; name?: string | null; role_keys?: string[] },
   ): Promise<User> {
+    const actor = acting?.userId ?? null;
     // POST /user checks these in its schema; the CLI and the bootstrap admin come through here too.
     if (!isEmailAddress(input.email)) {
       throw new AppError('VALIDATION_ERROR', 'email must be an email address', { field: 'email' });
@@ -131,7 +139,7 @@ export function createUserService(deps: {
           await roles.bumpAuthzVersion(tx);
         }
         const user = (await st.findUser(tx.db, row.id))!;
-        await userEvent(tx, 'created', user, { name: user.name });
+        await userEvent(tx, acting, 'created', user, { name: user.name });
         return user;
       });
     } catch (err) {
@@ -141,7 +149,7 @@ export function createUserService(deps: {
   }
 
   async function updateUser(
-    actor: string,
+    acting: Acting,
     id: string,
     patch: { email?: string; name?: string | null; password?: string },
   ): Promise<User> {
@@ -157,7 +165,7 @@ export function createUserService(deps: {
           }),
           ...(patch.name !== undefined && { name: patch.name }),
           ...(hash !== undefined && { password_hash: hash }),
-          ...auditUpdate(t, actor),
+          ...auditUpdate(t, acting.userId),
         });
         if (!updated) throw userNotFound();
         const user = (await st.findUser(tx.db, id))!;
@@ -165,10 +173,10 @@ export function createUserService(deps: {
           ...(patch.email !== undefined && patch.email.trim() !== before.email ? ['email'] : []),
           ...(patch.name !== undefined && patch.name !== before.name ? ['name'] : []),
         ];
-        if (changed.length) await userEvent(tx, 'updated', user, { changed_fields: changed });
+        if (changed.length) await userEvent(tx, acting, 'updated', user, { changed_fields: changed });
         if (hash !== undefined) {
           await st.revokeSessions(tx, t, 'password_changed', { userId: id });
-          await userEvent(tx, 'password.changed', user, { changed_by: actor });
+          await userEvent(tx, acting, 'password.changed', user, { changed_by: acting.userId });
         }
         return user;
       });
@@ -178,7 +186,8 @@ export function createUserService(deps: {
     }
   }
 
-  async function deleteUser(actor: string, id: string): Promise<User> {
+  async function deleteUser(acting: Acting, id: string): Promise<User> {
+    const actor = acting.userId;
     return store.transaction(async (tx) => {
       await requireUser(tx.db, id);
       const t = now();
@@ -187,7 +196,7 @@ export function createUserService(deps: {
       await st.revokeSessions(tx, t, 'user_deleted', { userId: id });
       await roles.bumpAuthzVersion(tx);
       const deleted = (await st.findUserAnyState(tx.db, id))!;
-      await userEvent(tx, 'deleted', deleted);
+      await userEvent(tx, acting, 'deleted', deleted);
       return deleted;
     });
   }
@@ -218,7 +227,7 @@ export function createUserService(deps: {
       if (!(await st.updateUser(tx, userId, { password_hash: hash, ...auditUpdate(t, actor) })))
         throw userNotFound();
       await st.revokeSessions(tx, t, 'password_changed', { userId, exceptSessionId: keepSessionId });
-      await userEvent(tx, 'password.changed', user, { changed_by: actor });
+      await userEvent(tx, null, 'password.changed', user, { changed_by: actor });
     };
     if (tx0) await run(tx0);
     else await store.transaction(run);

@@ -2,6 +2,7 @@ import { auditInsert } from '../../db/audit.js';
 import type { Store, Tx } from '../../db/store.js';
 import type { Principal } from '../../http/access.js';
 import { AppError, type ErrorCode } from '../../http/errors.js';
+import type { Causation } from '../../lib/causation.js';
 import { newId } from '../../lib/ids.js';
 import * as folderStore from './folder-store.js';
 import * as permissionStore from './permission-store.js';
@@ -30,6 +31,8 @@ export interface Viewer {
   userId: string;
   unrestricted: boolean;
   grantees: Grantees;
+  /** The request's causation (a workflow run's call): events of its changes carry it. */
+  causation?: Causation;
 }
 
 /**
@@ -62,12 +65,13 @@ function highest(levels: readonly PermissionLevel[]): PermissionLevel | null {
 export function createAccess(deps: { store: Store; identity: RoleLookup }) {
   const { store } = deps;
 
-  async function viewer(principal: Pick<Principal, 'userId'>): Promise<Viewer> {
+  async function viewer(principal: Pick<Principal, 'userId' | 'causation'>): Promise<Viewer> {
     const roles = await deps.identity.getRolesOfUser(principal.userId);
     return {
       userId: principal.userId,
       unrestricted: roles.some((r) => UNRESTRICTED_ROLE_KEYS.includes(r.key)),
       grantees: { userId: principal.userId, roleIds: roles.map((r) => r.id) },
+      causation: principal.causation,
     };
   }
 

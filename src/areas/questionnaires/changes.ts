@@ -51,9 +51,10 @@ export function createChangeWriter(deps: {
     operation: RevisionOperation,
     before: QuestionnaireState | undefined,
     after: QuestionnaireState,
-    actor: string,
+    v: Viewer,
     at: string,
   ): Promise<QuestionnaireRevision> {
+    const actor = v.userId;
     const revision: QuestionnaireRevision = {
       id: newId(),
       questionnaire_id: q.id,
@@ -82,6 +83,7 @@ export function createChangeWriter(deps: {
         ...(operation === 'FORK' ? { forked_from_id: q.forked_from_id } : {}),
         ...(operation === 'DELETE' ? { deleted_at: after.deleted_at } : {}),
       },
+      causation: v.causation,
     });
     return revision;
   }
@@ -124,7 +126,7 @@ export function createChangeWriter(deps: {
       };
       await questionnaireStore.insertQuestionnaire(tx, row);
       const q = toQuestionnaire(row);
-      await record(tx, q, 1, lineage.forked_from_id ? 'FORK' : 'EDIT', undefined, stateOf(q), v.userId, at);
+      await record(tx, q, 1, lineage.forked_from_id ? 'FORK' : 'EDIT', undefined, stateOf(q), v, at);
       await access.grantCreator(tx, v, { kind: 'questionnaire', id }, at);
       return q;
     });
@@ -174,7 +176,7 @@ export function createChangeWriter(deps: {
         ...columns,
       };
       await questionnaireStore.updateQuestionnaire(tx, id, changes);
-      await record(tx, current, sequence, op, before, state, v.userId, at);
+      await record(tx, current, sequence, op, before, state, v, at);
       return toQuestionnaire({ ...row, ...changes } as QuestionnaireTable);
     });
   }

@@ -93,12 +93,13 @@ export function createFolderService(deps: FolderServiceDeps): FolderService {
     throw new AppError('FOLDER.NOT_FOUND', 'Parent folder not found', { parent_id: parentId });
   }
 
-  async function publish(tx: Tx, name: string, f: Folder, extra: Record<string, unknown> = {}) {
+  async function publish(tx: Tx, v: Viewer, name: string, f: Folder, extra: Record<string, unknown> = {}) {
     await events.publish(tx, {
       type: `svc.folder.${name}`,
       source: EVENT_SOURCES.folder,
       subject: f.id,
       data: { folder_id: f.id, name: f.name, parent_id: f.parent_id, ...extra },
+      causation: v.causation,
     });
   }
 
@@ -137,7 +138,7 @@ export function createFolderService(deps: FolderServiceDeps): FolderService {
         await folderStore.insertFolder(tx, row);
         await access.grantCreator(tx, v, { kind: 'folder', id: row.id }, at);
         const folder = toFolder(row);
-        await publish(tx, 'created', folder);
+        await publish(tx, v, 'created', folder);
         return folder;
       });
     },
@@ -192,7 +193,7 @@ export function createFolderService(deps: FolderServiceDeps): FolderService {
         };
         if (!(await folderStore.updateFolder(tx, id, changes))) throw notFound(id);
         const folder = toFolder({ ...next, ...auditUpdate(at, v.userId) });
-        await publish(tx, 'updated', folder, {
+        await publish(tx, v, 'updated', folder, {
           changed_fields: changed,
           ...(changed.includes('parent_id') ? { previous_parent_id: row.parent_id } : {}),
         });
@@ -218,7 +219,7 @@ export function createFolderService(deps: FolderServiceDeps): FolderService {
         const at = now();
         if (!(await folderStore.updateFolder(tx, id, softDeleted(at, v.userId)))) throw notFound(id);
         const folder = toFolder({ ...row, ...softDeleted(at, v.userId) });
-        await publish(tx, 'deleted', folder, { deleted_at: at });
+        await publish(tx, v, 'deleted', folder, { deleted_at: at });
         return folder;
       });
     },

@@ -125,12 +125,19 @@ export function createSubmissionService(deps: SubmissionDeps): SubmissionService
 
   async function insert(
     tx: Tx,
+    principal: Principal,
     row: QuestionnaireSubmissionTable,
     type: string,
     data: Record<string, unknown>,
   ) {
     await insertSubmission(tx.db, row);
-    await events.publish(tx, { type, source: SOURCE, subject: row.id, data: enrichSubmissionData(data) });
+    await events.publish(tx, {
+      type,
+      source: SOURCE,
+      subject: row.id,
+      data: enrichSubmissionData(data),
+      causation: principal.causation,
+    });
   }
 
   /** `allow_multiple_submissions: false` (the default): one active submission per respondent. */
@@ -181,7 +188,7 @@ export function createSubmissionService(deps: SubmissionDeps): SubmissionService
       }
       await assertMaySubmitAgain(tx, q, principal.userId);
       const row = newRow(id, q, principal, input, { anonymous: false });
-      await insert(tx, row, 'svc.submission.created', {
+      await insert(tx, principal, row, 'svc.submission.created', {
         submission_id: id,
         questionnaire_id: q.id,
         questionnaire_revision: row.questionnaire_revision,
@@ -200,7 +207,7 @@ export function createSubmissionService(deps: SubmissionDeps): SubmissionService
       const q = await publishedQuestionnaire(tx, input.questionnaire_id);
       validateAnswers(q, input.answers);
       const row = newRow(id, q, principal, input, { anonymous: true });
-      await insert(tx, row, 'svc.submission.anonymous_created', {
+      await insert(tx, principal, row, 'svc.submission.anonymous_created', {
         submission_id: id,
         questionnaire_id: q.id,
         questionnaire_revision: row.questionnaire_revision,
@@ -255,6 +262,7 @@ export function createSubmissionService(deps: SubmissionDeps): SubmissionService
           changed_fields: changed,
           answers: input.answers ?? current.answers,
         }),
+        causation: principal.causation,
       });
     });
     return require(id);
@@ -280,6 +288,7 @@ export function createSubmissionService(deps: SubmissionDeps): SubmissionService
           is_anonymous: current.is_anonymous,
           deleted_at: at,
         },
+        causation: principal.causation,
       });
     });
   }

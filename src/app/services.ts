@@ -196,6 +196,7 @@ export function createServices(deps: ServiceDeps): Services {
     pollIntervalMs: deps.config.workflowPollIntervalMs,
     runParallelism: deps.config.workflowRunParallelism,
     workerParallelism: deps.config.workflowWorkerParallelism,
+    maxDepth: deps.config.workflowMaxDepth,
   });
   // The drain comes last: its handlers are the areas' event consumers, complete from the start.
   const eventHandlers = [webhooks.dispatcher, workflowEngine.router, ...(deps.extraEventHandlers ?? [])];

@@ -31,6 +31,8 @@ export interface Config {
   workflowRunParallelism: number;
   /** ACTIONs in flight in one worker process, every run together. */
   workflowWorkerParallelism: number;
+  /** Events caused by this many nested workflow runs start no run (the loop guard). */
+  workflowMaxDepth: number;
   webhookRetryIntervalMs: number;
   webhookBackoffBaseSeconds: number;
   webhookTimeoutMs: number;
@@ -270,6 +272,7 @@ export function loadConfig(env: Env = process.env): Config {
     workflowPollIntervalMs: boundedInt(env, 'SVC_WORKFLOW_POLL_INTERVAL_MS', 1_000, 10, MAX_TIMER_MS),
     workflowRunParallelism: boundedInt(env, 'SVC_WORKFLOW_RUN_PARALLELISM', 8, 1, 64),
     workflowWorkerParallelism: boundedInt(env, 'SVC_WORKFLOW_WORKER_PARALLELISM', 128, 1, 10_000),
+    workflowMaxDepth: boundedInt(env, 'SVC_WORKFLOW_MAX_DEPTH', 8, 1, 100),
     webhookRetryIntervalMs: boundedInt(env, 'SVC_WEBHOOK_RETRY_INTERVAL_MS', 30_000, 10, MAX_TIMER_MS),
     webhookBackoffBaseSeconds: boundedInt(env, 'SVC_WEBHOOK_BACKOFF_BASE_SECONDS', 30, 0, 86_400),
     webhookTimeoutMs: boundedInt(env, 'SVC_WEBHOOK_TIMEOUT_MS', 10_000, 1, 600_000),

@@ -18,6 +18,15 @@ export const CAUSATION_HEADER = 'svc-causation-id';
 /** Larger depths are refused as headers: no chain of runs is anywhere near as long. */
 const MAX_HEADER_DEPTH = 1000;
 
+/** The headers a request made for a run carries (none when it was not made for one). */
+export function causationHeaders(causation: Causation | undefined): Record<string, string> {
+  if (!causation) return {};
+  return {
+    [DEPTH_HEADER]: String(causation.depth),
+    ...(causation.id ? { [CAUSATION_HEADER]: causation.id } : {}),
+  };
+}
+
 /** The causation a request carries (an `http` action calling the API), or undefined. */
 export function causationFromHeaders(
   headers: Record<string, string | string[] | undefined>,

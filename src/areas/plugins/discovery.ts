@@ -4,6 +4,7 @@ import { isAbsolute, join, resolve, sep } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import type { Logger } from 'pino';
 import { request } from 'undici';
+import { causationHeaders } from '../../lib/causation.js';
 import { readCapped } from './http-body.js';
 import {
   type ActionContext,
@@ -302,6 +303,7 @@ async function invokeService(
       'content-type': 'application/json',
       accept: 'application/json',
       ...(ctx.idempotencyKey ? { 'idempotency-key': ctx.idempotencyKey } : {}),
+      ...causationHeaders(ctx.causation),
     },
     body: JSON.stringify({
       plugin,

@@ -1,6 +1,7 @@
 import { AppError } from '../../http/errors.js';
 import { maskSecrets } from '../vault/references.js';
 import type { LoadedPlugin } from './discovery.js';
+import type { ActionContext } from './manifest.js';
 
 /** One plugin action run under its deadline, and its failures as PLUGIN.* errors with secrets masked. */
 
@@ -18,7 +19,7 @@ export async function runWithTimeout(
   action: string,
   label: string,
   limitMs: number,
-  ctx: { config: Record<string, unknown>; input: unknown; idempotencyKey?: string; signal?: AbortSignal },
+  ctx: Omit<ActionContext, 'signal'> & { signal?: AbortSignal },
 ): Promise<unknown> {
   const controller = new AbortController();
   const caller = ctx.signal;
@@ -38,6 +39,7 @@ export async function runWithTimeout(
           input: ctx.input,
           idempotencyKey: ctx.idempotencyKey,
           signal: controller.signal,
+          causation: ctx.causation,
         });
     // A handler that settles after the race is lost must not become an unhandled rejection.
     running.catch(() => {});

@@ -1,5 +1,6 @@
 import { type Static, Type } from '@sinclair/typebox';
 import { Ajv } from 'ajv';
+import type { Causation } from '../../lib/causation.js';
 import { assertValidSchema } from './json-schema.js';
 
 /**
@@ -64,6 +65,11 @@ export interface ActionContext {
   idempotencyKey?: string;
   /** Aborted when the invocation times out or its caller gives up. */
   signal: AbortSignal;
+  /**
+   * Set when a workflow run invokes the action: the depth and run a request this action makes to the
+   * svc API must carry (the `http` action sends them as `svc-depth` / `svc-causation-id`).
+   */
+  causation?: Causation;
 }
 
 export type ActionHandler = (ctx: ActionContext) => unknown;

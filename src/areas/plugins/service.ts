@@ -3,6 +3,7 @@ import { auditInsert, auditUpdate, softDeleted } from '../../db/audit.js';
 import type { Store } from '../../db/store.js';
 import { AppError } from '../../http/errors.js';
 import type { ListResult, Page } from '../../http/list.js';
+import type { Causation } from '../../lib/causation.js';
 import { type Clock, iso } from '../../lib/clock.js';
 import { newId } from '../../lib/ids.js';
 import { maskSecrets, secretValues } from '../vault/references.js';
@@ -32,6 +33,8 @@ export interface InvokeRequest {
   timeoutMs?: number;
   /** The caller giving up aborts the invocation. */
   signal?: AbortSignal;
+  /** A workflow run's depth + 1 and its id, for requests the action makes back to the API. */
+  causation?: Causation;
 }
 
 export interface ActionDescription {
@@ -309,6 +312,7 @@ export function createPluginService(deps: PluginDeps): PluginService {
           config,
           input,
           idempotencyKey: req.idempotencyKey,
+          causation: req.causation,
           signal: req.signal,
         });
         let output: unknown;

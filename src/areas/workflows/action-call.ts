@@ -1,4 +1,5 @@
 import { AppError } from '../../http/errors.js';
+import type { Causation } from '../../lib/causation.js';
 import type { Clock } from '../../lib/clock.js';
 import { describeThrown } from './jsonlogic.js';
 import { type Invoke, MAX_INTERRUPTIONS, type RunMachine } from './machine.js';
@@ -12,6 +13,7 @@ export interface ActionInvoker {
     idempotencyKey?: string;
     timeoutMs?: number;
     signal?: AbortSignal;
+    causation?: Causation;
   }): Promise<unknown>;
   describeAction(
     instanceId: string,
@@ -122,6 +124,8 @@ export function createActionCaller(deps: ActionCallDeps) {
         idempotencyKey: `${machine.run.id}:${node.key}`,
         timeoutMs: limit,
         signal: controller.signal,
+        // What this call causes in svc is one level deeper than the run (the loop guard).
+        causation: { depth: machine.depth + 1, id: machine.run.id },
       });
       // After a timeout the call may still settle; its outcome no longer matters.
       call.catch(() => {});

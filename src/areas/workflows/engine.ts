@@ -53,6 +53,8 @@ export interface EngineDeps {
   runParallelism?: number;
   /** ACTIONs in flight in this worker, all runs together (SVC_WORKFLOW_WORKER_PARALLELISM). */
   workerParallelism?: number;
+  /** SVC_WORKFLOW_MAX_DEPTH: the loop guard (router.ts). */
+  maxDepth?: number;
   workerId?: string;
 }
 
@@ -119,6 +121,7 @@ export function createWorkflowEngine(deps: EngineDeps): WorkflowEngine {
     metrics: deps.metrics,
     planOf,
     createRun,
+    maxDepth: deps.maxDepth ?? 8,
     started(machines) {
       if (hints.length + machines.length <= MAX_LOCAL_HINTS) hints.push(...machines);
       notify();

@@ -13,12 +13,14 @@
  */
 // Long file: the state machine is one class whose transitions share the run's state; each
 // transition is short, and the states table of SPEC reads best against it in one place.
+import { depthOf } from '../../lib/causation.js';
 import type { CloudEvent } from '../events/cloudevent.js';
 import { describeThrown, truthy } from './jsonlogic.js';
 import type { Plan, PlanNode } from './plan.js';
 import { renderTemplate } from './template.js';
 
-export type RunStatus = 'pending' | 'running' | 'completed' | 'failed';
+/** `skipped`: never started (the loop guard refused it; its error says why). */
+export type RunStatus = 'pending' | 'running' | 'completed' | 'failed' | 'skipped';
 export type NodeStatus = 'pending' | 'running' | 'completed' | 'failed' | 'skipped';
 
 export interface SkipReason {
@@ -122,6 +124,8 @@ export class RunMachine {
   /** Optional trace of node transitions (attempt starts, finishes, skips), e.g. for tests and metrics. */
   observer?: (event: 'start' | 'finish' | 'skip', key: string) => void;
   private readonly context: ExpressionContext;
+  /** The causation depth of the triggering event: runs it leads to are one deeper. */
+  readonly depth: number;
   /** ACTIONs reached (input computed) and not started yet: the engine starts them. */
   private readonly ready = new Map<string, Invoke>();
 
@@ -133,6 +137,7 @@ export class RunMachine {
     readonly simulate = false,
   ) {
     this.context = { event: eventContext(event), nodes: {} };
+    this.depth = depthOf(event);
     for (const n of plan.nodes) {
       const st = nodes.get(n.key);
       if (st?.status === 'completed') this.context.nodes[n.key] = { output: st.output };

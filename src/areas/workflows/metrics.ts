@@ -3,6 +3,8 @@ import { counter, histogram } from '../../lib/metrics.js';
 
 export interface WorkflowMetrics {
   runStarted(subscriptionId: string): void;
+  /** A run the loop guards did not start (reason: depth, rate). */
+  runRefused(subscriptionId: string, reason: string): void;
   runFinished(subscriptionId: string, status: string): void;
   /** A node reached a final status (completed, failed), having started at some point. */
   nodeFinished(type: string, status: string, seconds: number): void;
@@ -22,6 +24,12 @@ export function createWorkflowMetrics(registry: Registry): WorkflowMetrics {
     'Workflow runs that ended, by subscription and status (completed, failed)',
     ['subscription_id', 'status'],
   );
+  const refused = counter(
+    registry,
+    'svc_workflow_runs_refused_total',
+    'Runs not started by the loop guards, by subscription and reason (depth, rate)',
+    ['subscription_id', 'reason'],
+  );
   const nodes = histogram(
     registry,
     'svc_workflow_node_duration_seconds',
@@ -31,6 +39,7 @@ export function createWorkflowMetrics(registry: Registry): WorkflowMetrics {
   );
   return {
     runStarted: (subscription_id) => started.inc({ subscription_id }),
+    runRefused: (subscription_id, reason) => refused.inc({ subscription_id, reason }),
     runFinished: (subscription_id, status) => finished.inc({ subscription_id, status }),
     nodeFinished: (type, status, seconds) => nodes.observe({ type, status }, seconds),
   };

@@ -1,4 +1,5 @@
 import type { Logger } from 'pino';
+import { depthOf } from '../../lib/causation.js';
 import { type Clock, iso } from '../../lib/clock.js';
 import { newId } from '../../lib/ids.js';
 import type { CloudEvent } from '../events/cloudevent.js';
@@ -21,6 +22,8 @@ export interface RouterDeps {
   createRun(item: { run: WorkflowRunTable; nodes: WorkflowRunNodeTable[] }): Promise<boolean>;
   /** Runs just created, handed to this process's engine to drive without a claim query. */
   started(machines: RunMachine[]): void;
+  /** SVC_WORKFLOW_MAX_DEPTH: an event this many runs deep starts no run (docs/workflows.md "Loop safety"). */
+  maxDepth: number;
 }
 
 /**
@@ -40,7 +43,48 @@ export function createRouter(deps: RouterDeps): EventHandler {
     return truthy(fn({ event: eventContext(event), nodes: {} }));
   }
 
+  /**
+   * The loop guard: an event caused by a chain of `maxDepth` runs starts no run. The refusal is a
+   * run of its own, `skipped` with the reason (visible in GET /workflow_run), counted and logged.
+   */
+  async function refuse(sub: RoutedSubscription, event: CloudEvent, depth: number): Promise<void> {
+    const at = iso(deps.clock.now());
+    const reason =
+      `not started: the event is ${depth} runs deep (SVC_WORKFLOW_MAX_DEPTH ${deps.maxDepth}); ` +
+      `it was caused by run ${event.causationid ?? '(unknown)'}: a workflow that triggers itself?`;
+    const inserted = await deps.createRun({
+      run: {
+        id: newId(),
+        event_subscription_id: sub.id,
+        graph_version: sub.graph_version,
+        event_id: event.id,
+        event_type: event.type,
+        trigger_event: JSON.stringify(event),
+        status: 'skipped',
+        started_at: null,
+        completed_at: at,
+        error: reason,
+        wake_at: null,
+        locked_by: null,
+        created_at: at,
+        updated_at: at,
+      },
+      nodes: [],
+    });
+    if (!inserted) return;
+    deps.metrics.runRefused(sub.id, 'depth');
+    deps.log.warn(
+      { subscription_id: sub.id, event_id: event.id, depth, caused_by: event.causationid },
+      'workflow router: run not started, the event is too many runs deep',
+    );
+  }
+
   async function startRun(sub: RoutedSubscription, event: CloudEvent): Promise<RunMachine | null> {
+    const depth = depthOf(event);
+    if (depth >= deps.maxDepth) {
+      await refuse(sub, event, depth);
+      return null;
+    }
     const plan = await deps.planOf(sub.id, sub.graph_version);
     const at = iso(deps.clock.now());
     const runId = newId();

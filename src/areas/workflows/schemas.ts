@@ -3,7 +3,7 @@ import { Id, JsonObject, ListQuery, ListResponse, Nullable, Timestamp } from '..
 
 /** Shapes of workflow runs, introspection, evaluation and simulation (SPEC "Workflow runs and introspection"). */
 
-export const RUN_STATUSES = ['pending', 'running', 'completed', 'failed'] as const;
+export const RUN_STATUSES = ['pending', 'running', 'completed', 'failed', 'skipped'] as const;
 export const NODE_STATUSES = ['pending', 'running', 'completed', 'failed', 'skipped'] as const;
 
 const Any = Type.Unknown();

@@ -8,7 +8,7 @@ export interface WorkflowRunTable {
   event_type: string;
   /** The full CloudEvent as JSON text. */
   trigger_event: string;
-  status: 'pending' | 'running' | 'completed' | 'failed';
+  status: 'pending' | 'running' | 'completed' | 'failed' | 'skipped';
   started_at: string | null;
   completed_at: string | null;
   error: string | null;

@@ -1,5 +1,6 @@
 import { type Dispatcher, request } from 'undici';
 import { AppError } from '../../../http/errors.js';
+import { causationHeaders } from '../../../lib/causation.js';
 import { assertAllowedUrl, ForbiddenTargetError, guardedDispatcher } from '../../../lib/net-guard.js';
 import { VERSION } from '../../../version.js';
 import { BodyTooLargeError, readCapped } from '../http-body.js';
@@ -106,7 +107,7 @@ export function httpPlugin(deps: { allowPrivateNetworks: boolean }): PluginModul
       ],
     },
     handlers: {
-      request: async ({ config, input, idempotencyKey, signal }) => {
+      request: async ({ config, input, idempotencyKey, signal, causation }) => {
         const cfg = config as HttpConfig;
         const req = input as HttpInput;
         const target = targetUrl(req, cfg);
@@ -123,6 +124,9 @@ export function httpPlugin(deps: { allowPrivateNetworks: boolean }): PluginModul
         }
         const headers = mergeHeaders(cfg.headers, req.headers);
         if (idempotencyKey && !('idempotency-key' in headers)) headers['idempotency-key'] = idempotencyKey;
+        // The loop guard: a request a run makes carries the run's depth + 1, and svc's API stamps
+        // the events it causes with it (always set by svc, whatever the input's headers say).
+        Object.assign(headers, causationHeaders(causation));
         let body: string | undefined;
         if (req.body !== undefined) {
           if (req.method === 'GET' || req.method === 'HEAD') {

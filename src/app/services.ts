@@ -197,6 +197,7 @@ export function createServices(deps: ServiceDeps): Services {
     runParallelism: deps.config.workflowRunParallelism,
     workerParallelism: deps.config.workflowWorkerParallelism,
     maxDepth: deps.config.workflowMaxDepth,
+    maxRunsPerMinute: deps.config.workflowMaxRunsPerMinute,
   });
   // The drain comes last: its handlers are the areas' event consumers, complete from the start.
   const eventHandlers = [webhooks.dispatcher, workflowEngine.router, ...(deps.extraEventHandlers ?? [])];

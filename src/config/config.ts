@@ -33,6 +33,8 @@ export interface Config {
   workflowWorkerParallelism: number;
   /** Events caused by this many nested workflow runs start no run (the loop guard). */
   workflowMaxDepth: number;
+  /** Runs a subscription may start per minute before the rate guard pauses it (its own limit wins); 0: none. */
+  workflowMaxRunsPerMinute: number;
   webhookRetryIntervalMs: number;
   webhookBackoffBaseSeconds: number;
   webhookTimeoutMs: number;
@@ -273,6 +275,7 @@ export function loadConfig(env: Env = process.env): Config {
     workflowRunParallelism: boundedInt(env, 'SVC_WORKFLOW_RUN_PARALLELISM', 8, 1, 64),
     workflowWorkerParallelism: boundedInt(env, 'SVC_WORKFLOW_WORKER_PARALLELISM', 128, 1, 10_000),
     workflowMaxDepth: boundedInt(env, 'SVC_WORKFLOW_MAX_DEPTH', 8, 1, 100),
+    workflowMaxRunsPerMinute: boundedInt(env, 'SVC_WORKFLOW_MAX_RUNS_PER_MINUTE', 6_000, 0, 1_000_000),
     webhookRetryIntervalMs: boundedInt(env, 'SVC_WEBHOOK_RETRY_INTERVAL_MS', 30_000, 10, MAX_TIMER_MS),
     webhookBackoffBaseSeconds: boundedInt(env, 'SVC_WEBHOOK_BACKOFF_BASE_SECONDS', 30, 0, 86_400),
     webhookTimeoutMs: boundedInt(env, 'SVC_WEBHOOK_TIMEOUT_MS', 10_000, 1, 600_000),

@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestApp, type TestApp } from '../helpers/app.js';
 import { admin, apiKey } from '../helpers/auth.js';
 import { dialectName } from '../helpers/store.js';
-import { type Api, api, type Json, pluginInstance, runsOf, settle, workflow } from './helpers.js';
+import { type Api, api, type Json, pluginInstance, publish, runsOf, settle, workflow } from './helpers.js';
 
 /**
  * Loop safety (docs/workflows.md "Loop safety"): a workflow on svc.folder.created whose ACTION creates
@@ -96,8 +96,101 @@ describe(`the loop guard stops a workflow that triggers itself (${dialectName})`
     expect(metrics.body).toContain(
       `svc_workflow_runs_refused_total{subscription_id="${wf.id}",reason="depth"} 1`,
     );
-    expect(
-      t.logs.some((l) => l.msg === 'workflow router: run not started, the event is too many runs deep'),
-    ).toBe(true);
+    expect(t.logs.some((l) => l.msg === `workflow router: run not started: ${refused.error}`)).toBe(true);
+  });
+});
+
+/**
+ * The rate guard: a subscription that starts more runs in a minute than its max_runs_per_minute is
+ * paused (disabled, saying why); the events over the limit start no run but a skipped one; enabling
+ * it again lifts the pause.
+ */
+describe(`the rate guard pauses a subscription that runs too often (${dialectName})`, () => {
+  let t: TestApp;
+  let a: Api;
+
+  beforeAll(async () => {
+    t = await startTestApp({ env: { SVC_WORKFLOW_MAX_RUNS_PER_MINUTE: '1000' } });
+    a = await api(t);
+  });
+  afterAll(() => t.close());
+
+  const fiveEvents = () =>
+    t.ctx.store.transaction(async (tx) => {
+      for (let i = 0; i < 5; i++)
+        await t.ctx.services.events.publish(tx, {
+          type: 'svc.user.created',
+          source: '/api/v1/user',
+          subject: `u${i}`,
+          data: { user_id: `u${i}`, email: `u${i}@example.test` },
+        });
+    });
+
+  it('starts 3 of 5 runs at max_runs_per_minute 3, pauses, and runs again once enabled', async () => {
+    const wf = await workflow(
+      a,
+      { nodes: [{ key: 'c', type: 'COMPUTE', config: { logic: 1 } }] },
+      {
+        max_runs_per_minute: 3,
+      },
+    );
+    await fiveEvents();
+    await settle(t);
+
+    let runs = await runsOf(a, wf.id);
+    expect(runs.filter((r: Json) => r.status === 'completed')).toHaveLength(3);
+    const refused = runs.filter((r: Json) => r.status === 'skipped');
+    expect(refused).toHaveLength(2);
+    expect(refused[0].error).toBe(
+      'not started: the rate guard paused the subscription (see its paused_reason)',
+    );
+    const paused = (await a.call('GET', `/event_subscription/${wf.id}`)).body;
+    expect(paused).toMatchObject({ enabled: false, max_runs_per_minute: 3, paused_at: expect.any(String) });
+    expect(paused.paused_reason).toMatch(/^rate guard: 3 runs started in the last minute, the limit is 3 /);
+    const metrics = await t.app.inject({ method: 'GET', url: '/metrics' });
+    expect(metrics.body).toContain(
+      `svc_workflow_runs_refused_total{subscription_id="${wf.id}",reason="rate"} 2`,
+    );
+    expect(t.logs.some((l) => l.msg === 'workflow rate guard: subscription paused')).toBe(true);
+
+    // Paused: new events start nothing, not even a refusal.
+    await publish(t);
+    await settle(t);
+    expect(await runsOf(a, wf.id)).toHaveLength(5);
+
+    // Enabled again (with room to run): the reason goes, events start runs again.
+    const enabled = await a.call('PATCH', `/event_subscription/${wf.id}`, {
+      enabled: true,
+      max_runs_per_minute: 100,
+    });
+    expect(enabled.status).toBe(200);
+    expect(enabled.body).toMatchObject({ enabled: true, paused_reason: null, paused_at: null });
+    await publish(t);
+    await settle(t);
+    runs = await runsOf(a, wf.id);
+    expect(runs.filter((r: Json) => r.status === 'completed')).toHaveLength(4);
+  });
+
+  it('applies SVC_WORKFLOW_MAX_RUNS_PER_MINUTE to a subscription without a limit of its own', async () => {
+    const wf = await workflow(a, { nodes: [{ key: 'c', type: 'COMPUTE', config: { logic: 1 } }] });
+    expect((await a.call('GET', `/event_subscription/${wf.id}`)).body.max_runs_per_minute).toBeNull();
+    // The server default here is 1000; 5 runs are far below it.
+    await fiveEvents();
+    await settle(t);
+    const runs = await runsOf(a, wf.id);
+    expect(runs.filter((r: Json) => r.status === 'completed')).toHaveLength(5);
+    expect((await a.call('GET', `/event_subscription/${wf.id}`)).body.enabled).toBe(true);
+  });
+
+  it('refuses a max_runs_per_minute that is no positive integer', async () => {
+    for (const bad of [0, -1, 1.5, '10', 2_000_000]) {
+      const res = await a.call('POST', '/event_subscription', {
+        name: 'bad',
+        event_type: 'svc.user.created',
+        max_runs_per_minute: bad,
+      });
+      expect(res.status).toBe(400);
+      expect(res.body.code).toBe('VALIDATION_ERROR');
+    }
   });
 });

@@ -24,6 +24,16 @@ const SubscriptionFields = {
   source_filter: Type.Optional(Nullable(Filter)),
   subject_filter: Type.Optional(Nullable(Filter)),
   condition_jsonlogic: Type.Optional(Nullable(JsonObject)),
+  max_runs_per_minute: Type.Optional(
+    Nullable(
+      Type.Integer({
+        minimum: 1,
+        maximum: 1_000_000,
+        description:
+          'Runs started per minute before the rate guard pauses the subscription; null: the server default (SVC_WORKFLOW_MAX_RUNS_PER_MINUTE)',
+      }),
+    ),
+  ),
 };
 
 export const CreateSubscription = Type.Object(SubscriptionFields, {
@@ -56,6 +66,10 @@ export const Subscription = Type.Object(
     source_filter: Nullable(Type.String()),
     subject_filter: Nullable(Type.String()),
     condition_jsonlogic: Nullable(JsonObject),
+    max_runs_per_minute: Nullable(Type.Integer()),
+    /** Why the rate guard paused it (enabled is then false); cleared by enabling it again. */
+    paused_reason: Nullable(Type.String()),
+    paused_at: Nullable(Timestamp),
     created_at: Timestamp,
     updated_at: Timestamp,
     updated_by: Nullable(Type.String()),

@@ -79,6 +79,8 @@ export interface SubscriptionService {
   getForRuns(id: string): Promise<RoutableSubscription | undefined>;
   getActive(id: string): Promise<RoutableSubscription>;
   graphVersion(subscriptionId: string, version: number): Promise<{ nodes: GraphNode[]; edges: GraphEdge[] }>;
+  /** The rate guard's pause: disables an enabled subscription saying why; false when it was not enabled. */
+  pause(id: string, reason: string): Promise<boolean>;
 }
 
 export function createSubscriptionService(deps: SubscriptionDeps): SubscriptionService {
@@ -105,6 +107,12 @@ export function createSubscriptionService(deps: SubscriptionDeps): SubscriptionS
     if (body.event_type !== undefined) patch.event_type = body.event_type;
     if (body.description !== undefined) patch.description = body.description;
     if (body.enabled !== undefined) patch.enabled = body.enabled ? 1 : 0;
+    // Enabling again is how a user lifts a rate-guard pause: the reason goes with it.
+    if (body.enabled === true) {
+      patch.paused_reason = null;
+      patch.paused_at = null;
+    }
+    if (body.max_runs_per_minute !== undefined) patch.max_runs_per_minute = body.max_runs_per_minute;
     if (body.source_filter !== undefined) patch.source_filter = body.source_filter;
     if (body.subject_filter !== undefined) patch.subject_filter = body.subject_filter;
     if (body.condition_jsonlogic !== undefined)
@@ -166,6 +174,9 @@ export function createSubscriptionService(deps: SubscriptionDeps): SubscriptionS
         source_filter: body.source_filter ?? null,
         subject_filter: body.subject_filter ?? null,
         condition_jsonlogic: toJsonText(body.condition_jsonlogic),
+        max_runs_per_minute: body.max_runs_per_minute ?? null,
+        paused_reason: null,
+        paused_at: null,
         graph_version: 0,
         ...auditInsert(at, userId),
       };
@@ -310,5 +321,7 @@ export function createSubscriptionService(deps: SubscriptionDeps): SubscriptionS
     /** A saved graph version (immutable), for the engine's plan cache. */
     graphVersion: (subscriptionId: string, version: number) =>
       st.graphVersion(store.db, subscriptionId, version),
+
+    pause: (id: string, reason: string) => st.pause(store.db, id, reason, now()),
   };
 }

@@ -36,6 +36,9 @@ export const toSubscription = (r: EventSubscriptionTable): RoutableSubscription 
   source_filter: r.source_filter,
   subject_filter: r.subject_filter,
   condition_jsonlogic: parse(r.condition_jsonlogic),
+  max_runs_per_minute: r.max_runs_per_minute,
+  paused_reason: r.paused_reason,
+  paused_at: r.paused_at,
   graph_version: r.graph_version,
   created_at: r.created_at,
   updated_at: r.updated_at,
@@ -83,6 +86,9 @@ export type SubscriptionPatch = Partial<
     | 'source_filter'
     | 'subject_filter'
     | 'condition_jsonlogic'
+    | 'max_runs_per_minute'
+    | 'paused_reason'
+    | 'paused_at'
   >
 >;
 
@@ -117,6 +123,18 @@ export async function update(
   patch: SubscriptionPatch & { updated_at: string; updated_by: string | null },
 ): Promise<boolean> {
   return updateActive(db, 'event_subscription', id, patch);
+}
+
+/** Disables an enabled, active subscription saying why (the rate guard); false when it was not enabled. */
+export async function pause(db: Db, id: string, reason: string, at: string): Promise<boolean> {
+  const r = await db
+    .updateTable('event_subscription')
+    .set({ enabled: 0, paused_reason: reason, paused_at: at, updated_at: at })
+    .where('id', '=', id)
+    .where('enabled', '=', 1)
+    .where('deleted_at', 'is', null)
+    .executeTakeFirst();
+  return Number(r.numUpdatedRows) > 0;
 }
 
 /** Soft-deletes an active subscription; false when it was not active (one concurrent delete wins). */

@@ -11,6 +11,11 @@ export interface EventSubscriptionTable {
   condition_jsonlogic: string | null;
   /** The current graph version; every PUT graph writes a new one (0: no graph saved yet). */
   graph_version: number;
+  /** Runs started per minute before the rate guard pauses it; null: SVC_WORKFLOW_MAX_RUNS_PER_MINUTE. */
+  max_runs_per_minute: number | null;
+  /** Set when the rate guard paused (disabled) it; cleared when it is enabled again. */
+  paused_reason: string | null;
+  paused_at: string | null;
   created_at: string;
   updated_at: string;
   updated_by: string | null;

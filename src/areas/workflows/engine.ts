@@ -28,6 +28,7 @@ import type { GraphSource } from './graph-source.js';
 import type { RunMachine } from './machine.js';
 import type { WorkflowMetrics } from './metrics.js';
 import { buildPlan, type Plan, PlanCache } from './plan.js';
+import { createRateGuard } from './rate-guard.js';
 import { resumeRuns } from './resume.js';
 import { createRouter } from './router.js';
 import type { RunWrite } from './store.js';
@@ -55,6 +56,8 @@ export interface EngineDeps {
   workerParallelism?: number;
   /** SVC_WORKFLOW_MAX_DEPTH: the loop guard (router.ts). */
   maxDepth?: number;
+  /** SVC_WORKFLOW_MAX_RUNS_PER_MINUTE: the rate guard's default limit (rate-guard.ts); 0 = none. */
+  maxRunsPerMinute?: number;
   workerId?: string;
 }
 
@@ -122,6 +125,13 @@ export function createWorkflowEngine(deps: EngineDeps): WorkflowEngine {
     planOf,
     createRun,
     maxDepth: deps.maxDepth ?? 8,
+    rateGuard: createRateGuard({
+      clock,
+      log,
+      subscriptions: deps.subscriptions,
+      countRunsSince: (id, since) => runs.countRunsSince(deps.store.db, id, since),
+      defaultLimit: deps.maxRunsPerMinute ?? 0,
+    }),
     started(machines) {
       if (hints.length + machines.length <= MAX_LOCAL_HINTS) hints.push(...machines);
       notify();

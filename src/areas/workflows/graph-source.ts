@@ -12,6 +12,8 @@ export interface RoutedSubscription {
   source_filter: string | null;
   subject_filter: string | null;
   condition_jsonlogic: Record<string, unknown> | null;
+  /** The rate guard's limit of runs started per minute; null: the server default. */
+  max_runs_per_minute: number | null;
   /** The graph version new runs use. */
   graph_version: number;
 }
@@ -23,4 +25,6 @@ export interface GraphSource {
   getActive(id: string): Promise<RoutedSubscription>;
   /** The nodes and edges of one graph version (versions are immutable once written). */
   graphVersion(subscriptionId: string, version: number): Promise<{ nodes: GraphNode[]; edges: GraphEdge[] }>;
+  /** Disables an enabled subscription saying why (the rate guard); false when it was not enabled. */
+  pause(id: string, reason: string): Promise<boolean>;
 }

@@ -9,6 +9,7 @@ import { CompiledCache, describeThrown, truthy } from './jsonlogic.js';
 import { eventContext, RunMachine } from './machine.js';
 import type { WorkflowMetrics } from './metrics.js';
 import type { Plan } from './plan.js';
+import type { RateGuard } from './rate-guard.js';
 import { nodeRow } from './store.js';
 import type { WorkflowRunNodeTable, WorkflowRunTable } from './tables.js';
 
@@ -24,6 +25,8 @@ export interface RouterDeps {
   started(machines: RunMachine[]): void;
   /** SVC_WORKFLOW_MAX_DEPTH: an event this many runs deep starts no run (docs/workflows.md "Loop safety"). */
   maxDepth: number;
+  /** Pauses a subscription that starts too many runs a minute (docs/workflows.md "Loop safety"). */
+  rateGuard: RateGuard;
 }
 
 /**
@@ -44,14 +47,16 @@ export function createRouter(deps: RouterDeps): EventHandler {
   }
 
   /**
-   * The loop guard: an event caused by a chain of `maxDepth` runs starts no run. The refusal is a
-   * run of its own, `skipped` with the reason (visible in GET /workflow_run), counted and logged.
+   * A loop guard's refusal: no run starts, but a run of its own, `skipped` with the reason, records
+   * it (visible in GET /workflow_run), counted and logged.
    */
-  async function refuse(sub: RoutedSubscription, event: CloudEvent, depth: number): Promise<void> {
+  async function refuse(
+    sub: RoutedSubscription,
+    event: CloudEvent,
+    guard: 'depth' | 'rate',
+    reason: string,
+  ): Promise<void> {
     const at = iso(deps.clock.now());
-    const reason =
-      `not started: the event is ${depth} runs deep (SVC_WORKFLOW_MAX_DEPTH ${deps.maxDepth}); ` +
-      `it was caused by run ${event.causationid ?? '(unknown)'}: a workflow that triggers itself?`;
     const inserted = await deps.createRun({
       run: {
         id: newId(),
@@ -72,17 +77,23 @@ export function createRouter(deps: RouterDeps): EventHandler {
       nodes: [],
     });
     if (!inserted) return;
-    deps.metrics.runRefused(sub.id, 'depth');
+    deps.metrics.runRefused(sub.id, guard);
     deps.log.warn(
-      { subscription_id: sub.id, event_id: event.id, depth, caused_by: event.causationid },
-      'workflow router: run not started, the event is too many runs deep',
+      { subscription_id: sub.id, event_id: event.id, guard, caused_by: event.causationid },
+      `workflow router: run not started: ${reason}`,
     );
   }
 
   async function startRun(sub: RoutedSubscription, event: CloudEvent): Promise<RunMachine | null> {
     const depth = depthOf(event);
     if (depth >= deps.maxDepth) {
-      await refuse(sub, event, depth);
+      await refuse(
+        sub,
+        event,
+        'depth',
+        `not started: the event is ${depth} runs deep (SVC_WORKFLOW_MAX_DEPTH ${deps.maxDepth}); ` +
+          `it was caused by run ${event.causationid ?? '(unknown)'}: a workflow that triggers itself?`,
+      );
       return null;
     }
     const plan = await deps.planOf(sub.id, sub.graph_version);
@@ -130,6 +141,21 @@ export function createRouter(deps: RouterDeps): EventHandler {
     }
   }
 
+  /** Per subscription of the batch, how many of its runs the rate guard lets start. */
+  async function allowances(pairs: { sub: RoutedSubscription }[]): Promise<Map<string, number>> {
+    const wanted = new Map<string, { sub: RoutedSubscription; n: number }>();
+    for (const { sub } of pairs) {
+      const w = wanted.get(sub.id) ?? { sub, n: 0 };
+      w.n += 1;
+      wanted.set(sub.id, w);
+    }
+    const out = new Map<string, number>();
+    await Promise.all(
+      [...wanted.values()].map(async ({ sub, n }) => out.set(sub.id, await deps.rateGuard.allowance(sub, n))),
+    );
+    return out;
+  }
+
   return {
     name: 'workflow-router',
     // One indexed lookup for the batch's event types, then one run per matching (subscription, event).
@@ -143,10 +169,22 @@ export function createRouter(deps: RouterDeps): EventHandler {
       }
       const failed = new Map<string, string[]>();
       const started: RunMachine[] = [];
+      const allowance = await allowances(pairs);
       // All at once: the write batcher commits the runs submitted together in one transaction.
       await Promise.all(
         pairs.map(async ({ sub, event }) => {
           try {
+            const left = allowance.get(sub.id) ?? 0;
+            allowance.set(sub.id, left - 1);
+            if (left <= 0) {
+              await refuse(
+                sub,
+                event,
+                'rate',
+                'not started: the rate guard paused the subscription (see its paused_reason)',
+              );
+              return;
+            }
             const machine = await startRun(sub, event);
             if (machine) {
               started.push(machine);

@@ -126,6 +126,18 @@ export async function insertRuns(
   return items.map((x) => created.has(x.run.id));
 }
 
+/** Runs of a subscription created at or after `since`, not counting runs the guards refused. */
+export async function countRunsSince(db: Db, subscriptionId: string, since: string): Promise<number> {
+  const row = await db
+    .selectFrom('workflow_run')
+    .select((eb) => eb.fn.countAll<number>().as('n'))
+    .where('event_subscription_id', '=', subscriptionId)
+    .where('created_at', '>=', since)
+    .where('status', '!=', 'skipped')
+    .executeTakeFirstOrThrow();
+  return Number(row.n);
+}
+
 /**
  * Claims these runs (just created here) if no worker ever claimed them; answers the ids claimed.
  * The caller drives them from the all-pending state it created, so a run another worker already

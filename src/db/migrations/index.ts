@@ -10,6 +10,7 @@ import * as m0008 from './0008_questionnaires.js';
 import * as m0009 from './0009_enrollments.js';
 import * as m0010 from './0010_events_interruptions.js';
 import * as m0011 from './0011_auth_user.js';
+import * as m0012 from './0012_workflows_rate_guard.js';
 
 /**
  * Every migration, in order. One set serves SQLite and PostgreSQL; a dialect branch is allowed only
@@ -31,4 +32,5 @@ export const migrations: Record<string, Migration> = {
   '0009_enrollments': m0009,
   '0010_events_interruptions': m0010,
   '0011_auth_user': m0011,
+  '0012_workflows_rate_guard': m0012,
 };

@@ -3,6 +3,7 @@ import type { Causation } from '../../lib/causation.js';
 import { type Clock, iso } from '../../lib/clock.js';
 import { newId } from '../../lib/ids.js';
 import type { CloudEvent } from './cloudevent.js';
+import { enrichEventData } from './enrich.js';
 import type { EventRegistry } from './registry.js';
 import { DEFAULT_MAX_ATTEMPTS } from './retry.js';
 import { insertTask } from './store.js';
@@ -41,7 +42,9 @@ export function createEventPublisher(deps: {
   registry?: EventRegistry;
 }): EventPublisher {
   return {
-    async publish(tx, input) {
+    async publish(tx, given) {
+      // Enriched before the check: the data written (and checked) is what subscribers receive.
+      const input = { ...given, data: enrichEventData(given.type, given.data) };
       deps.registry?.check(input);
       const now = iso(deps.clock.now());
       const event: CloudEvent = {

@@ -14,7 +14,6 @@ import type { EnrollmentService } from '../enrollments/service.js';
 import { EVENT_SOURCES } from '../events/definitions.js';
 import type { EventPublisher } from '../events/publish.js';
 import { validateAnswers } from '../questionnaires/answers-schema.js';
-import { enrichSubmissionData } from './enrich.js';
 import {
   findSubmission,
   hasActiveSubmission,
@@ -135,7 +134,7 @@ export function createSubmissionService(deps: SubmissionDeps): SubmissionService
       type,
       source: SOURCE,
       subject: row.id,
-      data: enrichSubmissionData(data),
+      data,
       causation: principal.causation,
     });
   }
@@ -253,7 +252,7 @@ export function createSubmissionService(deps: SubmissionDeps): SubmissionService
         type: 'svc.submission.updated',
         source: SOURCE,
         subject: id,
-        data: enrichSubmissionData({
+        data: {
           submission_id: id,
           questionnaire_id: current.questionnaire_id,
           user_id: current.user_id,
@@ -261,7 +260,7 @@ export function createSubmissionService(deps: SubmissionDeps): SubmissionService
           is_anonymous: current.is_anonymous,
           changed_fields: changed,
           answers: input.answers ?? current.answers,
-        }),
+        },
         causation: principal.causation,
       });
     });

@@ -3,6 +3,7 @@ import { AppError } from '../../http/errors.js';
 import type { ListResult, Page } from '../../http/list.js';
 import { type Clock, iso } from '../../lib/clock.js';
 import type { CloudEvent } from '../events/cloudevent.js';
+import { enrichEventData } from '../events/enrich.js';
 import type { GraphSource } from './graph-source.js';
 import { CompiledCache, describeThrown, expressionProblem, truthy } from './jsonlogic.js';
 import {
@@ -193,7 +194,9 @@ export function createWorkflowService(deps: WorkflowServiceDeps): WorkflowServic
      * plugin called (an ACTION answers `{simulated: true, input}`; vault references stay unresolved
      * so no secret is returned), delays skipped, failures reported in the node with a 200.
      */
-    async simulate(subscriptionId: string, event: CloudEvent) {
+    async simulate(subscriptionId: string, given: CloudEvent) {
+      // The enrichment a published event gets (events/enrich.ts), so the graph sees the same paths.
+      const event = { ...given, data: enrichEventData(given.type, given.data) };
       const sub = await deps.subscriptions.getActive(subscriptionId);
       const plan = await deps.planOf(sub.id, sub.graph_version);
       const states = RunMachine.pendingStates(plan, () => '');

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { enrichSubmissionData } from '../../src/areas/submissions/enrich.js';
+import { enrichEventData, enrichSubmissionData } from '../../src/areas/events/enrich.js';
 
 describe('enrichSubmissionData (SPEC Events, Emission)', () => {
   const variables = [
@@ -70,5 +70,22 @@ describe('enrichSubmissionData (SPEC Events, Emission)', () => {
     expect(scoring.variables_by_name).toEqual({ x: { name: 'x', value: 3 } });
     expect(Object.keys(scoring.functions_by_name)).toEqual(['__proto__']);
     expect(Object.getPrototypeOf(scoring.functions_by_name)).toBe(Object.prototype);
+  });
+
+  it('enrichEventData enriches the three submission events only, idempotently, and leaves non-objects', () => {
+    const data = { answers: { scoring: { variables: [{ name: 't', value: 1 }] } } };
+    for (const type of [
+      'svc.submission.created',
+      'svc.submission.anonymous_created',
+      'svc.submission.updated',
+    ]) {
+      const once = enrichEventData(type, data);
+      expect(once.answers.scoring).toHaveProperty('variables_by_name.t.value', 1);
+      expect(enrichEventData(type, once)).toEqual(once);
+    }
+    expect(enrichEventData('svc.submission.deleted', data)).toBe(data);
+    expect(enrichEventData('com.example.custom', data)).toBe(data);
+    expect(enrichEventData('svc.submission.created', 'text')).toBe('text');
+    expect(enrichEventData('svc.submission.created', undefined)).toBeUndefined();
   });
 });

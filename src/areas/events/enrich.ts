@@ -1,4 +1,20 @@
 /**
+ * What svc adds to an event's data before anyone sees it. Two callers, one function: the publisher
+ * (every event written to the outbox, so runs and webhooks get it) and the simulation (an event a
+ * user pastes into POST /event_subscription/{id}/test), so a graph sees the same paths in both.
+ * Only svc's own submission events are enriched; it is idempotent (indices are rebuilt, not merged).
+ */
+export function enrichEventData<T>(type: string, data: T): T {
+  return ENRICHED_TYPES.has(type) && isObject(data) ? (enrichSubmissionData(data) as T) : data;
+}
+
+const ENRICHED_TYPES = new Set([
+  'svc.submission.created',
+  'svc.submission.anonymous_created',
+  'svc.submission.updated',
+]);
+
+/**
  * Submission scoring enrichment (SPEC Events, Emission): when `data.answers.scoring` is an object,
  * add `variables_by_name` (from `scoring.variables`) and `functions_by_name` (from `scoring.functions`),
  * each keyed by the entries' `name`; the original structures stay as they are. Data without a scoring

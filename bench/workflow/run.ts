@@ -26,6 +26,7 @@ import type { AppContext } from '../../src/app/types.js';
 import { loadConfig } from '../../src/config/config.js';
 import { newId } from '../../src/lib/ids.js';
 import { median } from '../lib/load.js';
+import { measureFanOut, printFanOut, RECEIVER_DELAY_MS } from './fanout.js';
 import { measureN8n, type N8nResult } from './n8n.js';
 
 const EVENTS = Number(process.argv[2] ?? 2000);
@@ -95,8 +96,9 @@ async function pgStore(): Promise<Store> {
   };
 }
 
-async function context(url: string): Promise<AppContext> {
+async function context(url: string, extra: Record<string, string> = {}): Promise<AppContext> {
   const config = loadConfig({
+    ...extra,
     NODE_ENV: 'test',
     SVC_DATABASE_URL: url,
     SVC_LOG_LEVEL: 'warn',
@@ -263,6 +265,24 @@ for (const r of results) {
   );
 }
 console.log('\n(medians of the rounds; goal >= 500 runs/s on SQLite)');
+
+// Fan-out: one COMPUTE -> 4 parallel ACTIONs (receiver answers after 20 ms) -> JOIN ALL -> END, beside
+// the same graph with one branch (the ceiling). Branches overlap, so the ratio should stay <= 1.5x.
+const FANOUT_ROUNDS = Number(process.env.BENCH_FANOUT_ROUNDS ?? 30);
+console.log(
+  `\nfan-out: ${FANOUT_ROUNDS} runs of each graph, one at a time, receiver answering after ${RECEIVER_DELAY_MS} ms`,
+);
+console.log('store               1 branch: run wall     4 branches: run wall   4 / 1    publish->seen 1 / 4');
+for (const r of results) {
+  const store = r.name === 'sqlite' ? await sqliteStore() : await pgStore();
+  const ctx = await context(store.url, { SVC_ALLOW_PRIVATE_NETWORKS: 'true' });
+  printFanOut(r.name, await measureFanOut(ctx, FANOUT_ROUNDS));
+  await ctx.store.close();
+  await store.drop();
+}
+console.log(
+  '(medians, min-max in brackets; run wall = its persisted started_at -> completed_at; goal 4 / 1 <= 1.5x)',
+);
 
 // n8n, the same graph on the same machine (optional).
 if (!N8N_BIN) {

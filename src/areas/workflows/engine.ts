@@ -144,12 +144,16 @@ export function createWorkflowEngine(deps: EngineDeps): WorkflowEngine {
    * one (each takes the changes made up to its own turn).
    */
   function persist(machine: RunMachine, lease: { wake_at: string | null; locked_by: string | null }) {
-    const previous = persisting.get(machine) ?? Promise.resolve();
-    const next = previous.catch(() => {}).then(() => write(machine, lease));
+    const previous = persisting.get(machine);
+    // The common case (one branch, or nothing written yet) writes at once: no chain to join.
+    const next = previous
+      ? previous.catch(() => {}).then(() => write(machine, lease))
+      : write(machine, lease);
     persisting.set(machine, next);
     return next;
   }
   const persisting = new WeakMap<RunMachine, Promise<void>>();
+  const NOTHING_IN_FLIGHT: ReadonlySet<string> = new Set();
 
   async function write(machine: RunMachine, lease: { wake_at: string | null; locked_by: string | null }) {
     const changes = machine.takeChanges();
@@ -210,25 +214,32 @@ export function createWorkflowEngine(deps: EngineDeps): WorkflowEngine {
    */
   async function drive(machine: RunMachine): Promise<void> {
     const calls = new Map<string, Promise<void>>();
-    const ended = new AbortController();
+    // Made when the first call starts: most runs of side-effect-free nodes never need them, and an
+    // AbortController (its abort builds a DOMException) or a heartbeat timer per run costs throughput.
+    let ended: AbortController | undefined;
+    let stopBeat: (() => void) | undefined;
     let signalled = false;
     let wakeDrive: (() => void) | undefined;
     const poke = () => {
       signalled = true;
       wakeDrive?.();
     };
-    const stopBeat = heartbeat(machine.run.id);
     try {
       for (;;) {
-        const step = machine.advance(clock.now(), new Set(calls.keys()));
+        const step = machine.advance(
+          clock.now(),
+          calls.size === 0 ? NOTHING_IN_FLIGHT : new Set(calls.keys()),
+        );
         if (machine.run.status !== 'running') {
-          ended.abort();
+          ended?.abort();
           await persist(machine, { wake_at: null, locked_by: null });
           logFinished(machine);
           return;
         }
         for (const inv of step.invokes) {
           if (calls.size >= runParallelism || !actionSlots.take()) break;
+          ended ??= new AbortController();
+          stopBeat ??= heartbeat(machine.run.id);
           const call = invoke(machine, inv, ended.signal)
             .catch((err) => {
               // The store failed while recording the attempt: the run resumes after its lease.
@@ -280,11 +291,11 @@ export function createWorkflowEngine(deps: EngineDeps): WorkflowEngine {
           { run_id: machine.run.id, err },
           'workflow engine: run step failed; it resumes after its lease',
         );
-      ended.abort();
+      ended?.abort();
     } finally {
-      stopBeat();
+      stopBeat?.();
       // Calls abandoned above settle on their own; the slots they hold are given back then.
-      await Promise.allSettled([...calls.values()]);
+      if (calls.size > 0) await Promise.allSettled([...calls.values()]);
     }
   }
 

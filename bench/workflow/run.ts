@@ -14,7 +14,8 @@
  * `npm run bench -- workflow [events-per-round] [rounds]`
  * Env: SVC_BENCH_PG_URL (default postgres://postgres@127.0.0.1:5432/postgres; "off" skips PostgreSQL),
  * SVC_BENCH_STORES (default "sqlite,postgres"), BENCH_N8N_BIN (unset: no n8n comparison),
- * BENCH_N8N_CONCURRENCY (requests in flight, default 16), BENCH_N8N_WARMUP (default 200 executions).
+ * BENCH_N8N_CONCURRENCY (requests in flight, default 16), BENCH_N8N_WARMUP (default 200 executions),
+ * BENCH_FANOUT_ROUNDS (runs of each fan-out graph, default 30; 0 skips the fan-out part, ./fanout.ts).
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
@@ -269,20 +270,24 @@ console.log('\n(medians of the rounds; goal >= 500 runs/s on SQLite)');
 // Fan-out: one COMPUTE -> 4 parallel ACTIONs (receiver answers after 20 ms) -> JOIN ALL -> END, beside
 // the same graph with one branch (the ceiling). Branches overlap, so the ratio should stay <= 1.5x.
 const FANOUT_ROUNDS = Number(process.env.BENCH_FANOUT_ROUNDS ?? 30);
-console.log(
-  `\nfan-out: ${FANOUT_ROUNDS} runs of each graph, one at a time, receiver answering after ${RECEIVER_DELAY_MS} ms`,
-);
-console.log('store               1 branch: run wall     4 branches: run wall   4 / 1    publish->seen 1 / 4');
-for (const r of results) {
-  const store = r.name === 'sqlite' ? await sqliteStore() : await pgStore();
-  const ctx = await context(store.url, { SVC_ALLOW_PRIVATE_NETWORKS: 'true' });
-  printFanOut(r.name, await measureFanOut(ctx, FANOUT_ROUNDS));
-  await ctx.store.close();
-  await store.drop();
+if (FANOUT_ROUNDS > 0) {
+  console.log(
+    `\nfan-out: ${FANOUT_ROUNDS} runs of each graph, one at a time, receiver answering after ${RECEIVER_DELAY_MS} ms`,
+  );
+  console.log(
+    'store               1 branch: run wall     4 branches: run wall   4 / 1    publish->seen 1 / 4',
+  );
+  for (const r of results) {
+    const store = r.name === 'sqlite' ? await sqliteStore() : await pgStore();
+    const ctx = await context(store.url, { SVC_ALLOW_PRIVATE_NETWORKS: 'true' });
+    printFanOut(r.name, await measureFanOut(ctx, FANOUT_ROUNDS));
+    await ctx.store.close();
+    await store.drop();
+  }
+  console.log(
+    '(medians, min-max in brackets; run wall = its persisted started_at -> completed_at; goal 4 / 1 <= 1.5x)',
+  );
 }
-console.log(
-  '(medians, min-max in brackets; run wall = its persisted started_at -> completed_at; goal 4 / 1 <= 1.5x)',
-);
 
 // n8n, the same graph on the same machine (optional).
 if (!N8N_BIN) {

@@ -212,7 +212,7 @@ async function measure(name: string, make: () => Promise<Store>) {
       const ctx = await context(store.url);
       const sub = await ctx.services.subscriptions.create('bench', {
         name: 'elsewhere',
-        event_type: 'svc.other',
+        event_type: 'svc.folder.deleted',
       });
       await ctx.services.subscriptions.putGraph('bench', sub.id, GRAPH);
       await publish(ctx, EVENTS);

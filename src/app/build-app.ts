@@ -7,6 +7,7 @@ import { ping } from '../db/store.js';
 import { satisfies } from '../http/access.js';
 import type { App, RouteEntry } from '../http/app.js';
 import { AppError } from '../http/errors.js';
+import { hardenedJsonParser, nulCharacter } from '../http/json-body.js';
 import { describeOperation, docsPageOptions, openapiOptions } from '../http/openapi.js';
 import { ErrorBody } from '../http/schemas.js';
 import { causationFromHeaders } from '../lib/causation.js';
@@ -168,54 +169,13 @@ class OneLinePerRequest extends LogController {
  * (in the path, the query or a JSON string) is a 400 here, not a 500 from the store later.
  */
 function refuseNulCharacters(app: App): void {
-  const nul = () => new AppError('VALIDATION_ERROR', 'Request contains a NUL (U+0000) character');
   app.addHook('onRequest', async (request) => {
-    if (/%00/.test(request.url)) throw nul();
+    if (/%00/.test(request.url)) throw nulCharacter();
   });
-  const parseJson = app.getDefaultJsonParser('error', 'error');
   app.removeContentTypeParser('application/json');
   // Bodies are JSON only: text/plain is 415 like every other media type, not a schema error.
   app.removeContentTypeParser('text/plain');
-  app.addContentTypeParser('application/json', { parseAs: 'string' }, (request, body, done) => {
-    // Many clients send Content-Type: application/json on every request, a DELETE without a body
-    // too: an empty body is no body (a route that needs one still answers 400 from its schema).
-    if ((body as string).length === 0) return done(null, undefined);
-    // Recursive code (JSON.stringify included) overflows the stack near 4,000 levels, well inside the
-    // body limit: a body nested deeper than any document needs is refused before it is parsed.
-    if (nestedDeeperThan(body as string, MAX_JSON_DEPTH)) {
-      return done(
-        new AppError('VALIDATION_ERROR', `Request body is nested more than ${MAX_JSON_DEPTH} levels deep`),
-        undefined,
-      );
-    }
-    parseJson(request, body as string, (err, value) => {
-      // Raw JSON can hold U+0000 only as the escape \u0000; walk the value only when that text appears.
-      if (!err && (body as string).includes('\\u0000') && holdsNul(value)) return done(nul(), undefined);
-      done(err, value);
-    });
-  });
-}
-
-/** Deepest nesting of arrays and objects a JSON body may have. */
-const MAX_JSON_DEPTH = 128;
-
-/** Whether the JSON text opens more than `max` arrays or objects inside each other (strings skipped). */
-function nestedDeeperThan(text: string, max: number): boolean {
-  // Nesting past `max` takes more than `max` opening brackets: most bodies end the check here.
-  if (text.length <= max) return false;
-  let depth = 0;
-  let inString = false;
-  for (let i = 0; i < text.length; i++) {
-    const c = text.charCodeAt(i);
-    if (inString) {
-      if (c === 92 /* \\ */) i++;
-      else if (c === 34 /* " */) inString = false;
-    } else if (c === 34) inString = true;
-    else if (c === 123 /* { */ || c === 91 /* [ */) {
-      if (++depth > max) return true;
-    } else if (c === 125 /* } */ || c === 93 /* ] */) depth--;
-  }
-  return false;
+  app.addContentTypeParser('application/json', { parseAs: 'string' }, hardenedJsonParser(app));
 }
 
 /**
@@ -249,20 +209,12 @@ function refuseBodyFields(route: { preValidation?: unknown }): void {
  * `{}`. A body with required fields still answers 400 naming the first one.
  */
 function defaultEmptyBody(route: { schema?: { body?: unknown }; preValidation?: unknown }): void {
-  const required = (route.schema?.body as { required?: unknown[] } | undefined)?.required ?? [];
-  if (required.length > 0) return;
+  const body = route.schema?.body as { type?: unknown; required?: unknown[] } | undefined;
+  // Only an object body has fields to leave out (POST /event takes any body, or none).
+  if (body?.type !== 'object' || (body.required ?? []).length > 0) return;
   const fill = async (request: { body?: unknown }) => {
     request.body ??= {};
   };
   const existing = route.preValidation;
   route.preValidation = existing ? [...[existing].flat(), fill] : fill;
-}
-
-function holdsNul(value: unknown): boolean {
-  if (typeof value === 'string') return value.includes('\u0000');
-  if (Array.isArray(value)) return value.some(holdsNul);
-  if (value && typeof value === 'object') {
-    return Object.entries(value).some(([k, v]) => k.includes('\u0000') || holdsNul(v));
-  }
-  return false;
 }

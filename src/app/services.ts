@@ -4,6 +4,7 @@ import { type AnalyticsService, createAnalyticsService } from '../areas/analytic
 import { type AuthService, createAuthService } from '../areas/auth/service.js';
 import { createEnrollmentService, type EnrollmentService } from '../areas/enrollments/service.js';
 import type { CloudEvent } from '../areas/events/cloudevent.js';
+import { createEventTypeService } from '../areas/events/event-types.js';
 import type { EventHandler } from '../areas/events/handlers.js';
 import { createOutboxMetrics } from '../areas/events/metrics.js';
 import { createOutboxJob } from '../areas/events/outbox.js';
@@ -94,10 +95,21 @@ export function createServices(deps: ServiceDeps): Services {
   const metrics = createMetricsRegistry();
   const eventRegistry = createEventRegistry();
   const outboxSignal = createOutboxSignal({ store: deps.store, wakeups, log: deps.log });
+  const eventTypes = createEventTypeService({
+    store: deps.store,
+    clock: deps.clock,
+    registry: eventRegistry,
+    // Called at request time, once the areas below exist.
+    usersOf: async (type) => [
+      ...(await subscriptions.namingType(type)),
+      ...(await webhooks.namingType(type)),
+    ],
+  });
   const events = createEventsService({
     store: deps.store,
     clock: deps.clock,
     registry: eventRegistry,
+    types: eventTypes,
     wake: outboxSignal.wake,
     // Outside production every published event is checked against the registry (docs/events.md).
     publisher: createEventPublisher({
@@ -144,7 +156,7 @@ export function createServices(deps: ServiceDeps): Services {
     log: deps.log,
     allowPrivate: deps.config.allowPrivateNetworks,
     wake: () => wakeups.wake(WEBHOOKS_JOB),
-    examplesOf: (type) => eventRegistry.get(type)?.examples as CloudEvent[] | undefined,
+    eventTypes,
     vault,
   });
   const webhookEngine = createDeliveryEngine({
@@ -182,7 +194,7 @@ export function createServices(deps: ServiceDeps): Services {
     store: deps.store,
     clock: deps.clock,
     actions: plugins,
-    eventDataSchema: (type) => eventRegistry.get(type)?.data_schema,
+    eventTypes,
   });
   const workflowEngine = createWorkflowEngine({
     store: deps.store,

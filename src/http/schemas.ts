@@ -22,6 +22,13 @@ export const Timestamp = Type.String({ format: 'date-time' });
 export const Nullable = <T extends TSchema>(schema: T) => Type.Union([schema, Type.Null()]);
 /** Any JSON object (free-form payloads, configs). */
 export const JsonObject = Type.Object({}, { additionalProperties: true });
+
+/** What a write answers beside the record when something deserves attention (a deprecated event type). */
+export const Warnings = Type.Optional(
+  Type.Array(Type.String(), {
+    description: 'Present when the write succeeded with something to know, e.g. a deprecated event type.',
+  }),
+);
 export const IdParams = Type.Object({ id: Id }, { additionalProperties: false });
 export const MessageBody = Type.Object({ message: Type.String() }, { additionalProperties: false });
 

@@ -7,10 +7,17 @@
  * Schemas require what the contracts promise and describe the optional fields areas add; they stay
  * open (`additionalProperties: true`) so adding a field to an event is a compatible change.
  */
-import type { Static } from '@sinclair/typebox';
-import type { EventDefinition as EventDefinitionSchema } from './schemas.js';
-
-export type EventDefinition = Static<typeof EventDefinitionSchema>;
+/** A built-in event type: every field set (the API's EventDefinition also carries custom types). */
+export interface BuiltinEventDefinition {
+  event_type: string;
+  schema_version: string;
+  description: string;
+  source: string;
+  data_schema: Record<string, unknown>;
+  subject_template: string;
+  examples: Record<string, unknown>[];
+  deprecated: boolean;
+}
 
 export const EVENT_SOURCES = {
   user: '/api/v1/user',
@@ -48,7 +55,7 @@ function define(
   schema: Record<string, unknown>,
   subjectField: string,
   exampleData: Record<string, unknown>[],
-): EventDefinition {
+): BuiltinEventDefinition {
   const type = `svc.${name}`;
   return {
     event_type: type,
@@ -184,7 +191,7 @@ const questionnaireEvent = (
     examples,
   );
 
-export const EVENT_DEFINITIONS: readonly EventDefinition[] = [
+export const EVENT_DEFINITIONS: readonly BuiltinEventDefinition[] = [
   userEvent('created', 'A user was created.'),
   userEvent('updated', 'A user was changed.', {
     changed_fields: { type: 'array', items: { type: 'string' } },

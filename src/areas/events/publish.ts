@@ -6,7 +6,7 @@ import type { CloudEvent } from './cloudevent.js';
 import { enrichEventData } from './enrich.js';
 import type { EventRegistry } from './registry.js';
 import { DEFAULT_MAX_ATTEMPTS } from './retry.js';
-import { insertTask } from './store.js';
+import { insertNewTasks, insertTask } from './store.js';
 
 export interface EventInput {
   /** Full type, e.g. `svc.user.created`. */
@@ -26,9 +26,36 @@ export interface EventPublisher {
    * (not a connection) is the rule of the transactional outbox: the event exists iff the change does.
    */
   publish(tx: Tx, input: EventInput): Promise<CloudEvent>;
+  /**
+   * Writes events made outside svc (POST /event) as they are, through the same outbox; answers the
+   * ids written (an id that has a task already is not written again).
+   */
+  enqueue(tx: Tx, events: readonly CloudEvent<unknown>[]): Promise<Set<string>>;
 }
 
 export const LOCAL_HANDLERS_TARGET = 'local-handlers';
+
+/** The outbox task of an event: due now, handed to every local handler. */
+function taskRow(event: CloudEvent<unknown>, now: string) {
+  return {
+    id: newId(),
+    event_id: event.id,
+    event_type: event.type,
+    cloudevent: JSON.stringify(event),
+    target: LOCAL_HANDLERS_TARGET,
+    status: 'PENDING' as const,
+    error: null,
+    attempts: 0,
+    interruptions: 0,
+    max_attempts: DEFAULT_MAX_ATTEMPTS,
+    next_attempt_at: now,
+    locked_until: null,
+    locked_by: null,
+    done_at: null,
+    created_at: now,
+    updated_at: now,
+  };
+}
 
 export function createEventPublisher(deps: {
   clock: Clock;
@@ -61,26 +88,19 @@ export function createEventPublisher(deps: {
         event.svcdepth = input.causation.depth;
         if (input.causation.id) event.causationid = input.causation.id;
       }
-      await insertTask(tx.db, {
-        id: newId(),
-        event_id: event.id,
-        event_type: event.type,
-        cloudevent: JSON.stringify(event),
-        target: LOCAL_HANDLERS_TARGET,
-        status: 'PENDING',
-        error: null,
-        attempts: 0,
-        interruptions: 0,
-        max_attempts: DEFAULT_MAX_ATTEMPTS,
-        next_attempt_at: now,
-        locked_until: null,
-        locked_by: null,
-        done_at: null,
-        created_at: now,
-        updated_at: now,
-      });
+      await insertTask(tx.db, taskRow(event, now));
       tx.afterCommit(deps.wake);
       return event;
+    },
+
+    async enqueue(tx, events) {
+      const now = iso(deps.clock.now());
+      const written = await insertNewTasks(
+        tx.db,
+        events.map((e) => taskRow(e, now)),
+      );
+      if (written.size > 0) tx.afterCommit(deps.wake);
+      return written;
     },
   };
 }

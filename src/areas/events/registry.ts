@@ -1,11 +1,11 @@
 import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv';
 import formats from 'ajv-formats';
 import { AppError } from '../../http/errors.js';
-import { EVENT_DEFINITIONS, type EventDefinition } from './definitions.js';
+import { type BuiltinEventDefinition, EVENT_DEFINITIONS } from './definitions.js';
 
 export interface EventRegistry {
-  readonly definitions: readonly EventDefinition[];
-  get(type: string): EventDefinition | undefined;
+  readonly definitions: readonly BuiltinEventDefinition[];
+  get(type: string): BuiltinEventDefinition | undefined;
   /**
    * Throws AppError `EVENT.UNKNOWN_TYPE` for a type not in the registry, `EVENT.INVALID` when the
    * source, subject or data break the type's definition. Publish calls it outside production.
@@ -22,7 +22,7 @@ export function renderSubject(template: string, data: unknown): string | undefin
 }
 
 export function createEventRegistry(
-  definitions: readonly EventDefinition[] = EVENT_DEFINITIONS,
+  definitions: readonly BuiltinEventDefinition[] = EVENT_DEFINITIONS,
 ): EventRegistry {
   const ajv = new Ajv({ allErrors: true, strict: false });
   (formats as unknown as { default: (a: Ajv) => void }).default(ajv);

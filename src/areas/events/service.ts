@@ -1,20 +1,36 @@
 import type { Store } from '../../db/store.js';
+import type { Acting } from '../../http/access.js';
 import { AppError } from '../../http/errors.js';
 import type { ListResult, Page } from '../../http/list.js';
 import { type Clock, iso } from '../../lib/clock.js';
-import type { EventDefinition } from './definitions.js';
+import { type CloudEvent, validateCloudEvent } from './cloudevent.js';
+import type { EventTypeService } from './event-types.js';
 import type { EventPublisher } from './publish.js';
 import type { EventRegistry } from './registry.js';
-import type { EventDefinitionQuery, EventDeliveryTask, EventDeliveryTaskQuery } from './schemas.js';
-import { findTask, listTasks, retryFailed, toTask } from './store.js';
+import type { EventDeliveryTask, EventDeliveryTaskQuery } from './schemas.js';
+import { findTask, listTasks, retryFailed, sourcesOf, toTask } from './store.js';
 
-type DefinitionFilters = Omit<EventDefinitionQuery, keyof Page>;
 type TaskFilters = Omit<EventDeliveryTaskQuery, keyof Page>;
 
-/** The events area as other areas and the routes see it: publish, the two lists, retrying a task. */
+/** What POST /event answers per event: its id, and whether it was seen before (a producer retrying). */
+export interface Accepted {
+  id: string;
+  duplicate: boolean;
+}
+
+/**
+ * The events area as other areas and the routes see it: publishing (svc's own events, and users'
+ * through `ingest`), the type registry, the outbox tasks.
+ */
 export interface EventsService extends EventPublisher {
   readonly registry: EventRegistry;
-  listDefinitions(page: Page, filters: DefinitionFilters): ListResult<EventDefinition>;
+  readonly types: EventTypeService;
+  /**
+   * POST /event: checks each event (CloudEvents 1.0, a registered custom type, data matching its
+   * data_schema) and writes them through the outbox in one transaction, all or none. An id already
+   * published from the same source is accepted again as a duplicate; from another source it is 409.
+   */
+  ingest(acting: Acting, events: readonly unknown[]): Promise<Accepted[]>;
   listTasks(page: Page, filters: TaskFilters): Promise<ListResult<EventDeliveryTask>>;
   /** A FAILED task back to PENDING, due now, its counts reset; the drain is woken. */
   retryTask(id: string): Promise<EventDeliveryTask>;
@@ -24,14 +40,71 @@ export function createEventsService(deps: {
   store: Store;
   clock: Clock;
   registry: EventRegistry;
+  types: EventTypeService;
   publisher: EventPublisher;
   /** Wakes the outbox drain (here and, on PostgreSQL, in every process). */
   wake: () => void;
 }): EventsService {
   return {
     publish: deps.publisher.publish,
+    enqueue: deps.publisher.enqueue,
     registry: deps.registry,
-    listDefinitions: (page, filters) => definitionPage(deps.registry, page, filters),
+    types: deps.types,
+
+    async ingest(acting, given) {
+      const batch = given.length > 1;
+      const at = (i: number, attribute: string) => (batch ? `events.${i}.${attribute}` : attribute);
+      const now = iso(deps.clock.now());
+      const events: CloudEvent<unknown>[] = [];
+      for (const [i, raw] of given.entries()) {
+        const check = validateCloudEvent(raw);
+        if (!check.valid) {
+          const first = check.errors[0];
+          throw new AppError(
+            'EVENT.INVALID',
+            `Invalid CloudEvent: ${at(i, first.attribute)} ${first.message}`,
+            {
+              ...(batch ? { index: i } : {}),
+              errors: check.errors,
+            },
+          );
+        }
+        const event = received(check.event, acting, now);
+        try {
+          await deps.types.checkPublished(event as { type: string; data?: unknown; data_base64?: unknown });
+        } catch (err) {
+          if (batch && err instanceof AppError) {
+            throw new AppError(err.code, `events.${i}: ${err.message}`, { ...err.details, index: i });
+          }
+          throw err;
+        }
+        events.push(event);
+      }
+      // The same id twice in one batch: one event (or a conflict when the sources differ).
+      const firstOf = new Map<string, CloudEvent<unknown>>();
+      for (const e of events) {
+        const seen = firstOf.get(e.id);
+        if (seen && seen.source !== e.source) throw idConflict(e, seen.source);
+        if (!seen) firstOf.set(e.id, e);
+      }
+      const written = await deps.store.transaction(async (tx) => {
+        const fresh = await deps.publisher.enqueue(tx, [...firstOf.values()]);
+        const repeated = [...firstOf.keys()].filter((id) => !fresh.has(id));
+        const sources = await sourcesOf(tx.db, repeated);
+        for (const id of repeated) {
+          const e = firstOf.get(id)!;
+          if (sources.get(id) !== e.source) throw idConflict(e, sources.get(id) ?? '(svc)');
+        }
+        return fresh;
+      });
+      const counted = new Set<string>();
+      return events.map((e) => {
+        const duplicate = !written.has(e.id) || counted.has(e.id);
+        counted.add(e.id);
+        return { id: e.id, duplicate };
+      });
+    },
+
     listTasks: (page, filters) => listTasks(deps.store.db, { ...page, ...filters }),
     async retryTask(id) {
       const task = await deps.store.transaction(async (tx) => {
@@ -55,30 +128,28 @@ export function createEventsService(deps: {
   };
 }
 
-/** The registry lives in code, not the store, so its list is filtered, sorted and paged here. */
-function definitionPage(
-  registry: EventRegistry,
-  page: Page,
-  query: DefinitionFilters,
-): ListResult<EventDefinition> {
-  const needle = query.search?.toLowerCase();
-  const matching = registry.definitions.filter(
-    (d) =>
-      (query.event_type === undefined || d.event_type === query.event_type) &&
-      (query.deprecated === undefined || d.deprecated === query.deprecated) &&
-      (needle === undefined ||
-        d.event_type.toLowerCase().includes(needle) ||
-        d.description.toLowerCase().includes(needle)),
+const idConflict = (e: CloudEvent<unknown>, source: string) =>
+  new AppError(
+    'EVENT.ID_CONFLICT',
+    `Event id "${e.id}" was already used by source "${source}"; ids must be unique across sources (use UUIDs)`,
+    { event_id: e.id, source: e.source },
   );
-  const key = page.sort_by as 'event_type' | 'schema_version' | 'deprecated';
-  const sign = page.sort_dir === 'asc' ? 1 : -1;
-  const sorted = [...matching].sort(
-    (a, b) => sign * (compare(a[key], b[key]) || a.event_type.localeCompare(b.event_type)),
-  );
-  const items = sorted.slice(page.offset, page.offset + page.limit);
-  return { items, total: matching.length };
-}
 
-function compare(a: string | boolean, b: string | boolean): number {
-  return a < b ? -1 : a > b ? 1 : 0;
+/**
+ * An event as svc keeps it: the producer's attributes unchanged, `time` filled with the receipt time
+ * when absent, `datacontenttype` application/json for JSON data without one. Causation comes from
+ * the request (a workflow's call), never from the producer's own svcdepth/causationid.
+ */
+function received(event: Record<string, unknown>, acting: Acting, now: string): CloudEvent<unknown> {
+  const { svcdepth: _d, causationid: _c, ...rest } = event;
+  const out: Record<string, unknown> = { ...rest };
+  for (const [k, v] of Object.entries(out)) if (v === null) delete out[k];
+  out.time ??= now;
+  if (out.data !== undefined) out.datacontenttype ??= 'application/json';
+  const causation = acting.causation;
+  if (causation && causation.depth > 0) {
+    out.svcdepth = causation.depth;
+    if (causation.id) out.causationid = causation.id;
+  }
+  return out as unknown as CloudEvent<unknown>;
 }

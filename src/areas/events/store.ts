@@ -17,6 +17,35 @@ export async function insertTask(db: Db, row: TaskRow): Promise<void> {
 }
 
 /**
+ * Writes the tasks whose event id is new (one task per event id, a unique index); answers the event
+ * ids written. A producer publishing the same event again writes nothing.
+ */
+export async function insertNewTasks(db: Db, rows: TaskRow[]): Promise<Set<string>> {
+  const written = new Set<string>();
+  for (let i = 0; i < rows.length; i += 100) {
+    const out = await db
+      .insertInto(TABLE)
+      .values(rows.slice(i, i + 100))
+      .onConflict((oc) => oc.column('event_id').doNothing())
+      .returning('event_id')
+      .execute();
+    for (const r of out) written.add(r.event_id);
+  }
+  return written;
+}
+
+/** The sources of the events with these ids that have a task (what a duplicate id came from). */
+export async function sourcesOf(db: Db, eventIds: string[]): Promise<Map<string, string>> {
+  if (eventIds.length === 0) return new Map();
+  const rows = await db
+    .selectFrom(TABLE)
+    .select(['event_id', 'cloudevent'])
+    .where('event_id', 'in', eventIds)
+    .execute();
+  return new Map(rows.map((r) => [r.event_id, (JSON.parse(r.cloudevent) as { source: string }).source]));
+}
+
+/**
  * Claims up to `limit` due PENDING tasks for `workerId` in one statement: IN_PROGRESS, attempts + 1
  * (an attempt counts when it starts, so a task that kills its worker still runs out of attempts),
  * leased until `leaseUntil`. Returned oldest first.

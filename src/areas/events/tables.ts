@@ -21,6 +21,25 @@ export interface EventDeliveryTaskTable {
   updated_at: string;
 }
 
+/** A custom event type a user registered (docs/events.md "Custom event types"). */
+export interface EventTypeDefinitionTable {
+  id: string;
+  event_type: string;
+  description: string;
+  /** JSON Schema of the events' data (JSON text); null: any data. */
+  data_schema: string | null;
+  /** Example CloudEvents (JSON text of an array). */
+  examples: string;
+  /** "1.0", then "2.0", "3.0", ... each time data_schema changes. */
+  schema_version: string;
+  deprecated: number;
+  created_at: string;
+  updated_at: string;
+  updated_by: string | null;
+  deleted_at: string | null;
+}
+
 export interface EventTables {
   event_delivery_task: EventDeliveryTaskTable;
+  event_type_definition: EventTypeDefinitionTable;
 }

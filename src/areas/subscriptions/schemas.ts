@@ -7,6 +7,7 @@ import {
   Nullable,
   QueryBoolean,
   Timestamp,
+  Warnings,
 } from '../../http/schemas.js';
 
 /** Request and response shapes of /event_subscription and its graph (SPEC "Event subscriptions and graphs"). */
@@ -70,6 +71,7 @@ export const Subscription = Type.Object(
     /** Why the rate guard paused it (enabled is then false); cleared by enabling it again. */
     paused_reason: Nullable(Type.String()),
     paused_at: Nullable(Timestamp),
+    warnings: Warnings,
     created_at: Timestamp,
     updated_at: Timestamp,
     updated_by: Nullable(Type.String()),

@@ -4,6 +4,7 @@ import { AppError } from '../../http/errors.js';
 import type { ListResult, Page } from '../../http/list.js';
 import { type Clock, iso } from '../../lib/clock.js';
 import { newId } from '../../lib/ids.js';
+import type { EventTypeService } from '../events/event-types.js';
 import { type NodeInput, validateGraph } from '../workflows/graph.js';
 import { compileError, expressionProblem } from '../workflows/jsonlogic.js';
 import { pathsFromSchema } from '../workflows/paths.js';
@@ -32,8 +33,8 @@ export interface SubscriptionDeps {
   clock: Clock;
   /** Validates ACTION nodes' plugin instance and action at save time, and gives their output paths. */
   actions?: ActionCatalog;
-  /** The event definition registry: `event.data.*` paths before any event exists. */
-  eventDataSchema?: (eventType: string) => unknown;
+  /** The event type registry: event_type is checked when set; `event.data.*` paths come from its schema. */
+  eventTypes: Pick<EventTypeService, 'checkNamed' | 'dataSchemaOf'>;
 }
 
 export interface GraphView {
@@ -61,6 +62,9 @@ const MISSING_PLUGIN = new Set([
 
 export type { RoutableSubscription };
 
+/** `warnings` (a deprecated event type) only when there are any. */
+const warned = (warnings: string[]) => (warnings.length > 0 ? { warnings } : {});
+
 /**
  * Event subscriptions and their graphs (SPEC "Event subscription", "Event subscriptions and graphs").
  * It is the workflow engine's GraphSource (routable, graphVersion).
@@ -79,6 +83,8 @@ export interface SubscriptionService {
   getForRuns(id: string): Promise<RoutableSubscription | undefined>;
   getActive(id: string): Promise<RoutableSubscription>;
   graphVersion(subscriptionId: string, version: number): Promise<{ nodes: GraphNode[]; edges: GraphEdge[] }>;
+  /** Enabled subscriptions on this event type, described: an event type in use is not deleted. */
+  namingType(eventType: string): Promise<string[]>;
   /** The rate guard's pause: disables an enabled subscription saying why; false when it was not enabled. */
   pause(id: string, reason: string): Promise<boolean>;
 }
@@ -120,6 +126,11 @@ export function createSubscriptionService(deps: SubscriptionDeps): SubscriptionS
     return patch;
   }
 
+  /** A changed event_type must be registered; deprecated ones warn. */
+  async function typeWarnings(eventType: string | undefined, field: string): Promise<string[]> {
+    return eventType === undefined ? [] : deps.eventTypes.checkNamed([eventType], field);
+  }
+
   async function getActive(id: string): Promise<RoutableSubscription> {
     const sub = await st.get(store.db, id);
     if (!sub) throw notFound();
@@ -128,7 +139,7 @@ export function createSubscriptionService(deps: SubscriptionDeps): SubscriptionS
 
   async function availablePaths(sub: { event_type: string }, nodes: GraphNode[]): Promise<string[]> {
     const paths = [...ENVELOPE_PATHS];
-    const schema = deps.eventDataSchema?.(sub.event_type);
+    const schema = await deps.eventTypes.dataSchemaOf(sub.event_type);
     if (schema) paths.push(...pathsFromSchema(schema, 'event.data'));
     paths.push('nodes');
     for (const n of nodes) {
@@ -164,6 +175,7 @@ export function createSubscriptionService(deps: SubscriptionDeps): SubscriptionS
   return {
     async create(userId: string, body: CreateSubscription): Promise<Subscription> {
       checkCondition(body.condition_jsonlogic, 'condition_jsonlogic');
+      const warnings = await deps.eventTypes.checkNamed([body.event_type], 'event_type');
       const at = now();
       const row = {
         id: newId(),
@@ -181,11 +193,14 @@ export function createSubscriptionService(deps: SubscriptionDeps): SubscriptionS
         ...auditInsert(at, userId),
       };
       await store.transaction((tx) => st.insert(tx.db, row));
-      return publicSubscription({
-        ...row,
-        enabled: row.enabled === 1,
-        condition_jsonlogic: body.condition_jsonlogic ?? null,
-      });
+      return {
+        ...publicSubscription({
+          ...row,
+          enabled: row.enabled === 1,
+          condition_jsonlogic: body.condition_jsonlogic ?? null,
+        }),
+        ...warned(warnings),
+      };
     },
 
     list: (page: Page, filters: st.SubscriptionFilters) => st.list(store.db, page, filters),
@@ -196,13 +211,14 @@ export function createSubscriptionService(deps: SubscriptionDeps): SubscriptionS
 
     async update(userId: string, id: string, body: UpdateSubscription): Promise<Subscription> {
       const patch = patchOf(body);
-      return store.transaction(async (tx) => {
+      const warnings = await typeWarnings(body.event_type, 'event_type');
+      const updated = await store.transaction(async (tx) => {
         const current = await st.lock(tx, id);
         if (!current) throw notFound();
         await st.update(tx.db, id, { ...patch, ...auditUpdate(now(), userId) });
-        const updated = await st.get(tx.db, id);
-        return publicSubscription(updated as RoutableSubscription);
+        return (await st.get(tx.db, id)) as RoutableSubscription;
       });
+      return { ...publicSubscription(updated), ...warned(warnings) };
     },
 
     /** Soft delete: no new runs start; runs already running finish on their graph version. */
@@ -227,6 +243,7 @@ export function createSubscriptionService(deps: SubscriptionDeps): SubscriptionS
      */
     async putGraph(userId: string, id: string, body: PutGraphBody): Promise<GraphView> {
       const patch = body.subscription ? patchOf(body.subscription, 'subscription.') : {};
+      const warnings = await typeWarnings(body.subscription?.event_type, 'subscription.event_type');
       const replaceGraph = body.nodes !== undefined || body.edges !== undefined;
       const valid = replaceGraph
         ? validateGraph((body.nodes ?? []) as NodeInput[], body.edges ?? [])
@@ -304,7 +321,8 @@ export function createSubscriptionService(deps: SubscriptionDeps): SubscriptionS
           graph: await st.currentGraph(tx.db, id),
         };
       });
-      return { ...(await view(sub, graph)), id_map: idMap };
+      const answer = await view(sub, graph);
+      return { ...answer, subscription: { ...answer.subscription, ...warned(warnings) }, id_map: idMap };
     },
 
     /** Enabled, non-deleted subscriptions of these event types (the router's indexed lookup). */
@@ -323,5 +341,10 @@ export function createSubscriptionService(deps: SubscriptionDeps): SubscriptionS
       st.graphVersion(store.db, subscriptionId, version),
 
     pause: (id: string, reason: string) => st.pause(store.db, id, reason, now()),
+
+    async namingType(eventType: string): Promise<string[]> {
+      const subs = await st.routable(store.db, [eventType]);
+      return subs.map((s) => `subscription ${s.id} (${s.name})`);
+    },
   };
 }

@@ -8,6 +8,7 @@ import {
   Nullable,
   QueryBoolean,
   Timestamp,
+  Warnings,
 } from '../../http/schemas.js';
 
 const Name = Type.String({ minLength: 1, maxLength: 200 });
@@ -39,6 +40,7 @@ const WebhookFields = {
   enabled: Type.Boolean(),
   secret_hint: Type.String({ description: 'Last 4 characters of the signing secret.' }),
   ...AuditFields,
+  warnings: Warnings,
 };
 
 /** A webhook as list, get and update answer it: `secret_hint`, never the secret. */

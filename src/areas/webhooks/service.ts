@@ -7,6 +7,7 @@ import { type Clock, iso } from '../../lib/clock.js';
 import { newId, timeOrderedIds } from '../../lib/ids.js';
 import { assertAllowedUrl, ForbiddenTargetError } from '../../lib/net-guard.js';
 import type { CloudEvent } from '../events/cloudevent.js';
+import type { EventTypeService } from '../events/event-types.js';
 import type { EventHandler } from '../events/handlers.js';
 import type { VaultService } from '../vault/service.js';
 import type { DeliveryFilters } from './delivery-store.js';
@@ -42,6 +43,8 @@ export interface WebhookService {
   sendTest(webhookId: string, input: TestWebhookBody): Promise<Delivery>;
   /** SPEC Pipeline 4: the drain's handler creating one delivery per matching webhook. */
   dispatcher: EventHandler;
+  /** Enabled webhooks naming this event type (not `*`), described: an event type in use is not deleted. */
+  namingType(eventType: string): Promise<string[]>;
 }
 
 export interface WebhookDeps {
@@ -52,8 +55,8 @@ export interface WebhookDeps {
   allowPrivate: boolean;
   /** Wakes the sender (src/areas/webhooks/engine.ts): new deliveries, a manual retry. */
   wake: () => void;
-  /** Complete example events of a registered type (the event registry), or undefined if unknown. */
-  examplesOf(eventType: string): readonly CloudEvent[] | undefined;
+  /** The event type registry: event_types are checked when set; test events are its examples. */
+  eventTypes: Pick<EventTypeService, 'checkNamed' | 'examplesOf'>;
   /** The vault: signing keys are stored sealed under its key and re-encrypted when it rotates. */
   vault: Pick<VaultService, 'seal' | 'registerCiphertexts'>;
 }
@@ -62,6 +65,9 @@ export interface WebhookDeps {
 function withSecret(secret: string): { secret: string; standard_webhooks_secret: string } {
   return { secret, standard_webhooks_secret: standardWebhooksSecret(secret) };
 }
+
+/** `warnings` (deprecated event types) only when there are any. */
+const warned = (warnings: string[]) => (warnings.length > 0 ? { warnings } : {});
 
 /** Duplicates dropped, order kept; `*` alone stands for every type. */
 function normaliseTypes(types: string[]): string[] {
@@ -162,6 +168,7 @@ export function createWebhookService(deps: WebhookDeps): WebhookService {
 
     async create(by, input) {
       await checkUrl(input.url);
+      const warnings = await deps.eventTypes.checkNamed(input.event_types, 'event_types', { wildcard: true });
       const now = iso(clock.now());
       const secret = newSecret();
       const row: hooks.WebhookRow = {
@@ -176,7 +183,7 @@ export function createWebhookService(deps: WebhookDeps): WebhookService {
         ...auditInsert(now, by),
       };
       await store.transaction((tx) => hooks.insertWebhook(tx.db, row));
-      return { ...hooks.toWebhook(row), ...withSecret(secret) };
+      return { ...hooks.toWebhook(row), ...withSecret(secret), ...warned(warnings) };
     },
 
     async list(page, filters) {
@@ -191,6 +198,10 @@ export function createWebhookService(deps: WebhookDeps): WebhookService {
     async update(by, id, input) {
       await activeWebhook(id);
       if (input.url !== undefined) await checkUrl(input.url);
+      const warnings =
+        input.event_types === undefined
+          ? []
+          : await deps.eventTypes.checkNamed(input.event_types, 'event_types', { wildcard: true });
       const changes: Partial<hooks.WebhookRow> = auditUpdate(iso(clock.now()), by);
       if (input.name !== undefined) changes.name = input.name;
       if (input.url !== undefined) changes.url = input.url;
@@ -200,7 +211,12 @@ export function createWebhookService(deps: WebhookDeps): WebhookService {
       if (input.enabled !== undefined) changes.enabled = input.enabled ? 1 : 0;
       const updated = await store.transaction((tx) => hooks.updateWebhook(tx.db, id, changes));
       if (!updated) throw notFound('WEBHOOK.NOT_FOUND', 'Webhook');
-      return hooks.toWebhook(await activeWebhook(id));
+      return { ...hooks.toWebhook(await activeWebhook(id)), ...warned(warnings) };
+    },
+
+    async namingType(eventType) {
+      const named = await hooks.subscribedWebhooks(store.db);
+      return named.filter((h) => typesOf(h.event_types).has(eventType)).map((h) => `webhook ${h.id}`);
     },
 
     async remove(by, id) {
@@ -271,7 +287,7 @@ export function createWebhookService(deps: WebhookDeps): WebhookService {
       const hook = await activeWebhook(webhookId);
       const types = JSON.parse(hook.event_types) as string[];
       const type = input.event_type ?? types.find((t) => t !== '*') ?? 'svc.user.created';
-      const example = deps.examplesOf(type)?.[0];
+      const example = (await deps.eventTypes.examplesOf(type))?.[0];
       if (!example) {
         throw new AppError('EVENT.UNKNOWN_TYPE', `Event type "${type}" is not in the event registry`, {
           field: 'event_type',
@@ -280,7 +296,7 @@ export function createWebhookService(deps: WebhookDeps): WebhookService {
       }
       const now = iso(clock.now());
       // A receiver can tell a test from a real event by the `svctest` extension attribute.
-      const event = { ...example, id: newId(), time: now, svctest: true } as CloudEvent;
+      const event = { ...example, id: newId(), time: now, svctest: true } as unknown as CloudEvent;
       const row = deliveries.deliveryRow(hook.id, event, now);
       const created = await store.transaction(async (tx) => {
         await deliveries.insertEvents(tx.db, [{ eventId: event.id, payload: JSON.stringify(event) }]);

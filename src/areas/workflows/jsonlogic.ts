@@ -13,7 +13,9 @@
  * - Every failure, including the library's non-Error throws (`NaN`, `{type: "Unknown Operator"}`),
  *   becomes an ExpressionError with a readable message.
  */
+
 import { LogicEngine, splitPathMemoized } from 'json-logic-engine';
+import { editDistance, isSubsequence } from '../../lib/suggest.js';
 
 export class ExpressionError extends Error {
   override readonly name = 'ExpressionError';
@@ -196,27 +198,6 @@ function closestOperator(name: string): string | undefined {
   // A guess at most a third of the name away (1 for short names), and never one as far as the name
   // is long ("k" is no typo of "+").
   return distance < name.length && distance <= Math.max(1, Math.floor(name.length / 3)) ? best : undefined;
-}
-
-const isSubsequence = (a: string, b: string): boolean => {
-  let i = 0;
-  for (const c of b) if (c === a[i]) i++;
-  return i === a.length;
-};
-
-/** Edits between two names, a swap of neighbours counting as one ("vra" -> "var"). */
-function editDistance(a: string, b: string): number {
-  const d = Array.from({ length: a.length + 1 }, (_, i) => [i, ...Array<number>(b.length).fill(0)]);
-  for (let j = 0; j <= b.length; j++) d[0][j] = j;
-  for (let i = 1; i <= a.length; i++) {
-    for (let j = 1; j <= b.length; j++) {
-      const cost = a[i - 1] === b[j - 1] ? 0 : 1;
-      d[i][j] = Math.min(d[i - 1][j] + 1, d[i][j - 1] + 1, d[i - 1][j - 1] + cost);
-      if (i > 1 && j > 1 && a[i - 1] === b[j - 2] && a[i - 2] === b[j - 1])
-        d[i][j] = Math.min(d[i][j], d[i - 2][j - 2] + 1);
-    }
-  }
-  return d[a.length][b.length];
 }
 
 /** Deeper expressions are refused (the library would overflow the stack building them). */

@@ -11,6 +11,7 @@ import * as m0009 from './0009_enrollments.js';
 import * as m0010 from './0010_events_interruptions.js';
 import * as m0011 from './0011_auth_user.js';
 import * as m0012 from './0012_workflows_rate_guard.js';
+import * as m0013 from './0013_events_custom_types.js';
 
 /**
  * Every migration, in order. One set serves SQLite and PostgreSQL; a dialect branch is allowed only
@@ -33,4 +34,5 @@ export const migrations: Record<string, Migration> = {
   '0010_events_interruptions': m0010,
   '0011_auth_user': m0011,
   '0012_workflows_rate_guard': m0012,
+  '0013_events_custom_types': m0013,
 };

@@ -3,7 +3,6 @@ import type { Registry } from 'prom-client';
 import { type AnalyticsService, createAnalyticsService } from '../areas/analytics/service.js';
 import { type AuthService, createAuthService } from '../areas/auth/service.js';
 import { createEnrollmentService, type EnrollmentService } from '../areas/enrollments/service.js';
-import type { CloudEvent } from '../areas/events/cloudevent.js';
 import { createEventTypeService } from '../areas/events/event-types.js';
 import type { EventHandler } from '../areas/events/handlers.js';
 import { createOutboxMetrics } from '../areas/events/metrics.js';

@@ -1,6 +1,4 @@
-import type { Static } from '@sinclair/typebox';
-import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv';
-import formats from 'ajv-formats';
+import type { ValidateFunction } from 'ajv';
 import { auditInsert, auditUpdate } from '../../db/audit.js';
 import { isUniqueViolation } from '../../db/errors.js';
 import type { Db, Store } from '../../db/store.js';
@@ -9,19 +7,28 @@ import type { ListResult, Page } from '../../http/list.js';
 import { type Clock, iso } from '../../lib/clock.js';
 import { newId } from '../../lib/ids.js';
 import { closestNames } from '../../lib/suggest.js';
-import { validateCloudEvent } from './cloudevent.js';
-import type { BuiltinEventDefinition } from './definitions.js';
 import type { EventRegistry } from './registry.js';
 import type {
   CreateEventDefinition,
   EventDefinitionQuery,
-  EventDefinition as EventDefinitionSchema,
   UpdateEventDefinition,
 } from './schemas.js';
 import type { EventTypeDefinitionTable } from './tables.js';
+import {
+  builtin,
+  checkExamples,
+  checkSchema,
+  compare,
+  describeErrors,
+  type EventDefinition,
+  newAjv,
+  toDefinition,
+} from './type-rules.js';
+
+export type { EventDefinition };
+
 import * as st from './type-store.js';
 
-export type EventDefinition = Static<typeof EventDefinitionSchema>;
 type DefinitionFilters = Omit<EventDefinitionQuery, keyof Page>;
 
 /** svc's own namespace: only svc publishes these, and no user type may take a name in it. */
@@ -75,12 +82,6 @@ interface Custom {
   row: EventTypeDefinitionTable;
   definition: EventDefinition;
 }
-
-const newAjv = () => {
-  const ajv = new Ajv({ allErrors: true, strict: false });
-  (formats as unknown as { default: (a: Ajv) => void }).default(ajv);
-  return ajv;
-};
 
 export function createEventTypeService(deps: EventTypeDeps): EventTypeService {
   const { store, clock, registry } = deps;
@@ -341,77 +342,3 @@ export function createEventTypeService(deps: EventTypeDeps): EventTypeService {
 
 const taken = (type: string) =>
   new AppError('EVENT_DEFINITION.EXISTS', `Event type "${type}" is already registered`, { event_type: type });
-
-/** A data_schema must compile (draft-07 / 2019-09 keywords; no remote $ref is ever fetched). */
-function checkSchema(schema: unknown): void {
-  if (schema === null) return;
-  try {
-    newAjv().compile(schema as object);
-  } catch (err) {
-    throw new AppError(
-      'VALIDATION_ERROR',
-      `data_schema is not a valid JSON Schema: ${(err as Error).message}`,
-      {
-        field: 'data_schema',
-      },
-    );
-  }
-}
-
-/** Each example is a valid CloudEvent of the type whose data matches the schema. */
-function checkExamples(type: string, schema: unknown, examples: readonly Record<string, unknown>[]): void {
-  const validate = schema === null ? undefined : newAjv().compile(schema as object);
-  for (const [i, example] of examples.entries()) {
-    const field = `examples.${i}`;
-    const check = validateCloudEvent(example);
-    if (!check.valid) {
-      const e = check.errors[0];
-      throw new AppError(
-        'VALIDATION_ERROR',
-        `${field} is not a valid CloudEvent: ${e.attribute} ${e.message}`,
-        {
-          field,
-        },
-      );
-    }
-    if (example.type !== type) {
-      throw new AppError('VALIDATION_ERROR', `${field}.type must be "${type}"`, { field: `${field}.type` });
-    }
-    if (validate && !validate(example.data ?? null)) {
-      throw new AppError('VALIDATION_ERROR', `${field}.data does not match data_schema`, {
-        field: `${field}.data`,
-        errors: describeErrors(validate.errors ?? []),
-      });
-    }
-  }
-}
-
-function builtin(d: BuiltinEventDefinition): EventDefinition {
-  return { ...d, builtin: true, created_at: null, updated_at: null };
-}
-
-function toDefinition(row: EventTypeDefinitionTable): EventDefinition {
-  return {
-    event_type: row.event_type,
-    schema_version: row.schema_version,
-    description: row.description,
-    source: null,
-    data_schema: row.data_schema === null ? null : (JSON.parse(row.data_schema) as Record<string, unknown>),
-    subject_template: null,
-    examples: JSON.parse(row.examples) as Record<string, unknown>[],
-    deprecated: row.deprecated === 1,
-    builtin: false,
-    created_at: row.created_at,
-    updated_at: row.updated_at,
-  };
-}
-
-function describeErrors(errors: ErrorObject[]): Array<{ path: string; message: string }> {
-  return errors
-    .slice(0, 20)
-    .map((e) => ({ path: e.instancePath || '/', message: e.message ?? 'is invalid' }));
-}
-
-function compare(a: string | boolean, b: string | boolean): number {
-  return a < b ? -1 : a > b ? 1 : 0;
-}

@@ -353,9 +353,15 @@ describe(`outbox (${dialectName})`, () => {
       });
       const steps: Promise<boolean>[] = [];
       for (let i = 0; i < 20; i++) {
+        // A claim of this step: a new one (the previous claim may still read IN_PROGRESS until reaped).
+        const before = await mine();
+        const claims = (x: { attempts: number; interruptions: number }) => x.attempts + x.interruptions;
         const step = hang.run();
         steps.push(step);
-        const claimed = eventually(async () => (await mine()).status === 'IN_PROGRESS', 5_000);
+        const claimed = eventually(async () => {
+          const now = await mine();
+          return now.status === 'FAILED' || (now.status === 'IN_PROGRESS' && claims(now) > claims(before));
+        }, 5_000);
         await Promise.race([step, claimed]);
         if ((await mine()).status === 'FAILED') break;
         clock.advance(7_200_000);

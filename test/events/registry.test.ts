@@ -86,7 +86,12 @@ describe(`GET /event_definition (${dialectName})`, () => {
     const created = body.event_definitions.find(
       (d: { event_type: string }) => d.event_type === 'svc.user.created',
     );
-    expect(created).toEqual(JSON.parse(JSON.stringify(EVENT_DEFINITIONS[0])));
+    expect(created).toEqual({
+      ...JSON.parse(JSON.stringify(EVENT_DEFINITIONS[0])),
+      builtin: true,
+      created_at: null,
+      updated_at: null,
+    });
   });
 
   it('filters by exact event_type, deprecated and search', async () => {

@@ -72,12 +72,12 @@ describe(`event subscriptions and graphs (${dialectName})`, () => {
       for (const [i, name] of names.entries()) {
         await create({
           name,
-          event_type: i === 2 ? 'svc.folder.created' : 'svc.list.test',
+          event_type: i === 2 ? 'svc.folder.created' : 'svc.folder.deleted',
           enabled: i !== 1,
         });
       }
       const q = (query: string) => a.call('GET', `/event_subscription?${query}`);
-      const list = await q('event_type=svc.list.test&sort_by=name&sort_dir=asc');
+      const list = await q('event_type=svc.folder.deleted&sort_by=name&sort_dir=asc');
       expect(list.status).toBe(200);
       expect(list.body.event_subscriptions.map((s: Json) => s.name)).toEqual(['Alpha Mail', 'beta mail']);
       expect(list.body).toMatchObject({
@@ -88,13 +88,15 @@ describe(`event subscriptions and graphs (${dialectName})`, () => {
         has_previous: false,
       });
       expect(
-        (await q('event_type=svc.list.test&enabled=false')).body.event_subscriptions.map((s: Json) => s.name),
+        (await q('event_type=svc.folder.deleted&enabled=false')).body.event_subscriptions.map(
+          (s: Json) => s.name,
+        ),
       ).toEqual(['beta mail']);
       expect(
         (await q('name=MAIL&sort_by=name&sort_dir=desc')).body.event_subscriptions.map((s: Json) => s.name),
       ).toEqual(['beta mail', 'Alpha Mail']);
       expect((await q('search=gam')).body.event_subscriptions.map((s: Json) => s.name)).toEqual(['Gamma']);
-      const page = await q('event_type=svc.list.test&limit=1&offset=1&sort_by=created_at&sort_dir=asc');
+      const page = await q('event_type=svc.folder.deleted&limit=1&offset=1&sort_by=created_at&sort_dir=asc');
       expect(page.body).toMatchObject({ total: 2, limit: 1, offset: 1, has_next: false, has_previous: true });
       expect((await q('limit=250')).status).toBe(200);
       expect((await q('limit=251')).status).toBe(400);
@@ -487,7 +489,12 @@ describe(`event subscriptions and graphs (${dialectName})`, () => {
     it('each endpoint needs its scope (403 names it)', async () => {
       const { body: sub } = await create({ name: 'authz', event_type: 'svc.user.created' });
       const cases: Array<[string, string, string, unknown?]> = [
-        ['POST', '/event_subscription', 'event_subscription:write', { name: 'x', event_type: 'y' }],
+        [
+          'POST',
+          '/event_subscription',
+          'event_subscription:write',
+          { name: 'x', event_type: 'svc.user.created' },
+        ],
         ['GET', '/event_subscription', 'event_subscription:read'],
         ['GET', `/event_subscription/${sub.id}`, 'event_subscription:read'],
         ['PATCH', `/event_subscription/${sub.id}`, 'event_subscription:write', { name: 'z' }],

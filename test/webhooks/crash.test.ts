@@ -47,10 +47,10 @@ describe(`webhook sender survives kill -9 (${dialectName})`, () => {
   }, async () => {
     const who = await admin(t);
     // The test app only writes deliveries; the CLI worker processes send them.
-    await createHook(t, who.headers, { name: 'burst', url: rx.url, event_types: ['svc.test'] });
+    await createHook(t, who.headers, { name: 'burst', url: rx.url, event_types: ['svc.folder.created'] });
     const ids: string[] = [];
     for (let i = 0; i < BURST; i++) {
-      const e = cloudEvent('svc.test');
+      const e = cloudEvent('svc.folder.created');
       ids.push(e.id);
       await dispatch(t, e);
     }

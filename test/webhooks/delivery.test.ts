@@ -500,9 +500,9 @@ describe(`webhook delivery (${dialectName})`, () => {
 
   it('delivery list: newest first and every filter', async () => {
     const hook = await createHook(t, who.headers, { name: 'lf', url: rx.url, event_types: ['*'] });
-    rx.reply = (r) => (JSON.parse(r.body).type === 'svc.a' ? { status: 200 } : { status: 404 });
+    rx.reply = (r) => (JSON.parse(r.body).type === 'svc.user.created' ? { status: 200 } : { status: 404 });
     const order: string[] = [];
-    for (const type of ['svc.a', 'svc.b', 'svc.a', 'svc.b']) {
+    for (const type of ['svc.user.created', 'svc.user.updated', 'svc.user.created', 'svc.user.updated']) {
       clock.advance(S);
       const e = cloudEvent(type);
       order.push(e.id);
@@ -515,7 +515,7 @@ describe(`webhook delivery (${dialectName})`, () => {
     expect(await q('&status=SUCCESS')).toBe(2);
     expect(await q('&status=PENDING')).toBe(2);
     expect(await q('&status=FAILED')).toBe(0);
-    expect(await q('&event_type=svc.b')).toBe(2);
+    expect(await q('&event_type=svc.user.updated')).toBe(2);
     expect(await q('&http_status=404')).toBe(2);
     expect(await q('&http_status_gte=300')).toBe(2);
     expect(await q('&http_status_lte=299')).toBe(2);

@@ -92,8 +92,12 @@ describe(`webhook pipeline (${dialectName})`, () => {
   });
 
   it('routes by event_types and `*`; disabled and deleted webhooks get nothing new', async () => {
-    const a = await createHook(t, who.headers, { name: 'a', url: rx.url, event_types: ['svc.a'] });
-    const ab = await createHook(t, who.headers, { name: 'ab', url: rx.url, event_types: ['svc.a', 'svc.b'] });
+    const a = await createHook(t, who.headers, { name: 'a', url: rx.url, event_types: ['svc.user.created'] });
+    const ab = await createHook(t, who.headers, {
+      name: 'ab',
+      url: rx.url,
+      event_types: ['svc.user.created', 'svc.user.updated'],
+    });
     const star = await createHook(t, who.headers, { name: 'star', url: rx.url, event_types: ['*'] });
     const off = await createHook(t, who.headers, {
       name: 'off',
@@ -103,9 +107,9 @@ describe(`webhook pipeline (${dialectName})`, () => {
     });
     const gone = await createHook(t, who.headers, { name: 'gone', url: rx.url, event_types: ['*'] });
     await t.app.inject({ method: 'DELETE', url: `/api/v1/webhook/${gone.id}`, headers: who.headers });
-    await dispatch(t, cloudEvent('svc.a'));
-    await dispatch(t, cloudEvent('svc.b'));
-    await dispatch(t, cloudEvent('svc.c'));
+    await dispatch(t, cloudEvent('svc.user.created'));
+    await dispatch(t, cloudEvent('svc.user.updated'));
+    await dispatch(t, cloudEvent('svc.user.deleted'));
     const count = async (id: string) =>
       Number(
         (
@@ -133,9 +137,17 @@ describe(`webhook pipeline (${dialectName})`, () => {
     const slow = await receiver();
     try {
       slow.reply = 'hold';
-      const s = await createHook(t, who.headers, { name: 'slow', url: slow.url, event_types: ['svc.test'] });
-      const fast = await createHook(t, who.headers, { name: 'fast', url: rx.url, event_types: ['svc.test'] });
-      for (let i = 0; i < 60; i++) await dispatch(t, cloudEvent('svc.test'));
+      const s = await createHook(t, who.headers, {
+        name: 'slow',
+        url: slow.url,
+        event_types: ['svc.folder.created'],
+      });
+      const fast = await createHook(t, who.headers, {
+        name: 'fast',
+        url: rx.url,
+        event_types: ['svc.folder.created'],
+      });
+      for (let i = 0; i < 60; i++) await dispatch(t, cloudEvent('svc.folder.created'));
       worker = createWorker(t.ctx);
       worker.start();
       t.ctx.services.wakeups.wake('webhooks');
@@ -162,9 +174,11 @@ describe(`webhook pipeline (${dialectName})`, () => {
   it('graceful close: attempts in flight finish and are recorded; claimed but unsent ones go back uncounted', async () => {
     const hooks = [];
     for (let i = 0; i < 5; i++) {
-      hooks.push(await createHook(t, who.headers, { name: `g${i}`, url: rx.url, event_types: ['svc.test'] }));
+      hooks.push(
+        await createHook(t, who.headers, { name: `g${i}`, url: rx.url, event_types: ['svc.folder.created'] }),
+      );
     }
-    for (let i = 0; i < 40; i++) await dispatch(t, cloudEvent('svc.test'));
+    for (let i = 0; i < 40; i++) await dispatch(t, cloudEvent('svc.folder.created'));
     rx.reply = 'hold';
     const engine = t.ctx.services.webhookEngine;
     await engine.job.run();
@@ -195,9 +209,11 @@ describe(`webhook pipeline (${dialectName})`, () => {
   it('a manual retry of a claimed, unsent delivery, then close: the retry keeps its fresh count', async () => {
     const hooks = [];
     for (let i = 0; i < 5; i++) {
-      hooks.push(await createHook(t, who.headers, { name: `r${i}`, url: rx.url, event_types: ['svc.test'] }));
+      hooks.push(
+        await createHook(t, who.headers, { name: `r${i}`, url: rx.url, event_types: ['svc.folder.created'] }),
+      );
     }
-    for (let i = 0; i < 40; i++) await dispatch(t, cloudEvent('svc.test'));
+    for (let i = 0; i < 40; i++) await dispatch(t, cloudEvent('svc.folder.created'));
     rx.reply = 'hold';
     const engine = t.ctx.services.webhookEngine;
     await engine.job.run();
@@ -302,10 +318,10 @@ describe(`webhook pipeline (${dialectName})`, () => {
   });
 
   it('the job is woken right after new deliveries are created (no waiting for the interval)', async () => {
-    await createHook(t, who.headers, { name: 'wake', url: rx.url, event_types: ['svc.test'] });
+    await createHook(t, who.headers, { name: 'wake', url: rx.url, event_types: ['svc.folder.created'] });
     worker = createWorker(t.ctx);
     worker.start();
-    await dispatch(t, cloudEvent('svc.test'));
+    await dispatch(t, cloudEvent('svc.folder.created'));
     await eventually(async () => rx.received.length === 1, 5000);
   });
 });

@@ -24,7 +24,7 @@ describe(`two svc worker processes on one store (${dialectName})`, () => {
   it('claims are exclusive: each of 400 deliveries is sent exactly once', { timeout: 120_000 }, async () => {
     const who = await admin(t);
     for (let i = 0; i < 4; i++) {
-      await createHook(t, who.headers, { name: `h${i}`, url: rx.url, event_types: ['svc.test'] });
+      await createHook(t, who.headers, { name: `h${i}`, url: rx.url, event_types: ['svc.folder.created'] });
     }
     // Both workers run and poll before any delivery exists, so their claims really race.
     rx.reply = { status: 200, delayMs: 20 };
@@ -41,7 +41,7 @@ describe(`two svc worker processes on one store (${dialectName})`, () => {
       child.stderr?.on('data', (d) => output.push(String(d)));
       await waitForOutput(child, /worker started/, 60_000);
     }
-    for (let i = 0; i < 100; i++) await dispatch(t, cloudEvent('svc.test'));
+    for (let i = 0; i < 100; i++) await dispatch(t, cloudEvent('svc.folder.created'));
     await eventually(async () => {
       const rows = await t.ctx.store.db.selectFrom('webhook_delivery').select('status').execute();
       return rows.every((r) => r.status === 'SUCCESS');

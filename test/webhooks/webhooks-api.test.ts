@@ -92,18 +92,23 @@ describe(`webhook CRUD (${dialectName})`, () => {
   });
 
   it('PATCH changes fields, normalises event_types, rejects unknown/empty bodies', async () => {
-    const hook = (await create({ name: 'p', url: URL_A, event_types: ['svc.a'] })).json();
+    const hook = (await create({ name: 'p', url: URL_A, event_types: ['svc.user.created'] })).json();
     const res = await t.app.inject({
       method: 'PATCH',
       url: `/api/v1/webhook/${hook.id}`,
       headers: writer.headers,
-      payload: { name: 'p2', enabled: false, event_types: ['svc.b', 'svc.b', 'svc.c'], description: 'x' },
+      payload: {
+        name: 'p2',
+        enabled: false,
+        event_types: ['svc.user.updated', 'svc.user.updated', 'svc.user.deleted'],
+        description: 'x',
+      },
     });
     expect(res.statusCode).toBe(200);
     expect(res.json()).toMatchObject({
       name: 'p2',
       enabled: false,
-      event_types: ['svc.b', 'svc.c'],
+      event_types: ['svc.user.updated', 'svc.user.deleted'],
       description: 'x',
     });
     const empty = await t.app.inject({

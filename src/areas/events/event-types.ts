@@ -8,11 +8,7 @@ import { type Clock, iso } from '../../lib/clock.js';
 import { newId } from '../../lib/ids.js';
 import { closestNames } from '../../lib/suggest.js';
 import type { EventRegistry } from './registry.js';
-import type {
-  CreateEventDefinition,
-  EventDefinitionQuery,
-  UpdateEventDefinition,
-} from './schemas.js';
+import type { CreateEventDefinition, EventDefinitionQuery, UpdateEventDefinition } from './schemas.js';
 import type { EventTypeDefinitionTable } from './tables.js';
 import {
   builtin,

@@ -5,6 +5,7 @@ import { registerEventRoutes } from '../areas/events/routes.js';
 import { registerIdentityRoutes } from '../areas/identity/routes.js';
 import { registerPluginRoutes } from '../areas/plugins/routes.js';
 import { registerQuestionnaireRoutes } from '../areas/questionnaires/routes.js';
+import { registerScheduleRoutes } from '../areas/schedules/routes.js';
 import { registerSubmissionRoutes } from '../areas/submissions/routes.js';
 import { registerSubscriptionRoutes } from '../areas/subscriptions/routes.js';
 import { registerVaultRoutes } from '../areas/vault/routes.js';
@@ -29,5 +30,6 @@ export function registerAreaRoutes(api: App, services: Services): void {
   registerAnalyticsRoutes(api, services);
   registerEventRoutes(api, services);
   registerSubscriptionRoutes(api, services);
+  registerScheduleRoutes(api, services);
   registerWorkflowRoutes(api, services);
 }

@@ -15,6 +15,8 @@ import { createIdentityService, type IdentityService } from '../areas/identity/s
 import { createPluginMetrics } from '../areas/plugins/metrics.js';
 import { createPluginService, type PluginService } from '../areas/plugins/service.js';
 import { createQuestionnaireArea, type QuestionnaireArea } from '../areas/questionnaires/area.js';
+import { createScheduleJob, SCHEDULES_JOB } from '../areas/schedules/job.js';
+import { createScheduleService, type ScheduleService } from '../areas/schedules/service.js';
 import { createSubmissionService, type SubmissionService } from '../areas/submissions/service.js';
 import { createSubscriptionService, type SubscriptionService } from '../areas/subscriptions/service.js';
 import { createVaultService, type VaultService } from '../areas/vault/service.js';
@@ -66,6 +68,8 @@ export interface Services {
   plugins: PluginService;
   /** Event subscriptions and their graphs (docs/workflows.md). */
   subscriptions: SubscriptionService;
+  /** Cron schedules publishing events (docs/schedules.md); the `schedules` job fires them. */
+  schedules: ScheduleService;
   /** The durable workflow engine: the router (an event handler) and the `workflows` job. */
   workflowEngine: WorkflowEngine;
   /** Workflow runs, introspection, evaluation and simulation (docs/workflows.md). */
@@ -224,6 +228,21 @@ export function createServices(deps: ServiceDeps): Services {
     },
     { intervalMs: deps.config.outboxDrainIntervalMs, leaseMs: deps.config.outboxLeaseMs },
   );
+  const schedules = createScheduleService({
+    store: deps.store,
+    clock: deps.clock,
+    eventTypes,
+    wake: () => wakeups.wake(SCHEDULES_JOB),
+  });
+  const scheduleJob = createScheduleJob({
+    store: deps.store,
+    clock: deps.clock,
+    log: deps.log,
+    publisher: events,
+    eventTypes,
+    pollIntervalMs: deps.config.schedulePollIntervalMs,
+    wake: () => wakeups.wake(SCHEDULES_JOB),
+  });
   const workflows = createWorkflowService({
     store: deps.store,
     clock: deps.clock,
@@ -240,6 +259,7 @@ export function createServices(deps: ServiceDeps): Services {
     vault,
     plugins,
     subscriptions,
+    schedules,
     workflowEngine,
     workflows,
     questionnaires,
@@ -259,6 +279,6 @@ export function createServices(deps: ServiceDeps): Services {
     webhooks,
     webhookEngine,
     eventHandlers,
-    jobs: [outbox, webhookEngine.job, workflowEngine.job, auth.cleanupJob],
+    jobs: [outbox, webhookEngine.job, workflowEngine.job, scheduleJob, auth.cleanupJob],
   };
 }

@@ -35,6 +35,8 @@ export interface Config {
   workflowMaxDepth: number;
   /** Runs a subscription may start per minute before the rate guard pauses it (its own limit wins); 0: none. */
   workflowMaxRunsPerMinute: number;
+  /** How often the schedules job looks for schedules another process created (its own wake it at once). */
+  schedulePollIntervalMs: number;
   webhookRetryIntervalMs: number;
   webhookBackoffBaseSeconds: number;
   webhookTimeoutMs: number;
@@ -276,6 +278,7 @@ export function loadConfig(env: Env = process.env): Config {
     workflowWorkerParallelism: boundedInt(env, 'SVC_WORKFLOW_WORKER_PARALLELISM', 128, 1, 10_000),
     workflowMaxDepth: boundedInt(env, 'SVC_WORKFLOW_MAX_DEPTH', 8, 1, 100),
     workflowMaxRunsPerMinute: boundedInt(env, 'SVC_WORKFLOW_MAX_RUNS_PER_MINUTE', 6_000, 0, 1_000_000),
+    schedulePollIntervalMs: boundedInt(env, 'SVC_SCHEDULE_POLL_INTERVAL_MS', 1_000, 10, MAX_TIMER_MS),
     webhookRetryIntervalMs: boundedInt(env, 'SVC_WEBHOOK_RETRY_INTERVAL_MS', 30_000, 10, MAX_TIMER_MS),
     webhookBackoffBaseSeconds: boundedInt(env, 'SVC_WEBHOOK_BACKOFF_BASE_SECONDS', 30, 0, 86_400),
     webhookTimeoutMs: boundedInt(env, 'SVC_WEBHOOK_TIMEOUT_MS', 10_000, 1, 600_000),

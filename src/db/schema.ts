@@ -10,6 +10,7 @@ import type { EventTables } from '../areas/events/tables.js';
 import type { IdentityTables } from '../areas/identity/tables.js';
 import type { PluginTables } from '../areas/plugins/tables.js';
 import type { QuestionnaireTables } from '../areas/questionnaires/tables.js';
+import type { ScheduleTables } from '../areas/schedules/tables.js';
 import type { SubmissionTables } from '../areas/submissions/tables.js';
 import type { SubscriptionTables } from '../areas/subscriptions/tables.js';
 import type { VaultTables } from '../areas/vault/tables.js';
@@ -27,4 +28,5 @@ export interface Database
     SubmissionTables,
     PluginTables,
     SubscriptionTables,
+    ScheduleTables,
     WorkflowTables {}

@@ -1,0 +1,98 @@
+import { softDeleted, updateActive } from '../../db/audit.js';
+import type { Db, Tx } from '../../db/store.js';
+import { containsInsensitive, type ListResult, type Page, paginate } from '../../http/list.js';
+import type { ScheduleFireTable, ScheduleTable } from './tables.js';
+
+/** SQL of schedules and their fires. */
+
+export interface ScheduleFilters {
+  enabled?: boolean;
+  event_type?: string;
+  search?: string;
+}
+
+export type SchedulePatch = Partial<Omit<ScheduleTable, 'id' | 'created_at' | 'deleted_at'>>;
+
+export async function insertSchedule(db: Db, row: ScheduleTable): Promise<void> {
+  await db.insertInto('schedule').values(row).execute();
+}
+
+export async function findSchedule(db: Db, id: string): Promise<ScheduleTable | undefined> {
+  return db
+    .selectFrom('schedule')
+    .selectAll()
+    .where('id', '=', id)
+    .where('deleted_at', 'is', null)
+    .executeTakeFirst();
+}
+
+export async function listSchedules(
+  db: Db,
+  page: Page,
+  f: ScheduleFilters,
+): Promise<ListResult<ScheduleTable>> {
+  let q = db.selectFrom('schedule').where('deleted_at', 'is', null);
+  if (f.enabled !== undefined) q = q.where('enabled', '=', f.enabled ? 1 : 0);
+  if (f.event_type !== undefined) q = q.where('event_type', '=', f.event_type);
+  if (f.search !== undefined) q = q.where(containsInsensitive('name', f.search));
+  return paginate(q, page, (r: ScheduleTable) => r);
+}
+
+export async function updateSchedule(db: Db, id: string, patch: SchedulePatch): Promise<boolean> {
+  return updateActive(db, 'schedule', id, patch);
+}
+
+export async function softDeleteSchedule(db: Db, id: string, at: string, by: string): Promise<boolean> {
+  return updateActive(db, 'schedule', id, { ...softDeleted(at, by), next_fire_at: null });
+}
+
+/** Enabled schedules whose next fire time has come, earliest first. */
+export async function dueSchedules(db: Db, now: string, limit: number): Promise<ScheduleTable[]> {
+  return db
+    .selectFrom('schedule')
+    .selectAll()
+    .where('enabled', '=', 1)
+    .where('deleted_at', 'is', null)
+    .where('next_fire_at', '<=', now)
+    .orderBy('next_fire_at')
+    .limit(limit)
+    .execute();
+}
+
+/**
+ * The schedule, if still due, held for this transaction; on PostgreSQL a schedule another worker
+ * holds is skipped (it fires it), on SQLite the one writer serialises anyway.
+ */
+export async function lockDue(tx: Tx, id: string, now: string): Promise<ScheduleTable | undefined> {
+  let q = tx.db
+    .selectFrom('schedule')
+    .selectAll()
+    .where('id', '=', id)
+    .where('enabled', '=', 1)
+    .where('deleted_at', 'is', null)
+    .where('next_fire_at', '<=', now);
+  if (tx.dialect === 'postgres') q = q.forUpdate().skipLocked();
+  return q.executeTakeFirst();
+}
+
+/** The earliest next fire time of any enabled schedule (the job's timer). */
+export async function earliestFire(db: Db): Promise<string | null> {
+  const row = await db
+    .selectFrom('schedule')
+    .select((eb) => eb.fn.min('next_fire_at').as('at'))
+    .where('enabled', '=', 1)
+    .where('deleted_at', 'is', null)
+    .executeTakeFirst();
+  return (row?.at as string | null | undefined) ?? null;
+}
+
+/** Records a fire; false when this (schedule, fire time) fired already (another worker, a retry). */
+export async function insertFire(db: Db, row: ScheduleFireTable): Promise<boolean> {
+  const out = await db
+    .insertInto('schedule_fire')
+    .values(row)
+    .onConflict((oc) => oc.columns(['schedule_id', 'fire_time']).doNothing())
+    .returning('fire_time')
+    .execute();
+  return out.length > 0;
+}

@@ -248,6 +248,7 @@ export function createServices(deps: ServiceDeps): Services {
     clock: deps.clock,
     subscriptions,
     planOf: workflowEngine.planOf,
+    wake: () => wakeups.wake(WORKFLOWS_JOB),
   });
   return {
     wakeups,

@@ -20,7 +20,7 @@ import type { Plan, PlanNode } from './plan.js';
 import { renderTemplate } from './template.js';
 
 /** `skipped`: never started (the loop guard refused it; its error says why). */
-export type RunStatus = 'pending' | 'running' | 'completed' | 'failed' | 'skipped';
+export type RunStatus = 'pending' | 'running' | 'completed' | 'failed' | 'skipped' | 'cancelled';
 export type NodeStatus = 'pending' | 'running' | 'completed' | 'failed' | 'skipped';
 
 export interface SkipReason {

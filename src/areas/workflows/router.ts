@@ -30,6 +30,34 @@ export interface RouterDeps {
 }
 
 /**
+ * A new run of `plan` on `event`: its row (running, due now, unclaimed) and one pending node each.
+ * `rerunOf` links a re-run to the run it repeats.
+ */
+export function newRun(plan: Plan, event: CloudEvent, at: string, rerunOf: string | null) {
+  const runId = newId();
+  const states = RunMachine.pendingStates(plan, () => newId());
+  const row: WorkflowRunTable = {
+    id: runId,
+    event_subscription_id: plan.subscriptionId,
+    graph_version: plan.version,
+    event_id: event.id,
+    event_type: event.type,
+    trigger_event: JSON.stringify(event),
+    status: 'running',
+    started_at: at,
+    completed_at: null,
+    error: null,
+    wake_at: at,
+    rerun_of: rerunOf,
+    locked_by: null,
+    created_at: at,
+    updated_at: at,
+  };
+  const nodes = [...states.values()].map((s) => nodeRow(runId, s, at));
+  return { row, nodes, states };
+}
+
+/**
  * SPEC Pipeline 3, the router: an EventHandler the outbox drain calls. Per matching subscription it
  * creates one run and one pending run-node per node of the subscription's current graph version, in
  * one write that a unique index on (subscription, event id) makes idempotent.
@@ -70,6 +98,7 @@ export function createRouter(deps: RouterDeps): EventHandler {
         completed_at: at,
         error: reason,
         wake_at: null,
+        rerun_of: null,
         locked_by: null,
         created_at: at,
         updated_at: at,
@@ -97,26 +126,9 @@ export function createRouter(deps: RouterDeps): EventHandler {
       return null;
     }
     const plan = await deps.planOf(sub.id, sub.graph_version);
-    const at = iso(deps.clock.now());
-    const runId = newId();
-    const states = RunMachine.pendingStates(plan, () => newId());
-    const row: WorkflowRunTable = {
-      id: runId,
-      event_subscription_id: sub.id,
-      graph_version: sub.graph_version,
-      event_id: event.id,
-      event_type: event.type,
-      trigger_event: JSON.stringify(event),
-      status: 'running',
-      started_at: at,
-      completed_at: null,
-      error: null,
-      wake_at: at,
-      locked_by: null,
-      created_at: at,
-      updated_at: at,
-    };
-    const nodes = [...states.values()].map((s) => nodeRow(runId, s, at));
+    const { row, nodes, states } = newRun(plan, event, iso(deps.clock.now()), null);
+    const runId = row.id;
+    const at = row.created_at;
     const inserted = await deps.createRun({ run: row, nodes });
     if (!inserted) return null;
     return new RunMachine(

@@ -1,6 +1,7 @@
 import { anyScope } from '../../http/access.js';
 import type { App } from '../../http/app.js';
 import { envelope, splitListQuery } from '../../http/list.js';
+import { errorAnswers } from '../../http/schemas.js';
 import { assertCloudEvent, type CloudEvent } from '../events/cloudevent.js';
 import {
   ContextBody,
@@ -70,6 +71,48 @@ export function registerWorkflowRoutes(app: App, { workflows }: { workflows: Wor
       config: anyScope('workflow:read'),
     },
     async (req) => workflows.get(req.params.id),
+  );
+  const control = (
+    verb: 'cancel' | 'rerun' | 'retry',
+    operationId: string,
+    summary: string,
+    description: string,
+  ) =>
+    app.post(
+      `/workflow_run/:id/${verb}`,
+      {
+        schema: {
+          operationId,
+          summary,
+          description,
+          tags,
+          params: RunParams,
+          response: { 200: Run, ...errorAnswers(404, 409) },
+        },
+        config: anyScope('workflow:execute'),
+      },
+      async (req) => workflows[verb](req.principal.userId, req.params.id),
+    );
+  control(
+    'cancel',
+    'cancelWorkflowRun',
+    'Cancel a pending or running run',
+    'The run ends cancelled at once: pending nodes are skipped, a DELAY or retry wait ends, an ACTION in flight ' +
+      'may still complete at its target but is neither recorded nor retried. 409 WORKFLOW.RUN_FINISHED once it ended.',
+  );
+  control(
+    'rerun',
+    'rerunWorkflowRun',
+    'Run again on the same event',
+    "A new run of the run's subscription on the same trigger event and the subscription's current graph, " +
+      'linked by rerun_of. Answers the new run.',
+  );
+  control(
+    'retry',
+    'retryWorkflowRun',
+    'Resume a failed run from where it failed',
+    'Its failed nodes run again (from their first attempt); completed and skipped nodes keep their results. ' +
+      '409 WORKFLOW.RUN_NOT_FAILED unless the run failed.',
   );
   app.get(
     '/workflow_run/:id/node',

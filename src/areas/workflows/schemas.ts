@@ -3,7 +3,7 @@ import { Id, JsonObject, ListQuery, ListResponse, Nullable, Timestamp } from '..
 
 /** Shapes of workflow runs, introspection, evaluation and simulation (SPEC "Workflow runs and introspection"). */
 
-export const RUN_STATUSES = ['pending', 'running', 'completed', 'failed', 'skipped'] as const;
+export const RUN_STATUSES = ['pending', 'running', 'completed', 'failed', 'skipped', 'cancelled'] as const;
 export const NODE_STATUSES = ['pending', 'running', 'completed', 'failed', 'skipped'] as const;
 
 const Any = Type.Unknown();
@@ -20,6 +20,9 @@ export const Run = Type.Object(
     started_at: Nullable(Timestamp),
     completed_at: Nullable(Timestamp),
     error: Nullable(Type.String()),
+    rerun_of: Nullable(
+      Type.String({ description: 'The run this one repeats (POST /workflow_run/{id}/rerun).' }),
+    ),
     created_at: Timestamp,
     updated_at: Timestamp,
   },

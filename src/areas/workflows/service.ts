@@ -15,6 +15,7 @@ import {
 } from './machine.js';
 import { availablePaths } from './paths.js';
 import type { Plan } from './plan.js';
+import { newRun } from './router.js';
 import * as runs from './store.js';
 import {
   type RunFilters,
@@ -31,6 +32,8 @@ export interface WorkflowServiceDeps {
   subscriptions: Pick<GraphSource, 'getActive'>;
   /** The engine's plan cache (one compiled plan per graph version). */
   planOf: (subscriptionId: string, version: number) => Promise<Plan>;
+  /** Wakes the workflows job (a run re-run or reopened is due now). */
+  wake(): void;
 }
 
 export interface SimulatedNode {
@@ -73,14 +76,22 @@ export interface WorkflowService {
     node_key?: string;
   }): Promise<{ result: object; data_used: unknown; available_paths: string[] }>;
   simulate(subscriptionId: string, event: CloudEvent): Promise<Simulation>;
+  /** Stops a pending or running run for good (docs/workflows.md "Run control"); 409 once it ended. */
+  cancel(userId: string, id: string): Promise<WorkflowRun>;
+  /** A new run of the run's subscription on the same trigger event and the current graph. */
+  rerun(userId: string, id: string): Promise<WorkflowRun>;
+  /** Resumes a failed run from its failed nodes, keeping what completed; 409 unless it failed. */
+  retry(userId: string, id: string): Promise<WorkflowRun>;
 }
 
 export function createWorkflowService(deps: WorkflowServiceDeps): WorkflowService {
   const expressions = new CompiledCache(500);
 
+  const runNotFound = () => new AppError('WORKFLOW.RUN_NOT_FOUND', 'Workflow run not found');
+
   async function runOrThrow(id: string) {
     const row = await runs.getRun(deps.store.db, id);
-    if (!row) throw new AppError('WORKFLOW.RUN_NOT_FOUND', 'Workflow run not found');
+    if (!row) throw runNotFound();
     return row;
   }
 
@@ -187,6 +198,54 @@ export function createWorkflowService(deps: WorkflowServiceDeps): WorkflowServic
           ? value
           : { value: value ?? null };
       return { result, data_used: data, available_paths: availablePaths(data) };
+    },
+
+    async cancel(userId, id) {
+      const at = iso(deps.clock.now());
+      await deps.store.transaction(async (tx) => {
+        const row = await runs.getRun(tx.db, id);
+        if (!row) throw runNotFound();
+        if (!(await runs.cancelRun(tx.db, id, at, `cancelled by user ${userId}`))) {
+          throw new AppError(
+            'WORKFLOW.RUN_FINISHED',
+            `The run is ${row.status}; only a pending or running run can be cancelled`,
+            {
+              status: row.status,
+            },
+          );
+        }
+      });
+      return toRun(await runOrThrow(id));
+    },
+
+    async rerun(_userId, id) {
+      const original = await runOrThrow(id);
+      const sub = await deps.subscriptions.getActive(original.event_subscription_id);
+      const plan = await deps.planOf(sub.id, sub.graph_version);
+      const event = JSON.parse(original.trigger_event) as CloudEvent;
+      const { row, nodes } = newRun(plan, event, iso(deps.clock.now()), original.id);
+      await deps.store.transaction((tx) => runs.insertRuns(tx.db, [{ run: row, nodes }]));
+      deps.wake();
+      return toRun(row);
+    },
+
+    async retry(_userId, id) {
+      const at = iso(deps.clock.now());
+      await deps.store.transaction(async (tx) => {
+        const row = await runs.getRun(tx.db, id);
+        if (!row) throw runNotFound();
+        if (!(await runs.reopenFailed(tx.db, id, at))) {
+          throw new AppError(
+            'WORKFLOW.RUN_NOT_FAILED',
+            `The run is ${row.status}; only a failed run can be retried`,
+            {
+              status: row.status,
+            },
+          );
+        }
+      });
+      deps.wake();
+      return toRun(await runOrThrow(id));
     },
 
     /**

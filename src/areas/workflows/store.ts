@@ -111,7 +111,9 @@ export async function insertRuns(
     const rows = await db
       .insertInto('workflow_run')
       .values(items.slice(i, i + 100).map((x) => x.run))
-      .onConflict((oc) => oc.columns(['event_subscription_id', 'event_id']).doNothing())
+      .onConflict((oc) =>
+        oc.columns(['event_subscription_id', 'event_id']).where('rerun_of', 'is', null).doNothing(),
+      )
       .returning('id')
       .execute();
     for (const r of rows) created.add(r.id);
@@ -255,6 +257,95 @@ export async function writeRuns(db: Db, workerId: string, items: RunWrite[]): Pr
       .execute();
   }
   return held;
+}
+
+/** A skip reason for nodes a cancel leaves unexecuted (the shape conditions' skips have). */
+const CANCELLED_SKIP = JSON.stringify({
+  message: 'cancelled: the run was cancelled before this node ran',
+  edges: [],
+});
+
+/**
+ * Cancels a pending or running run in one write: the run ends `cancelled` and loses its worker and
+ * timer (a worker still driving it finds its lease gone at its next write and stops; a claim never
+ * takes it again); pending nodes are skipped, running ones (a DELAY, a retry wait, an ACTION in
+ * flight) fail saying so. False when the run was not pending or running.
+ */
+export async function cancelRun(db: Db, id: string, at: string, reason: string): Promise<boolean> {
+  const res = await db
+    .updateTable('workflow_run')
+    .set({
+      status: 'cancelled',
+      error: reason,
+      completed_at: at,
+      wake_at: null,
+      locked_by: null,
+      updated_at: at,
+    })
+    .where('id', '=', id)
+    .where('status', 'in', ['pending', 'running'])
+    .executeTakeFirst();
+  if (Number(res.numUpdatedRows) !== 1) return false;
+  await db
+    .updateTable('workflow_run_node')
+    .set({
+      status: 'skipped',
+      skip_reason: CANCELLED_SKIP,
+      completed_at: at,
+      resume_at: null,
+      updated_at: at,
+    })
+    .where('workflow_run_id', '=', id)
+    .where('status', '=', 'pending')
+    .execute();
+  await db
+    .updateTable('workflow_run_node')
+    .set({
+      status: 'failed',
+      error:
+        'cancelled while running: a wait ends here; an ACTION call in flight may still complete at its target, ' +
+        'its outcome is not recorded and it is not retried',
+      completed_at: at,
+      resume_at: null,
+      updated_at: at,
+    })
+    .where('workflow_run_id', '=', id)
+    .where('status', '=', 'running')
+    .execute();
+  return true;
+}
+
+/**
+ * Reopens a failed run where it failed: its failed nodes go back to pending (their attempts and
+ * errors cleared), completed and skipped ones keep their results, and the run is running and due
+ * now, so a worker claims it and goes on from there. False when the run was not failed.
+ */
+export async function reopenFailed(db: Db, id: string, at: string): Promise<boolean> {
+  const res = await db
+    .updateTable('workflow_run')
+    .set({ status: 'running', error: null, completed_at: null, wake_at: at, locked_by: null, updated_at: at })
+    .where('id', '=', id)
+    .where('status', '=', 'failed')
+    .executeTakeFirst();
+  if (Number(res.numUpdatedRows) !== 1) return false;
+  await db
+    .updateTable('workflow_run_node')
+    .set({
+      status: 'pending',
+      input: null,
+      output: null,
+      error: null,
+      started_at: null,
+      completed_at: null,
+      attempts: 0,
+      interruptions: 0,
+      resume_at: null,
+      updated_at: at,
+    })
+    .where('workflow_run_id', '=', id)
+    .where('status', '=', 'failed')
+    .execute();
+  return true;
 }
 
 export async function renewLease(

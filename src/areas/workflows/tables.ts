@@ -8,7 +8,7 @@ export interface WorkflowRunTable {
   event_type: string;
   /** The full CloudEvent as JSON text. */
   trigger_event: string;
-  status: 'pending' | 'running' | 'completed' | 'failed' | 'skipped';
+  status: 'pending' | 'running' | 'completed' | 'failed' | 'skipped' | 'cancelled';
   started_at: string | null;
   completed_at: string | null;
   error: string | null;
@@ -17,6 +17,8 @@ export interface WorkflowRunTable {
    * (renewed by heartbeats); while it waits, the DELAY end or retry time; null once finished.
    */
   wake_at: string | null;
+  /** The run this one repeats (POST /workflow_run/{id}/rerun); null for a run an event started. */
+  rerun_of: string | null;
   /** The worker executing the run (null while waiting or finished). */
   locked_by: string | null;
   created_at: string;

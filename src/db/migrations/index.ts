@@ -13,6 +13,7 @@ import * as m0011 from './0011_auth_user.js';
 import * as m0012 from './0012_workflows_rate_guard.js';
 import * as m0013 from './0013_events_custom_types.js';
 import * as m0014 from './0014_schedules.js';
+import * as m0015 from './0015_workflows_run_control.js';
 
 /**
  * Every migration, in order. One set serves SQLite and PostgreSQL; a dialect branch is allowed only
@@ -37,4 +38,5 @@ export const migrations: Record<string, Migration> = {
   '0012_workflows_rate_guard': m0012,
   '0013_events_custom_types': m0013,
   '0014_schedules': m0014,
+  '0015_workflows_run_control': m0015,
 };

@@ -1,0 +1,196 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { manualClock } from '../../src/lib/clock.js';
+import type { TestApp } from '../helpers/app.js';
+import { dialectName } from '../helpers/store.js';
+import {
+  type Api,
+  api,
+  job,
+  nodesOf,
+  onlyRun,
+  publish,
+  runsOf,
+  settle,
+  startWorkflowApp,
+  workflow,
+} from './helpers.js';
+import { pluginCalls } from './plugin.js';
+
+/**
+ * Run control (docs/workflows.md "Run control") through HTTP and the real engine: cancel during a
+ * DELAY and during an ACTION, re-run on the current graph, retry from the failed node.
+ */
+describe(`run control: cancel, rerun, retry (${dialectName})`, () => {
+  let t: TestApp;
+  let a: Api;
+  let wftest: string;
+  const clock = manualClock(new Date('2026-05-01T10:00:00.000Z'));
+
+  beforeAll(async () => {
+    ({ t, a, wftest } = await startWorkflowApp(clock));
+  });
+  afterAll(() => t.close());
+
+  const post = (runId: string, verb: string) => a.call('POST', `/workflow_run/${runId}/${verb}`);
+
+  it('cancels a run waiting in a 30-day DELAY: it ends at once and never resumes', async () => {
+    const wf = await workflow(a, {
+      nodes: [
+        { key: 'wait', type: 'DELAY', config: { delay_ms: 30 * 24 * 3600 * 1000 } },
+        { key: 'after', type: 'COMPUTE', config: { logic: 1 } },
+      ],
+      edges: [{ from_node_id: 'wait', to_node_id: 'after' }],
+    });
+    await publish(t);
+    await settle(t);
+    const { run } = await onlyRun(a, wf.id);
+    expect(run.status).toBe('running');
+
+    const cancelled = await post(run.id, 'cancel');
+    expect(cancelled.status).toBe(200);
+    expect(cancelled.body).toMatchObject({
+      id: run.id,
+      status: 'cancelled',
+      error: expect.stringMatching(/^cancelled by user /),
+      completed_at: expect.any(String),
+    });
+    const nodes = await nodesOf(a, run.id);
+    expect(nodes.wait).toMatchObject({ status: 'failed', resume_at: null });
+    expect(nodes.wait.error).toMatch(/^cancelled while running/);
+    expect(nodes.after).toMatchObject({
+      status: 'skipped',
+      skip_reason: { message: 'cancelled: the run was cancelled before this node ran', edges: [] },
+    });
+    // The timer is gone: 31 days later nothing runs.
+    clock.advance(31 * 24 * 3600 * 1000);
+    await settle(t);
+    a = await api(t); // a new sign-in: the old access token expired in those 31 days
+    expect((await a.call('GET', `/workflow_run/${run.id}`)).body.status).toBe('cancelled');
+    expect((await nodesOf(a, run.id)).after.status).toBe('skipped');
+    const again = await post(run.id, 'cancel');
+    expect(again.status).toBe(409);
+    expect(again.body).toMatchObject({ code: 'WORKFLOW.RUN_FINISHED', details: { status: 'cancelled' } });
+    await a.call('PATCH', `/event_subscription/${wf.id}`, { enabled: false });
+  });
+
+  it('cancels a run during an ACTION call: the call is neither recorded nor retried', async () => {
+    const wf = await workflow(a, {
+      nodes: [
+        {
+          key: 'call',
+          type: 'ACTION',
+          config: { plugin_instance_id: wftest, plugin_action: 'hang', input_mapping: { ms: 400 } },
+          retry_policy: { max_attempts: 3, backoff: 'fixed', base_seconds: 0 },
+        },
+      ],
+    });
+    const callsBefore = pluginCalls().filter((c) => c.action === 'hang').length;
+    await publish(t);
+    while (await job(t, 'outbox').run()) {}
+    // The workflows job starts the call and waits for it; cancel meanwhile.
+    const step = job(t, 'workflows').run();
+    let runId = '';
+    for (let i = 0; i < 100 && !runId; i++) {
+      const runs = await runsOf(a, wf.id);
+      const nodes = runs[0] ? await nodesOf(a, runs[0].id) : {};
+      if (nodes.call?.status === 'running') runId = runs[0].id;
+      else await new Promise((r) => setTimeout(r, 10));
+    }
+    expect(runId).not.toBe('');
+    const cancelled = await post(runId, 'cancel');
+    expect(cancelled.body.status).toBe('cancelled');
+    await step;
+    await settle(t);
+    const { run, nodes } = await onlyRun(a, wf.id);
+    expect(run.status).toBe('cancelled');
+    expect(nodes.call.status).toBe('failed');
+    expect(nodes.call.output).toBeNull();
+    expect(nodes.call.error).toContain('not retried');
+    expect(pluginCalls().filter((c) => c.action === 'hang').length).toBe(callsBefore + 1);
+    expect(t.logs.some((l) => l.msg === 'workflow engine: lease lost; another worker has the run')).toBe(
+      true,
+    );
+    await a.call('PATCH', `/event_subscription/${wf.id}`, { enabled: false });
+  });
+
+  it('reruns a run on the same event and the current graph, linked by rerun_of', async () => {
+    const wf = await workflow(a, {
+      nodes: [{ key: 'v', type: 'COMPUTE', config: { logic: 'first graph' } }],
+    });
+    await publish(t);
+    await settle(t);
+    const { run } = await onlyRun(a, wf.id);
+    expect(run.status).toBe('completed');
+    await a.call('PUT', `/event_subscription/${wf.id}/graph`, {
+      nodes: [{ key: 'v', type: 'COMPUTE', config: { logic: 'second graph' } }],
+      edges: [],
+    });
+    const rerun = await post(run.id, 'rerun');
+    expect(rerun.status).toBe(200);
+    expect(rerun.body).toMatchObject({
+      rerun_of: run.id,
+      event_id: run.event_id,
+      trigger_event: run.trigger_event,
+      graph_version: run.graph_version + 1,
+      status: 'running',
+    });
+    expect(rerun.body.id).not.toBe(run.id);
+    await settle(t);
+    const runs = await runsOf(a, wf.id);
+    expect(runs).toHaveLength(2);
+    const again = runs.find((r) => r.id === rerun.body.id);
+    expect(again.status).toBe('completed');
+    expect((await nodesOf(a, again.id)).v.output).toEqual({ result: 'second graph' });
+    expect((await nodesOf(a, run.id)).v.output).toEqual({ result: 'first graph' });
+    // The event handed over again still starts no second run of its own.
+    expect(runs.filter((r) => r.rerun_of === null)).toHaveLength(1);
+    await a.call('PATCH', `/event_subscription/${wf.id}`, { enabled: false });
+  });
+
+  it('retries a failed run from its failed node, keeping what completed', async () => {
+    const wf = await workflow(a, {
+      nodes: [
+        { key: 'first', type: 'COMPUTE', config: { logic: { '+': [1, 1] } } },
+        {
+          key: 'call',
+          type: 'ACTION',
+          config: { plugin_instance_id: wftest, plugin_action: 'flaky', input_mapping: { fail_times: 1 } },
+        },
+        { key: 'last', type: 'COMPUTE', config: { logic: { var: 'nodes.first.output.result' } } },
+      ],
+      edges: [
+        { from_node_id: 'first', to_node_id: 'call' },
+        { from_node_id: 'call', to_node_id: 'last' },
+      ],
+    });
+    await publish(t);
+    await settle(t);
+    const { run, nodes: before } = await onlyRun(a, wf.id);
+    expect(run.status).toBe('failed');
+    expect(before.call.status).toBe('failed');
+    expect(before.last.status).toBe('pending');
+    expect((await post(run.id, 'rerun')).status).toBe(200);
+    await settle(t);
+
+    clock.advance(1000);
+    const retried = await post(run.id, 'retry');
+    expect(retried.status).toBe(200);
+    expect(retried.body).toMatchObject({ id: run.id, status: 'running', error: null, completed_at: null });
+    await settle(t);
+    const after = await nodesOf(a, run.id);
+    expect((await a.call('GET', `/workflow_run/${run.id}`)).body.status).toBe('completed');
+    // The completed node was not run again: same completion time, same output.
+    expect(after.first).toMatchObject({
+      status: 'completed',
+      completed_at: before.first.completed_at,
+      output: { result: 2 },
+    });
+    expect(after.call).toMatchObject({ status: 'completed', attempts: 1, error: null });
+    expect(after.last).toMatchObject({ status: 'completed', output: { result: 2 } });
+    const again = await post(run.id, 'retry');
+    expect(again.status).toBe(409);
+    expect(again.body.code).toBe('WORKFLOW.RUN_NOT_FAILED');
+    expect((await post('00000000-0000-4000-8000-000000000000', 'retry')).status).toBe(404);
+    expect((await post('00000000-0000-4000-8000-000000000000', 'cancel')).status).toBe(404);
+  });
+});

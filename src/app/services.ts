@@ -173,6 +173,7 @@ export function createServices(deps: ServiceDeps): Services {
     wake: () => wakeups.wake(WEBHOOKS_JOB),
     metrics: createWebhookMetrics(metrics),
     secrets: vault,
+    publisher: events,
   });
   const plugins = createPluginService({
     store: deps.store,
@@ -213,6 +214,9 @@ export function createServices(deps: ServiceDeps): Services {
     workerParallelism: deps.config.workflowWorkerParallelism,
     maxDepth: deps.config.workflowMaxDepth,
     maxRunsPerMinute: deps.config.workflowMaxRunsPerMinute,
+    publisher: events,
+    runEventWanted: async (type) =>
+      (await subscriptions.namingType(type)).length > 0 || (await webhooks.wantsType(type)),
   });
   // The drain comes last: its handlers are the areas' event consumers, complete from the start.
   const eventHandlers = [webhooks.dispatcher, workflowEngine.router, ...(deps.extraEventHandlers ?? [])];
@@ -249,6 +253,7 @@ export function createServices(deps: ServiceDeps): Services {
     subscriptions,
     planOf: workflowEngine.planOf,
     wake: () => wakeups.wake(WORKFLOWS_JOB),
+    publisher: events,
   });
   return {
     wakeups,

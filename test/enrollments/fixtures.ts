@@ -11,7 +11,7 @@ export const api = (path: string) => `/api/v1${path}`;
 export async function call(
   t: TestApp,
   who: { headers: Record<string, string> } | null,
-  method: 'GET' | 'POST' | 'PATCH' | 'DELETE',
+  method: 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE',
   path: string,
   payload?: unknown,
 ) {

@@ -5,6 +5,7 @@ import { type CloudEventJson, call, questionnaire } from '../enrollments/fixture
 import { startTestApp, type TestApp } from '../helpers/app.js';
 import { admin, apiKey, responder, type TestPrincipal } from '../helpers/auth.js';
 import { dialectName } from '../helpers/store.js';
+import { settle } from '../workflows/helpers.js';
 
 /**
  * The registry documents what is really emitted: every area's actions run through HTTP, then every
@@ -15,13 +16,15 @@ describe(`emitted events match their definitions (${dialectName})`, () => {
   let t: TestApp;
   let boss: TestPrincipal;
   beforeAll(async () => {
-    t = await startTestApp();
+    t = await startTestApp({
+      env: { SVC_ALLOW_PRIVATE_NETWORKS: 'true', SVC_WEBHOOK_BACKOFF_BASE_SECONDS: '0' },
+    });
     boss = await admin(t);
   });
   afterAll(() => t.close());
 
   const ok = async (
-    method: 'GET' | 'POST' | 'PATCH' | 'DELETE',
+    method: 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE',
     path: string,
     body?: unknown,
     who: { headers: object } = boss,
@@ -32,6 +35,24 @@ describe(`emitted events match their definitions (${dialectName})`, () => {
   };
 
   it('every event of every area validates against its schema, with no undeclared data field', async () => {
+    // The pipeline's own events: runs that complete (someone names .completed), fail and are
+    // cancelled, and a webhook delivery that fails for good (nothing listens on port 9).
+    const graph = async (event_type: string, nodes: unknown[]) => {
+      const s = await ok('POST', '/event_subscription', { name: event_type, event_type });
+      await ok('PUT', `/event_subscription/${s.id}/graph`, { nodes, edges: [] });
+    };
+    await graph('svc.workflow_run.completed', [{ key: 'noted', type: 'END' }]);
+    await graph('svc.folder.created', [{ key: 'fine', type: 'COMPUTE', config: { logic: 1 } }]);
+    await graph('svc.folder.deleted', [
+      { key: 'bad', type: 'COMPUTE', config: { logic: { '/': [1, { var: 'event.data.folder_id' }] } } },
+    ]);
+    await graph('svc.user.deleted', [{ key: 'wait', type: 'DELAY', config: { delay_ms: 3_600_000 } }]);
+    await ok('POST', '/webhook', {
+      name: 'down',
+      url: 'http://127.0.0.1:9/hook',
+      event_types: ['svc.user.created'],
+    });
+
     // Users: created, updated, password changed, deleted.
     const user = await ok('POST', '/user', { email: 'emitted@example.test', password: 'a-long-password-1' });
     await ok('PATCH', `/user/${user.id}`, { name: 'Emitted' });
@@ -78,6 +99,11 @@ describe(`emitted events match their definitions (${dialectName})`, () => {
     await ok('PATCH', `/questionnaire_submission/${sub.id}`, { answers: { q1: 3 } });
     await ok('DELETE', `/questionnaire_submission/${sub.id}`);
 
+    await settle(t);
+    for (let i = 0; i < 5; i++) await t.ctx.services.webhookEngine.deliverDue();
+    const [waiting] = (await ok('GET', '/workflow_run?status=running')).runs;
+    await ok('POST', `/workflow_run/${waiting.id}/cancel`);
+
     const rows = await t.ctx.store.db.selectFrom('event_delivery_task').select(['cloudevent']).execute();
     const emitted = new Map<string, CloudEventJson>();
     for (const r of rows) {
@@ -97,7 +123,7 @@ describe(`emitted events match their definitions (${dialectName})`, () => {
       expect(validate?.(e.data), `${e.type}: ${JSON.stringify(validate?.errors)}`).toBe(true);
       seen.add(e.type);
     }
-    // Every one of the 17 contract types was exercised, a folder move included.
+    // Every one of the 17 contract types and the 4 pipeline types was exercised, a folder move included.
     expect([...seen].sort()).toEqual(defs.map((d) => d.event_type).sort());
     const moves = [...emitted.values()].filter(
       (e) => e.type === 'svc.folder.updated' && 'previous_parent_id' in e.data,

@@ -28,10 +28,17 @@ const CONTRACT_TYPES = [
   'svc.submission.updated',
   'svc.submission.deleted',
 ];
+/** Beyond the contract: the pipeline reports on itself (docs/workflows.md "Run events", docs/webhooks.md). */
+const PIPELINE_TYPES = [
+  'svc.workflow_run.completed',
+  'svc.workflow_run.failed',
+  'svc.workflow_run.cancelled',
+  'svc.webhook.delivery_failed',
+];
 
 describe('the event definition registry (CONTRACTS §6)', () => {
-  it('holds exactly the 17 contract types', () => {
-    expect(EVENT_DEFINITIONS.map((d) => d.event_type)).toEqual(CONTRACT_TYPES);
+  it('holds exactly the 17 contract types and the 4 pipeline types', () => {
+    expect(EVENT_DEFINITIONS.map((d) => d.event_type)).toEqual([...CONTRACT_TYPES, ...PIPELINE_TYPES]);
   });
 
   for (const def of EVENT_DEFINITIONS) {
@@ -52,6 +59,16 @@ describe('the event definition registry (CONTRACTS §6)', () => {
 
     it(`${def.event_type}: data requires what the contract promises`, () => {
       const area = def.event_type.split('.')[1];
+      if (PIPELINE_TYPES.includes(def.event_type)) {
+        // The subject is the run, or the delivery that failed; data names it and its area's ids.
+        const subject = area === 'workflow_run' ? 'workflow_run_id' : 'delivery_id';
+        expect((def.data_schema as { required: string[] }).required).toEqual(
+          expect.arrayContaining([subject, area === 'workflow_run' ? 'event_subscription_id' : 'webhook_id']),
+        );
+        expect(def.subject_template).toBe(`{${subject}}`);
+        expect(def.source).toBe(EVENT_SOURCES[area as 'workflow_run' | 'webhook']);
+        return;
+      }
       const required = (def.data_schema as { required: string[] }).required;
       expect(required).toContain(`${area}_id`);
       expect(def.subject_template).toBe(`{${area}_id}`);
@@ -79,9 +96,9 @@ describe(`GET /event_definition (${dialectName})`, () => {
     const res = await get('?limit=250');
     expect(res.statusCode).toBe(200);
     const body = res.json();
-    expect(body).toMatchObject({ total: 17, limit: 250, offset: 0, has_next: false, has_previous: false });
+    expect(body).toMatchObject({ total: 21, limit: 250, offset: 0, has_next: false, has_previous: false });
     expect(body.event_definitions.map((d: { event_type: string }) => d.event_type)).toEqual(
-      [...CONTRACT_TYPES].sort(),
+      [...CONTRACT_TYPES, ...PIPELINE_TYPES].sort(),
     );
     const created = body.event_definitions.find(
       (d: { event_type: string }) => d.event_type === 'svc.user.created',
@@ -100,7 +117,7 @@ describe(`GET /event_definition (${dialectName})`, () => {
       'svc.user.created',
     ]);
     expect((await get('?event_type=svc.user')).json().total).toBe(0);
-    expect((await get('?deprecated=false')).json().total).toBe(17);
+    expect((await get('?deprecated=false')).json().total).toBe(21);
     expect((await get('?deprecated=true')).json().total).toBe(0);
     const search = (await get('?search=PASSWORD')).json();
     expect(search.event_definitions.map((d: { event_type: string }) => d.event_type)).toEqual([
@@ -114,13 +131,13 @@ describe(`GET /event_definition (${dialectName})`, () => {
   });
 
   it('pages and sorts', async () => {
-    const page = (await get('?limit=5&offset=15')).json();
-    expect(page).toMatchObject({ total: 17, limit: 5, offset: 15, has_next: false, has_previous: true });
+    const page = (await get('?limit=5&offset=19')).json();
+    expect(page).toMatchObject({ total: 21, limit: 5, offset: 19, has_next: false, has_previous: true });
     expect(page.event_definitions).toHaveLength(2);
     const desc = (await get('?sort_by=event_type&sort_dir=desc&limit=2')).json();
     expect(desc.event_definitions.map((d: { event_type: string }) => d.event_type)).toEqual([
-      'svc.user.updated',
-      'svc.user.password.changed',
+      'svc.workflow_run.failed',
+      'svc.workflow_run.completed',
     ]);
     expect(desc.has_next).toBe(true);
   });

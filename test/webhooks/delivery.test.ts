@@ -146,6 +146,26 @@ describe(`webhook delivery (${dialectName})`, () => {
           error: 'HTTP 503',
         });
         expect(String(d?.response_body).length).toBe(4096);
+        // The failure is published, with the last result, for alerts (docs/webhooks.md).
+        const reported = await t.ctx.store.db
+          .selectFrom('event_delivery_task')
+          .select('cloudevent')
+          .where('event_type', '=', 'svc.webhook.delivery_failed')
+          .execute();
+        const failures = reported.map((r) => JSON.parse(r.cloudevent)).filter((e) => e.subject === d?.id);
+        expect(failures).toHaveLength(1);
+        expect(failures[0]).toMatchObject({
+          source: '/api/v1/webhook',
+          data: {
+            delivery_id: d?.id,
+            webhook_id: hook.id,
+            event_id: d?.event_id,
+            event_type: d?.event_type,
+            attempts: 5,
+            error: 'HTTP 503',
+            response_status: 503,
+          },
+        });
       }
     }
     expect(waits).toEqual([30, 60, 120, 240]);

@@ -194,3 +194,86 @@ describe(`run control: cancel, rerun, retry (${dialectName})`, () => {
     expect((await post('00000000-0000-4000-8000-000000000000', 'cancel')).status).toBe(404);
   });
 });
+
+/**
+ * Run events (docs/workflows.md "Run events"): a failed or cancelled run publishes its event with its
+ * end; a completed run only while something names svc.workflow_run.completed.
+ */
+describe(`run events (${dialectName})`, () => {
+  let t: TestApp;
+  let a: Api;
+
+  beforeAll(async () => {
+    ({ t, a } = await startWorkflowApp());
+  });
+  afterAll(() => t.close());
+
+  const published = async (type: string) =>
+    (
+      await t.ctx.store.db
+        .selectFrom('event_delivery_task')
+        .select('cloudevent')
+        .where('event_type', '=', type)
+        .execute()
+    ).map((r) => JSON.parse(r.cloudevent));
+
+  it('publishes svc.workflow_run.failed and .cancelled always, .completed while a subscription names it', async () => {
+    const failing = await workflow(a, {
+      nodes: [{ key: 'bad', type: 'COMPUTE', config: { logic: { '/': [1, { var: 'event.data.word' }] } } }],
+    });
+    await publish(t, { word: 'w' });
+    await settle(t);
+    const { run } = await onlyRun(a, failing.id);
+    expect(run.status).toBe('failed');
+    const [failed] = await published('svc.workflow_run.failed');
+    expect(failed).toMatchObject({
+      source: '/api/v1/workflow_run',
+      subject: run.id,
+      causationid: run.id,
+      svcdepth: 1,
+      data: {
+        workflow_run_id: run.id,
+        event_subscription_id: failing.id,
+        status: 'failed',
+        error: run.error,
+        event_id: run.event_id,
+        event_type: 'svc.user.created',
+      },
+    });
+    await a.call('PATCH', `/event_subscription/${failing.id}`, { enabled: false });
+
+    // Nobody names .completed: a completed run publishes nothing.
+    const fine = await workflow(a, { nodes: [{ key: 'ok', type: 'COMPUTE', config: { logic: 1 } }] });
+    await publish(t);
+    await settle(t);
+    expect(await published('svc.workflow_run.completed')).toEqual([]);
+    // An alerting subscription on .completed (the interest is read again after 5 s).
+    const alert = await workflow(
+      a,
+      { nodes: [{ key: 'seen', type: 'END' }] },
+      { event_type: 'svc.workflow_run.completed' },
+    );
+    await new Promise((r) => setTimeout(r, 5_100));
+    await publish(t);
+    await settle(t);
+    // Exactly one: the alerting run that event started completes too, but reports nothing itself.
+    const completed = await published('svc.workflow_run.completed');
+    expect(completed).toHaveLength(1);
+    expect(completed[0].data).toMatchObject({ status: 'completed', event_subscription_id: fine.id });
+    const alerts = await runsOf(a, alert.id);
+    expect(alerts.map((r: { status: string }) => r.status)).toEqual(['completed']);
+
+    const waiting = await workflow(a, {
+      nodes: [{ key: 'wait', type: 'DELAY', config: { delay_ms: 3_600_000 } }],
+    });
+    await publish(t);
+    await settle(t);
+    const [open] = (await runsOf(a, waiting.id)).filter((r) => r.status === 'running');
+    await a.call('POST', `/workflow_run/${open.id}/cancel`);
+    const cancelled = (await published('svc.workflow_run.cancelled')).find((e) => e.subject === open.id);
+    expect(cancelled.data).toMatchObject({
+      status: 'cancelled',
+      error: expect.stringMatching(/^cancelled by user /),
+    });
+  }, 20_000);
+});

@@ -1,3 +1,4 @@
+// Long file: the catalogue of every built-in event type, one definition each, read as one list.
 /**
  * The event definition registry's contents: every event type the service emits (CONTRACTS §6), with
  * the JSON Schema of its `data`, where its subject comes from, and complete example events.
@@ -24,6 +25,8 @@ export const EVENT_SOURCES = {
   folder: '/api/v1/folder',
   questionnaire: '/api/v1/questionnaire',
   submission: '/api/v1/questionnaire_submission',
+  workflow_run: '/api/v1/workflow_run',
+  webhook: '/api/v1/webhook',
 } as const;
 
 const id = { type: 'string', minLength: 1 };
@@ -189,6 +192,41 @@ const questionnaireEvent = (
     }),
     'questionnaire_id',
     examples,
+  );
+
+const RUN_ID = '0199a3b1-2d3e-7f4a-9b5c-6d7e8f9a0b1c';
+const runEvent = (status: 'completed' | 'failed' | 'cancelled', description: string) =>
+  define(
+    'workflow_run',
+    `workflow_run.${status}`,
+    description,
+    dataSchema(`svc.workflow_run.${status} data`, ['workflow_run_id', 'event_subscription_id', 'status'], {
+      workflow_run_id: id,
+      event_subscription_id: id,
+      status: { type: 'string', enum: [status] },
+      error: nullableString,
+      event_id: { type: 'string' },
+      event_type: { type: 'string' },
+      graph_version: { type: 'integer' },
+      started_at: { type: ['string', 'null'] },
+      completed_at: { type: ['string', 'null'] },
+      rerun_of: nullableString,
+    }),
+    'workflow_run_id',
+    [
+      {
+        workflow_run_id: RUN_ID,
+        event_subscription_id: '0199a3b1-1c2d-7e3f-8a4b-5c6d7e8f9a0b',
+        status,
+        error: status === 'failed' ? 'node "notify" (ACTION) failed: HTTP 503' : null,
+        event_id: '0199a3b0-fa0b-7c1d-8e2f-3a4b5c6d7e8f',
+        event_type: 'svc.user.created',
+        graph_version: 1,
+        started_at: EXAMPLE_TIME,
+        completed_at: EXAMPLE_TIME,
+        rerun_of: null,
+      },
+    ],
   );
 
 export const EVENT_DEFINITIONS: readonly BuiltinEventDefinition[] = [
@@ -368,6 +406,38 @@ export const EVENT_DEFINITIONS: readonly BuiltinEventDefinition[] = [
         enrollment_id: null,
         is_anonymous: false,
         deleted_at: EXAMPLE_TIME,
+      },
+    ],
+  ),
+  runEvent(
+    'completed',
+    'A workflow run completed. Published while an enabled subscription or webhook names this type.',
+  ),
+  runEvent('failed', 'A workflow run failed: error says which node and why.'),
+  runEvent('cancelled', 'A workflow run was cancelled (POST /workflow_run/{id}/cancel).'),
+  define(
+    'webhook',
+    'webhook.delivery_failed',
+    'A webhook delivery used up its attempts and failed for good (never for deliveries of this type itself).',
+    dataSchema('svc.webhook.delivery_failed data', ['delivery_id', 'webhook_id', 'event_id', 'event_type'], {
+      delivery_id: id,
+      webhook_id: id,
+      event_id: id,
+      event_type: { type: 'string' },
+      attempts: { type: 'integer' },
+      error: nullableString,
+      response_status: { type: ['integer', 'null'] },
+    }),
+    'delivery_id',
+    [
+      {
+        delivery_id: '0199a3b0-1c2d-7e3f-8a4b-5c6d7e8f9a0b',
+        webhook_id: '0199a3af-0b1c-7d2e-9f3a-4b5c6d7e8f90',
+        event_id: '0199a3ae-fa0b-7c1d-8e2f-3a4b5c6d7e8f',
+        event_type: 'svc.user.created',
+        attempts: 5,
+        error: 'HTTP 503',
+        response_status: 503,
       },
     ],
   ),

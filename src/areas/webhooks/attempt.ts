@@ -3,8 +3,10 @@ import type { Dispatcher } from 'undici';
 import { type Clock, iso } from '../../lib/clock.js';
 import { newId } from '../../lib/ids.js';
 import { VERSION } from '../../version.js';
+import type { EventInput } from '../events/publish.js';
 import { afterAttemptFailure } from './backoff.js';
 import type * as deliveries from './delivery-store.js';
+import { deliveryFailedEvent } from './failure-event.js';
 import type { WebhookMetrics } from './metrics.js';
 import { sendAttempt } from './sender.js';
 import type * as sending from './sending-store.js';
@@ -33,6 +35,8 @@ export interface AttemptOptions {
 export interface AttemptOutcome {
   completion: sending.Completion;
   attempt: deliveries.AttemptRow;
+  /** The failure event to publish with the result when this attempt was the last (failure-event.ts). */
+  failure?: EventInput;
   /** When the delivery is due again, if it failed with attempts left. */
   retryAt?: Date;
 }
@@ -172,6 +176,10 @@ export function createAttempter(
     );
     return {
       retryAt,
+      failure:
+        changes.status === 'FAILED'
+          ? deliveryFailedEvent(row, changes.error, changes.http_status)
+          : undefined,
       completion: {
         id: row.id,
         token: row.locked_by ?? '',

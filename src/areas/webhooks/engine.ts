@@ -7,6 +7,7 @@ import { DueTimer } from '../../worker/due-timer.js';
 import { createLease } from '../../worker/lease.js';
 import type { Job } from '../../worker/worker.js';
 import { newWorkerId } from '../../worker/worker-id.js';
+import type { EventPublisher } from '../events/publish.js';
 import { createAttempter } from './attempt.js';
 import * as deliveries from './delivery-store.js';
 import type { WebhookMetrics } from './metrics.js';
@@ -38,6 +39,8 @@ export interface EngineOptions {
   metrics: WebhookMetrics;
   /** Opens a stored signing key (a Fernet token under the vault key): services.vault.open. */
   secrets: { open(token: string): string };
+  /** Publishes svc.webhook.delivery_failed when a delivery uses up its attempts. */
+  publisher?: Pick<EventPublisher, 'publish'>;
 }
 
 export interface DeliveryEngine {
@@ -112,13 +115,18 @@ export function createDeliveryEngine(opts: EngineOptions): DeliveryEngine {
     if (!closed) retryTimer.arm(at.getTime());
   }
 
-  const results = createResultRecorder(store, log, notifySettled);
+  const results = createResultRecorder(store, log, notifySettled, opts.publisher);
   const attempt = createAttempter({ ...opts, http });
 
   let lastReap = Number.NEGATIVE_INFINITY;
 
   async function reap(now: Date): Promise<void> {
-    const { reaped, exhausted, earliest } = await reapDeadLeases(store, now, opts.backoffBaseSeconds);
+    const { reaped, exhausted, earliest } = await reapDeadLeases(
+      store,
+      now,
+      opts.backoffBaseSeconds,
+      opts.publisher,
+    );
     if (earliest) scheduleRetryWake(earliest);
     if (reaped > 0) {
       log.warn({ count: reaped }, 'webhook attempts interrupted by a stopped worker; counted as failed');

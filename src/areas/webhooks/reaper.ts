@@ -1,7 +1,9 @@
 import type { Store } from '../../db/store.js';
 import { iso } from '../../lib/clock.js';
 import { newId } from '../../lib/ids.js';
+import type { EventPublisher } from '../events/publish.js';
 import { afterAttemptFailure } from './backoff.js';
+import { deliveryFailedEvent } from './failure-event.js';
 import * as sending from './sending-store.js';
 import * as hooks from './webhook-store.js';
 
@@ -22,7 +24,12 @@ export interface Reaping {
  * was claimed) and, like any failed attempt k, makes the delivery wait base x 2^(k-1) before the
  * next one (CONTRACTS §7), or FAILED when that was its last attempt. One transaction.
  */
-export async function reapDeadLeases(store: Store, now: Date, backoffBaseSeconds: number): Promise<Reaping> {
+export async function reapDeadLeases(
+  store: Store,
+  now: Date,
+  backoffBaseSeconds: number,
+  publisher?: Pick<EventPublisher, 'publish'>,
+): Promise<Reaping> {
   const nowIso = iso(now);
   return store.transaction(async (tx) => {
     const reaped = await sending.reapExpiredLeases(tx.db, nowIso, 1000);
@@ -46,6 +53,10 @@ export async function reapDeadLeases(store: Store, now: Date, backoffBaseSeconds
     }
     await sending.deferInterrupted(tx.db, retries, nowIso, INTERRUPTED);
     const exhausted = await sending.failExhausted(tx.db, lastChance, nowIso, INTERRUPTED);
+    for (const row of exhausted) {
+      const failure = deliveryFailedEvent(row, INTERRUPTED, null);
+      if (failure && publisher) await publisher.publish(tx, failure);
+    }
     const urls = new Map(
       (await hooks.webhooksForSending(tx.db, [...new Set(reaped.map((r) => r.webhook_id))])).map((h) => [
         h.id,

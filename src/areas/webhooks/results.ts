@@ -1,6 +1,7 @@
 import type { Logger } from 'pino';
 import type { Store } from '../../db/store.js';
 import { WriteBatcher } from '../../worker/write-batcher.js';
+import type { EventPublisher } from '../events/publish.js';
 import type { AttemptOutcome } from './attempt.js';
 import * as sending from './sending-store.js';
 
@@ -17,7 +18,12 @@ export interface ResultRecorder {
  * that cannot be written leaves its lease to expire, and the delivery is attempted again
  * (at-least-once). `settled` is called after each write, whatever its outcome.
  */
-export function createResultRecorder(store: Store, log: Logger, settled: () => void): ResultRecorder {
+export function createResultRecorder(
+  store: Store,
+  log: Logger,
+  settled: () => void,
+  publisher?: Pick<EventPublisher, 'publish'>,
+): ResultRecorder {
   const batcher = new WriteBatcher(store, 500);
   const write = batcher.register('attempt-result', async (tx, outcomes: AttemptOutcome[]) => {
     const results = await sending.completeAttempts(
@@ -25,6 +31,10 @@ export function createResultRecorder(store: Store, log: Logger, settled: () => v
       outcomes.map((o) => o.completion),
       tx.dialect,
     );
+    // A delivery that failed for good reports it in the same transaction as its last result.
+    for (const [i, o] of outcomes.entries()) {
+      if (results[i] === 'applied' && o.failure && publisher) await publisher.publish(tx, o.failure);
+    }
     await sending.insertAttempts(
       tx.db,
       outcomes.map((o) => o.attempt),

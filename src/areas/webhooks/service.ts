@@ -45,6 +45,8 @@ export interface WebhookService {
   dispatcher: EventHandler;
   /** Enabled webhooks naming this event type (not `*`), described: an event type in use is not deleted. */
   namingType(eventType: string): Promise<string[]>;
+  /** Whether an enabled webhook takes events of this type (named, or `*`). */
+  wantsType(eventType: string): Promise<boolean>;
 }
 
 export interface WebhookDeps {
@@ -212,6 +214,11 @@ export function createWebhookService(deps: WebhookDeps): WebhookService {
       const updated = await store.transaction((tx) => hooks.updateWebhook(tx.db, id, changes));
       if (!updated) throw notFound('WEBHOOK.NOT_FOUND', 'Webhook');
       return { ...hooks.toWebhook(await activeWebhook(id)), ...warned(warnings) };
+    },
+
+    async wantsType(eventType) {
+      const subscribed = await hooks.subscribedWebhooks(store.db);
+      return subscribed.some((h) => typesOf(h.event_types).has(eventType) || typesOf(h.event_types).has('*'));
     },
 
     async namingType(eventType) {

@@ -21,8 +21,8 @@ import { createLease } from '../../worker/lease.js';
 import { Slots } from '../../worker/slots.js';
 import type { Job } from '../../worker/worker.js';
 import { newWorkerId } from '../../worker/worker-id.js';
-import { WriteBatcher } from '../../worker/write-batcher.js';
 import type { EventHandler } from '../events/handlers.js';
+import type { EventPublisher } from '../events/publish.js';
 import { type ActionInvoker, createActionCaller } from './action-call.js';
 import type { GraphSource } from './graph-source.js';
 import type { RunMachine } from './machine.js';
@@ -31,9 +31,10 @@ import { buildPlan, type Plan, PlanCache } from './plan.js';
 import { createRateGuard } from './rate-guard.js';
 import { resumeRuns } from './resume.js';
 import { createRouter } from './router.js';
-import type { RunWrite } from './store.js';
+import { runEndedEvent, runEventPolicy } from './run-events.js';
+import { createRunWriter } from './run-writer.js';
 import * as runs from './store.js';
-import type { WorkflowRunNodeTable, WorkflowRunTable } from './tables.js';
+import type { WorkflowRunTable } from './tables.js';
 
 export interface EngineDeps {
   store: Store;
@@ -58,6 +59,10 @@ export interface EngineDeps {
   maxDepth?: number;
   /** SVC_WORKFLOW_MAX_RUNS_PER_MINUTE: the rate guard's default limit (rate-guard.ts); 0 = none. */
   maxRunsPerMinute?: number;
+  /** Publishes svc.workflow_run.* when runs end (run-events.ts); none without it. */
+  publisher?: Pick<EventPublisher, 'publish'>;
+  /** Whether an enabled subscription or webhook names an event type (svc.workflow_run.completed). */
+  runEventWanted?: (type: string) => Promise<boolean>;
   workerId?: string;
 }
 
@@ -77,20 +82,28 @@ export interface WorkflowEngine {
   workerId: string;
 }
 
+/** One info line per finished run: what operators grep for first. */
+function logFinished({ run, plan }: RunMachine, log: Logger, metrics: WorkflowMetrics): void {
+  const durationMs =
+    run.started_at && run.completed_at ? Date.parse(run.completed_at) - Date.parse(run.started_at) : null;
+  const line = {
+    run_id: run.id,
+    subscription_id: plan.subscriptionId,
+    status: run.status,
+    duration_ms: durationMs,
+  };
+  metrics.runFinished(plan.subscriptionId, run.status);
+  if (run.status === 'failed') log.info({ ...line, error: run.error }, 'workflow run failed');
+  else log.info(line, `workflow run ${run.status}`);
+}
+
 export function createWorkflowEngine(deps: EngineDeps): WorkflowEngine {
   const { store, clock, log } = deps;
-  const batcher = new WriteBatcher(store);
-  const createRun = batcher.register(
-    'create-run',
-    (tx, items: Array<{ run: WorkflowRunTable; nodes: WorkflowRunNodeTable[] }>) =>
-      runs.insertRuns(tx.db, items),
-  );
-  const writeRun = batcher.register('write-run', (tx, items: RunWrite[]) =>
-    runs.writeRuns(tx.db, workerId, items),
-  );
+  const workerId = deps.workerId ?? newWorkerId();
+  const { createRun, writeRun } = createRunWriter(store, workerId, deps.publisher);
+  const publishesEnd = runEventPolicy(deps.runEventWanted ?? (async () => false));
   const plans = new PlanCache();
   const batchSize = deps.batchSize ?? 64;
-  const workerId = deps.workerId ?? newWorkerId();
   /** Runs this process just created: claimed without a query for them when the job runs here. */
   const hints: RunMachine[] = [];
   /** Ends the current step's wait (new work arrived). */
@@ -156,9 +169,18 @@ export function createWorkflowEngine(deps: EngineDeps): WorkflowEngine {
   const NOTHING_IN_FLIGHT: ReadonlySet<string> = new Set();
 
   async function write(machine: RunMachine, lease: { wake_at: string | null; locked_by: string | null }) {
+    // Decided before the write's transaction (the interest check may read the store).
+    const ended =
+      machine.run.status !== 'running' && (await publishesEnd(machine.run.status))
+        ? runEndedEvent(machine.run, {
+            subscriptionId: machine.plan.subscriptionId,
+            graphVersion: machine.plan.version,
+            event: machine.event,
+          })
+        : undefined;
     const changes = machine.takeChanges();
     const at = iso(clock.now());
-    const ok = await writeRun({ run: { ...machine.run }, lease, nodes: changes.nodes, at });
+    const ok = await writeRun({ run: { ...machine.run }, lease, nodes: changes.nodes, at, ended });
     if (!ok) throw new LeaseLost(`run ${machine.run.id} is no longer held by this worker`);
     // Counted once durable: a node's final status is written once.
     for (const n of changes.nodes) {
@@ -187,21 +209,6 @@ export function createWorkflowEngine(deps: EngineDeps): WorkflowEngine {
       } else invoking--;
     },
   });
-
-  /** One info line per finished run: what operators grep for first. */
-  function logFinished({ run, plan }: RunMachine): void {
-    const durationMs =
-      run.started_at && run.completed_at ? Date.parse(run.completed_at) - Date.parse(run.started_at) : null;
-    const line = {
-      run_id: run.id,
-      subscription_id: plan.subscriptionId,
-      status: run.status,
-      duration_ms: durationMs,
-    };
-    deps.metrics.runFinished(plan.subscriptionId, run.status);
-    if (run.status === 'failed') log.info({ ...line, error: run.error }, 'workflow run failed');
-    else log.info(line, `workflow run ${run.status}`);
-  }
 
   /** The lease fields of a run this worker holds. */
   const held = () => ({ wake_at: lease.until(), locked_by: workerId });
@@ -233,7 +240,7 @@ export function createWorkflowEngine(deps: EngineDeps): WorkflowEngine {
         if (machine.run.status !== 'running') {
           ended?.abort();
           await persist(machine, { wake_at: null, locked_by: null });
-          logFinished(machine);
+          logFinished(machine, log, deps.metrics);
           return;
         }
         for (const inv of step.invokes) {

@@ -131,7 +131,7 @@ export class RunMachine {
 
   constructor(
     readonly plan: Plan,
-    event: CloudEvent,
+    readonly event: CloudEvent,
     readonly run: RunState,
     readonly nodes: Map<string, NodeState>,
     readonly simulate = false,

@@ -5,6 +5,7 @@ import type { CloudEvent } from '../events/cloudevent.js';
 import { describeThrown } from './jsonlogic.js';
 import { type NodeState, RunMachine } from './machine.js';
 import type { Plan } from './plan.js';
+import { runEndedEvent } from './run-events.js';
 import * as runs from './store.js';
 import { type RunWrite, toNodeState } from './store.js';
 import type { WorkflowRunTable } from './tables.js';
@@ -66,7 +67,13 @@ export async function resumeRuns(rows: WorkflowRunTable[], deps: ResumeDeps): Pr
             resume_at: null,
           }),
         );
-      await writeRun({ run: failed, lease: { wake_at: null, locked_by: null }, nodes: closed, at });
+      const ended = runEndedEvent(failed, {
+        subscriptionId: row.event_subscription_id,
+        graphVersion: row.graph_version,
+        event: JSON.parse(row.trigger_event) as CloudEvent,
+        rerunOf: row.rerun_of,
+      });
+      await writeRun({ run: failed, lease: { wake_at: null, locked_by: null }, nodes: closed, at, ended });
       log.error({ run_id: row.id, err }, 'workflow engine: run failed, its graph could not be loaded');
     }
   }

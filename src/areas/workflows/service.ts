@@ -4,6 +4,7 @@ import type { ListResult, Page } from '../../http/list.js';
 import { type Clock, iso } from '../../lib/clock.js';
 import type { CloudEvent } from '../events/cloudevent.js';
 import { enrichEventData } from '../events/enrich.js';
+import type { EventPublisher } from '../events/publish.js';
 import type { GraphSource } from './graph-source.js';
 import { CompiledCache, describeThrown, expressionProblem, truthy } from './jsonlogic.js';
 import {
@@ -16,6 +17,7 @@ import {
 import { availablePaths } from './paths.js';
 import type { Plan } from './plan.js';
 import { newRun } from './router.js';
+import { runEndedEvent } from './run-events.js';
 import * as runs from './store.js';
 import {
   type RunFilters,
@@ -34,6 +36,8 @@ export interface WorkflowServiceDeps {
   planOf: (subscriptionId: string, version: number) => Promise<Plan>;
   /** Wakes the workflows job (a run re-run or reopened is due now). */
   wake(): void;
+  /** Publishes svc.workflow_run.cancelled with the cancel. */
+  publisher?: Pick<EventPublisher, 'publish'>;
 }
 
 export interface SimulatedNode {
@@ -205,15 +209,25 @@ export function createWorkflowService(deps: WorkflowServiceDeps): WorkflowServic
       await deps.store.transaction(async (tx) => {
         const row = await runs.getRun(tx.db, id);
         if (!row) throw runNotFound();
-        if (!(await runs.cancelRun(tx.db, id, at, `cancelled by user ${userId}`))) {
+        const reason = `cancelled by user ${userId}`;
+        if (!(await runs.cancelRun(tx.db, id, at, reason))) {
           throw new AppError(
             'WORKFLOW.RUN_FINISHED',
             `The run is ${row.status}; only a pending or running run can be cancelled`,
-            {
-              status: row.status,
-            },
+            { status: row.status },
           );
         }
+        // The cancel and its event commit together.
+        const ended = runEndedEvent(
+          { id, status: 'cancelled', error: reason, started_at: row.started_at, completed_at: at },
+          {
+            subscriptionId: row.event_subscription_id,
+            graphVersion: row.graph_version,
+            event: JSON.parse(row.trigger_event) as CloudEvent,
+            rerunOf: row.rerun_of,
+          },
+        );
+        if (ended) await deps.publisher?.publish(tx, ended);
       });
       return toRun(await runOrThrow(id));
     },

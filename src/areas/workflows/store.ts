@@ -2,6 +2,7 @@ import type { Static } from '@sinclair/typebox';
 import type { Db, Dialect } from '../../db/store.js';
 import { isoParam, type ListResult, type Page, paginate } from '../../http/list.js';
 import type { CloudEvent } from '../events/cloudevent.js';
+import type { EventInput } from '../events/publish.js';
 import type { NodeState, RunState, SkipReason } from './machine.js';
 import type { Run, RunNode } from './schemas.js';
 import type { WorkflowRunNodeTable, WorkflowRunTable } from './tables.js';
@@ -17,6 +18,8 @@ export interface RunWrite {
   lease: { wake_at: string | null; locked_by: string | null };
   nodes: NodeState[];
   at: string;
+  /** The event the run's end publishes, in the same transaction as the end (run-events.ts). */
+  ended?: EventInput;
 }
 
 export interface RunFilters {

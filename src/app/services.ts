@@ -23,6 +23,7 @@ import { createVaultService, type VaultService } from '../areas/vault/service.js
 import { createDeliveryEngine, type DeliveryEngine, WEBHOOKS_JOB } from '../areas/webhooks/engine.js';
 import { createWebhookMetrics } from '../areas/webhooks/metrics.js';
 import { createWebhookService, type WebhookService } from '../areas/webhooks/service.js';
+import { createRunControlService, type RunControlService } from '../areas/workflows/control.js';
 import { createWorkflowEngine, WORKFLOWS_JOB, type WorkflowEngine } from '../areas/workflows/engine.js';
 import { createWorkflowMetrics } from '../areas/workflows/metrics.js';
 import { createWorkflowService, type WorkflowService } from '../areas/workflows/service.js';
@@ -68,6 +69,8 @@ export interface Services {
   plugins: PluginService;
   /** Event subscriptions and their graphs (docs/workflows.md). */
   subscriptions: SubscriptionService;
+  /** Cancel, re-run, retry and replay runs (docs/workflows.md "Run control"). */
+  runControl: RunControlService;
   /** Cron schedules publishing events (docs/schedules.md); the `schedules` job fires them. */
   schedules: ScheduleService;
   /** The durable workflow engine: the router (an event handler) and the `workflows` job. */
@@ -252,8 +255,15 @@ export function createServices(deps: ServiceDeps): Services {
     clock: deps.clock,
     subscriptions,
     planOf: workflowEngine.planOf,
+  });
+  const runControl = createRunControlService({
+    store: deps.store,
+    clock: deps.clock,
+    subscriptions,
+    planOf: workflowEngine.planOf,
     wake: () => wakeups.wake(WORKFLOWS_JOB),
     publisher: events,
+    pastEvents: (type, from, to, limit) => events.eventsBetween(type, from, to, limit),
   });
   return {
     wakeups,
@@ -268,6 +278,7 @@ export function createServices(deps: ServiceDeps): Services {
     schedules,
     workflowEngine,
     workflows,
+    runControl,
     questionnaires,
     folders: catalogue.folders,
     permissions: catalogue.permissions,

@@ -174,6 +174,40 @@ describe(`webhook delivery (${dialectName})`, () => {
     expect(rx.received).toHaveLength(5);
   });
 
+  it('recover: every FAILED delivery created since a time is sent again', async () => {
+    const hook = await createHook(t, who.headers, { name: 'rec', url: rx.url, event_types: ['*'] });
+    rx.reply = { status: 503 };
+    const before = clock.now().toISOString();
+    await dispatch(t, cloudEvent());
+    await dispatch(t, cloudEvent());
+    for (let attempt = 1; attempt <= 5; attempt++) {
+      await engine().deliverDue();
+      clock.advance(3600 * S);
+    }
+    const failed = await deliveries(t, who.headers, hook.id);
+    expect(failed.map((d) => d?.status)).toEqual(['FAILED', 'FAILED']);
+    const recover = (since: string) =>
+      t.app.inject({
+        method: 'POST',
+        url: `/api/v1/webhook/${hook.id}/recover`,
+        headers: who.headers,
+        payload: { since },
+      });
+    // None created since now.
+    expect((await recover(clock.now().toISOString())).json()).toEqual({ recovered: 0 });
+    rx.reply = { status: 200 };
+    const res = await recover(before);
+    expect(res.statusCode).toBe(200);
+    expect(res.json()).toEqual({ recovered: 2 });
+    await engine().deliverDue();
+    const after = await deliveries(t, who.headers, hook.id);
+    expect(after.map((d) => [d?.status, d?.attempts])).toEqual([
+      ['SUCCESS', 1],
+      ['SUCCESS', 1],
+    ]);
+    expect((await recover('yesterday')).statusCode).toBe(400);
+  });
+
   it('signatures: the standardwebhooks library and X-Signature verify real deliveries', async () => {
     const hook = await createHook(t, who.headers, {
       name: 's',

@@ -147,6 +147,75 @@ describe(`run control: cancel, rerun, retry (${dialectName})`, () => {
     await a.call('PATCH', `/event_subscription/${wf.id}`, { enabled: false });
   });
 
+  it('cancels many: the open runs of a subscription, or a list of ids', async () => {
+    const wf = await workflow(a, {
+      nodes: [{ key: 'wait', type: 'DELAY', config: { delay_ms: 3_600_000 } }],
+    });
+    for (let i = 0; i < 3; i++) await publish(t);
+    await settle(t);
+    const open = (await runsOf(a, wf.id)).map((r) => r.id).sort();
+    expect(open).toHaveLength(3);
+    const bulk = (body: unknown) => a.call('POST', '/workflow_run/cancel', body);
+    const first = await bulk({ run_ids: [open[0]] });
+    expect(first.body).toEqual({ cancelled: [open[0]], has_more: false });
+    const rest = await bulk({ event_subscription_id: wf.id });
+    expect(rest.status).toBe(200);
+    expect([...rest.body.cancelled].sort()).toEqual(open.slice(1));
+    expect((await bulk({ event_subscription_id: wf.id })).body).toEqual({ cancelled: [], has_more: false });
+    expect((await runsOf(a, wf.id)).every((r) => r.status === 'cancelled')).toBe(true);
+    expect((await bulk({})).status).toBe(400);
+    expect((await bulk({ run_ids: [open[0]], event_subscription_id: wf.id })).status).toBe(400);
+    await a.call('PATCH', `/event_subscription/${wf.id}`, { enabled: false });
+  });
+
+  it('replays the events of a time range to one subscription, its filters applied, in pages', async () => {
+    clock.advance(1000); // past the events the other tests published
+    const start = clock.now().toISOString();
+    await publish(t, { replay: 'yes' }); // handled before the subscription exists: no run
+    await settle(t);
+    clock.advance(60_000);
+    const wf = await workflow(
+      a,
+      { nodes: [{ key: 'v', type: 'COMPUTE', config: { logic: { var: 'event.data.replay' } } }] },
+      { condition_jsonlogic: { '==': [{ var: 'event.data.replay' }, 'yes'] } },
+    );
+    await publish(t, { replay: 'yes' }); // gets its run
+    clock.advance(60_000);
+    await publish(t, { replay: 'no' }); // turned away by the condition
+    await settle(t);
+    const before = await runsOf(a, wf.id);
+    expect(before).toHaveLength(1);
+    const end = clock.now().toISOString();
+
+    const replay = (body: Record<string, unknown>) =>
+      a.call('POST', `/event_subscription/${wf.id}/replay`, body);
+    const paged = await replay({ from: start, to: end, limit: 1 });
+    expect(paged.status).toBe(200);
+    expect(paged.body.run_ids).toHaveLength(1);
+    expect(paged.body.next_from).toEqual(expect.any(String));
+    const rest = await replay({ from: paged.body.next_from, to: end });
+    expect(rest.body).toMatchObject({ skipped: 1, next_from: null });
+    expect(rest.body.run_ids).toHaveLength(1);
+    await settle(t);
+    const after = await runsOf(a, wf.id);
+    expect(after).toHaveLength(3);
+    expect(after.every((r) => r.status === 'completed')).toBe(true);
+    // The event that had no run got its first; the one that had, a re-run of it.
+    const original = before[0];
+    expect(after.filter((r) => r.rerun_of === original.id)).toHaveLength(1);
+    expect(after.filter((r) => r.rerun_of === null)).toHaveLength(2);
+    expect((await replay({ from: end, to: start })).status).toBe(400);
+    expect(
+      (
+        await a.call('POST', '/event_subscription/00000000-0000-4000-8000-000000000000/replay', {
+          from: start,
+          to: end,
+        })
+      ).status,
+    ).toBe(404);
+    await a.call('PATCH', `/event_subscription/${wf.id}`, { enabled: false });
+  });
+
   it('retries a failed run from its failed node, keeping what completed', async () => {
     const wf = await workflow(a, {
       nodes: [

@@ -8,7 +8,7 @@ import type { EventTypeService } from './event-types.js';
 import type { EventPublisher } from './publish.js';
 import type { EventRegistry } from './registry.js';
 import type { EventDeliveryTask, EventDeliveryTaskQuery } from './schemas.js';
-import { findTask, listTasks, retryFailed, sourcesOf, toTask } from './store.js';
+import { eventsBetween, findTask, listTasks, retryFailed, sourcesOf, toTask } from './store.js';
 
 type TaskFilters = Omit<EventDeliveryTaskQuery, keyof Page>;
 
@@ -32,6 +32,13 @@ export interface EventsService extends EventPublisher {
    */
   ingest(acting: Acting, events: readonly unknown[]): Promise<Accepted[]>;
   listTasks(page: Page, filters: TaskFilters): Promise<ListResult<EventDeliveryTask>>;
+  /** Events of a type published in [from, to], oldest first, at most `limit`, each with when it was written. */
+  eventsBetween(
+    eventType: string,
+    from: string,
+    to: string,
+    limit: number,
+  ): Promise<Array<{ event: CloudEvent; at: string }>>;
   /** A FAILED task back to PENDING, due now, its counts reset; the drain is woken. */
   retryTask(id: string): Promise<EventDeliveryTask>;
 }
@@ -106,6 +113,10 @@ export function createEventsService(deps: {
     },
 
     listTasks: (page, filters) => listTasks(deps.store.db, { ...page, ...filters }),
+    async eventsBetween(eventType, from, to, limit) {
+      const rows = await eventsBetween(deps.store.db, eventType, from, to, limit);
+      return rows.map((r) => ({ event: JSON.parse(r.cloudevent) as CloudEvent, at: r.created_at }));
+    },
     async retryTask(id) {
       const task = await deps.store.transaction(async (tx) => {
         const current = await findTask(tx.db, id);

@@ -34,6 +34,26 @@ export async function insertNewTasks(db: Db, rows: TaskRow[]): Promise<Set<strin
   return written;
 }
 
+/** Events of a type written in [from, to], oldest first (replay). */
+export async function eventsBetween(
+  db: Db,
+  eventType: string,
+  from: string,
+  to: string,
+  limit: number,
+): Promise<Array<{ cloudevent: string; created_at: string }>> {
+  return db
+    .selectFrom(TABLE)
+    .select(['cloudevent', 'created_at'])
+    .where('event_type', '=', eventType)
+    .where('created_at', '>=', from)
+    .where('created_at', '<=', to)
+    .orderBy('created_at')
+    .orderBy('event_id')
+    .limit(limit)
+    .execute();
+}
+
 /** The sources of the events with these ids that have a task (what a duplicate id came from). */
 export async function sourcesOf(db: Db, eventIds: string[]): Promise<Map<string, string>> {
   if (eventIds.length === 0) return new Map();

@@ -148,6 +148,33 @@ export async function resetDelivery(db: Db, id: string, now: string): Promise<vo
     .execute();
 }
 
+/**
+ * POST /webhook/{id}/recover: every FAILED delivery of a webhook created since `since` back to
+ * PENDING, as a manual retry does each; answers how many.
+ */
+export async function resetFailedSince(
+  db: Db,
+  webhookId: string,
+  since: string,
+  now: string,
+): Promise<number> {
+  const res = await db
+    .updateTable('webhook_delivery')
+    .set((eb) => ({
+      status: 'PENDING',
+      attempts: 0,
+      next_attempt_at: now,
+      error: null,
+      updated_at: now,
+      generation: eb('generation', '+', 1),
+    }))
+    .where('webhook_id', '=', webhookId)
+    .where('status', '=', 'FAILED')
+    .where('created_at', '>=', since)
+    .executeTakeFirst();
+  return Number(res.numUpdatedRows);
+}
+
 /** A new delivery of `event` to one webhook, due now. */
 export function deliveryRow(webhookId: string, event: CloudEvent, now: string, id = newId()): DeliveryRow {
   return {

@@ -11,6 +11,8 @@ import {
   DeliveryListQuery,
   DeliveryListResponse,
   DeliveryParams,
+  RecoverBody,
+  Recovered,
   TestWebhookBody,
   UpdateWebhook,
   Webhook,
@@ -189,6 +191,25 @@ export function registerWebhookRoutes(api: App, { webhooks }: { webhooks: Webhoo
       },
     },
     (request) => webhooks.retryDelivery(request.params.id, request.params.delivery_id),
+  );
+
+  api.post(
+    '/webhook/:id/recover',
+    {
+      config: anyScope('webhook:write'),
+      schema: {
+        operationId: 'recoverWebhookDeliveries',
+        tags,
+        summary: 'Send again every FAILED delivery created since a time',
+        description:
+          'After an outage of the receiving endpoint: each FAILED delivery of this webhook created at or after ' +
+          '`since` goes back to PENDING with attempts reset, due now, as a retry of each would.',
+        params: WebhookIdParams,
+        body: RecoverBody,
+        response: { 200: Recovered, ...errorAnswers(404) },
+      },
+    },
+    (request) => webhooks.recover(request.params.id, request.body.since),
   );
 
   api.post(

@@ -220,4 +220,21 @@ export const TestWebhookBody = Type.Object(
 export type TestWebhookBody = Static<typeof TestWebhookBody>;
 
 export const WebhookIdParams = Type.Object({ id: Id }, { additionalProperties: false });
+export const RecoverBody = Type.Object(
+  {
+    since: Timestamp,
+  },
+  {
+    additionalProperties: false,
+    description: 'Deliveries created at or after this instant (RFC 3339).',
+    examples: [{ since: '2026-11-24T00:00:00Z' }],
+  },
+);
+export type RecoverBody = Static<typeof RecoverBody>;
+
+export const Recovered = Type.Object(
+  { recovered: Type.Integer({ description: 'FAILED deliveries set to PENDING, due now.' }) },
+  { additionalProperties: false },
+);
+
 export const DeliveryParams = Type.Object({ id: Id, delivery_id: Id }, { additionalProperties: false });

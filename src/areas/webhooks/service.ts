@@ -37,6 +37,8 @@ export interface WebhookService {
   getDelivery(webhookId: string, deliveryId: string): Promise<DeliveryDetail>;
   listAttempts(webhookId: string, deliveryId: string, page: Page): Promise<ListResult<DeliveryAttempt>>;
   retryDelivery(webhookId: string, deliveryId: string): Promise<Delivery>;
+  /** Re-queues every FAILED delivery of the webhook created since `since` (Svix's recover). */
+  recover(webhookId: string, since: string): Promise<{ recovered: number }>;
   /** Seals signing keys an earlier version stored in plaintext (a start-up task); answers how many. */
   sealPlaintextSecrets(): Promise<number>;
   /** Queues the example event of a registered type to this webhook only (POST /webhook/{id}/test). */
@@ -278,6 +280,16 @@ export function createWebhookService(deps: WebhookDeps): WebhookService {
         return deliveries.findDelivery(tx.db, webhookId, deliveryId);
       });
       return deliveries.toDelivery(reset as deliveries.DeliveryWithPayload);
+    },
+
+    async recover(webhookId, since) {
+      await activeWebhook(webhookId);
+      const recovered = await store.transaction(async (tx) => {
+        const n = await deliveries.resetFailedSince(tx.db, webhookId, since, iso(clock.now()));
+        if (n > 0) tx.afterCommit(deps.wake);
+        return n;
+      });
+      return { recovered };
     },
 
     async sealPlaintextSecrets() {

@@ -3,11 +3,16 @@ import type { App } from '../../http/app.js';
 import { envelope, splitListQuery } from '../../http/list.js';
 import { errorAnswers } from '../../http/schemas.js';
 import { assertCloudEvent, type CloudEvent } from '../events/cloudevent.js';
+import type { RunControlService } from './control.js';
 import {
+  BulkCancelBody,
+  BulkCancelResponse,
   ContextBody,
   ContextResponse,
   EvaluateBody,
   EvaluateResponse,
+  ReplayBody,
+  ReplayResponse,
   Run,
   RunList,
   RunNodeList,
@@ -21,7 +26,10 @@ import type { WorkflowService } from './service.js';
 const tags = ['workflows'];
 
 /** Simulation (workflow:execute), runs and introspection (workflow:read / workflow:execute). */
-export function registerWorkflowRoutes(app: App, { workflows }: { workflows: WorkflowService }): void {
+export function registerWorkflowRoutes(
+  app: App,
+  { workflows, runControl }: { workflows: WorkflowService; runControl: RunControlService },
+): void {
   app.post(
     '/event_subscription/:id/test',
     {
@@ -91,8 +99,44 @@ export function registerWorkflowRoutes(app: App, { workflows }: { workflows: Wor
         },
         config: anyScope('workflow:execute'),
       },
-      async (req) => workflows[verb](req.principal.userId, req.params.id),
+      async (req) => runControl[verb](req.principal.userId, req.params.id),
     );
+  app.post(
+    '/workflow_run/cancel',
+    {
+      schema: {
+        operationId: 'cancelWorkflowRuns',
+        summary: 'Cancel many runs',
+        description:
+          'The pending and running runs among run_ids, or every pending and running run of event_subscription_id ' +
+          '(at most 1000 per request; has_more says to send it again), each as POST /workflow_run/{id}/cancel does.',
+        tags,
+        body: BulkCancelBody,
+        response: { 200: BulkCancelResponse },
+      },
+      config: anyScope('workflow:execute'),
+    },
+    async (req) => runControl.cancelMany(req.principal.userId, req.body),
+  );
+  app.post(
+    '/event_subscription/:id/replay',
+    {
+      schema: {
+        operationId: 'replayEventSubscription',
+        summary: 'Run a subscription again on past events',
+        description:
+          'New runs of the subscription (its current graph) for the events of its type published in [from, to], ' +
+          "oldest first, at most limit (default 100, at most 1000; next_from continues). The subscription's " +
+          'filters and condition apply as when routing; an event that already had its run gets a re-run of it.',
+        tags,
+        params: RunParams,
+        body: ReplayBody,
+        response: { 200: ReplayResponse, ...errorAnswers(404) },
+      },
+      config: anyScope('workflow:execute'),
+    },
+    async (req) => runControl.replay(req.principal.userId, req.params.id, req.body),
+  );
   control(
     'cancel',
     'cancelWorkflowRun',

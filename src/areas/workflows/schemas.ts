@@ -171,3 +171,50 @@ export const SimulationResponse = Type.Object({
 });
 
 export const RunParams = Type.Object({ id: Id }, { additionalProperties: false });
+
+export const BulkCancelBody = Type.Object(
+  {
+    run_ids: Type.Optional(
+      Type.Array(Type.String({ minLength: 1, maxLength: 200 }), { minItems: 1, maxItems: 1000 }),
+    ),
+    event_subscription_id: Type.Optional(Type.String({ minLength: 1, maxLength: 200 })),
+  },
+  {
+    additionalProperties: false,
+    description: 'Either run_ids or event_subscription_id (every pending or running run of it).',
+    examples: [{ event_subscription_id: '019a6f3e-9a44-7c10-8e21-5b0d3f6c2a17' }],
+  },
+);
+export type BulkCancelBody = Static<typeof BulkCancelBody>;
+
+export const BulkCancelResponse = Type.Object(
+  {
+    cancelled: Type.Array(Type.String(), { description: 'The runs this request cancelled.' }),
+    has_more: Type.Boolean({ description: 'More than 1000 matched: send the request again.' }),
+  },
+  { additionalProperties: false },
+);
+
+export const ReplayBody = Type.Object(
+  {
+    from: Timestamp,
+    to: Timestamp,
+    limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 1000, default: 100 })),
+  },
+  {
+    additionalProperties: false,
+    examples: [{ from: '2026-11-24T00:00:00Z', to: '2026-11-24T12:00:00Z', limit: 100 }],
+  },
+);
+export type ReplayBody = Static<typeof ReplayBody>;
+
+export const ReplayResponse = Type.Object(
+  {
+    run_ids: Type.Array(Type.String(), { description: 'The new runs, one per replayed event.' }),
+    skipped: Type.Integer({
+      description: "Events of the range the subscription's filters or condition turn away.",
+    }),
+    next_from: Nullable(Timestamp),
+  },
+  { additionalProperties: false },
+);

@@ -4,9 +4,8 @@ import type { ListResult, Page } from '../../http/list.js';
 import { type Clock, iso } from '../../lib/clock.js';
 import type { CloudEvent } from '../events/cloudevent.js';
 import { enrichEventData } from '../events/enrich.js';
-import type { EventPublisher } from '../events/publish.js';
 import type { GraphSource } from './graph-source.js';
-import { CompiledCache, describeThrown, expressionProblem, truthy } from './jsonlogic.js';
+import { CompiledCache, describeThrown, expressionProblem } from './jsonlogic.js';
 import {
   type ExpressionContext,
   eventContext,
@@ -16,8 +15,7 @@ import {
 } from './machine.js';
 import { availablePaths } from './paths.js';
 import type { Plan } from './plan.js';
-import { newRun } from './router.js';
-import { runEndedEvent } from './run-events.js';
+import { routingOf } from './routing.js';
 import * as runs from './store.js';
 import {
   type RunFilters,
@@ -34,10 +32,13 @@ export interface WorkflowServiceDeps {
   subscriptions: Pick<GraphSource, 'getActive'>;
   /** The engine's plan cache (one compiled plan per graph version). */
   planOf: (subscriptionId: string, version: number) => Promise<Plan>;
-  /** Wakes the workflows job (a run re-run or reopened is due now). */
-  wake(): void;
-  /** Publishes svc.workflow_run.cancelled with the cancel. */
-  publisher?: Pick<EventPublisher, 'publish'>;
+  /** The events area's past events of a type in a time range (replay), oldest first. */
+  pastEvents?(
+    eventType: string,
+    from: string,
+    to: string,
+    limit: number,
+  ): Promise<Array<{ event: CloudEvent; at: string }>>;
 }
 
 export interface SimulatedNode {
@@ -80,12 +81,6 @@ export interface WorkflowService {
     node_key?: string;
   }): Promise<{ result: object; data_used: unknown; available_paths: string[] }>;
   simulate(subscriptionId: string, event: CloudEvent): Promise<Simulation>;
-  /** Stops a pending or running run for good (docs/workflows.md "Run control"); 409 once it ended. */
-  cancel(userId: string, id: string): Promise<WorkflowRun>;
-  /** A new run of the run's subscription on the same trigger event and the current graph. */
-  rerun(userId: string, id: string): Promise<WorkflowRun>;
-  /** Resumes a failed run from its failed nodes, keeping what completed; 409 unless it failed. */
-  retry(userId: string, id: string): Promise<WorkflowRun>;
 }
 
 export function createWorkflowService(deps: WorkflowServiceDeps): WorkflowService {
@@ -204,64 +199,6 @@ export function createWorkflowService(deps: WorkflowServiceDeps): WorkflowServic
       return { result, data_used: data, available_paths: availablePaths(data) };
     },
 
-    async cancel(userId, id) {
-      const at = iso(deps.clock.now());
-      await deps.store.transaction(async (tx) => {
-        const row = await runs.getRun(tx.db, id);
-        if (!row) throw runNotFound();
-        const reason = `cancelled by user ${userId}`;
-        if (!(await runs.cancelRun(tx.db, id, at, reason))) {
-          throw new AppError(
-            'WORKFLOW.RUN_FINISHED',
-            `The run is ${row.status}; only a pending or running run can be cancelled`,
-            { status: row.status },
-          );
-        }
-        // The cancel and its event commit together.
-        const ended = runEndedEvent(
-          { id, status: 'cancelled', error: reason, started_at: row.started_at, completed_at: at },
-          {
-            subscriptionId: row.event_subscription_id,
-            graphVersion: row.graph_version,
-            event: JSON.parse(row.trigger_event) as CloudEvent,
-            rerunOf: row.rerun_of,
-          },
-        );
-        if (ended) await deps.publisher?.publish(tx, ended);
-      });
-      return toRun(await runOrThrow(id));
-    },
-
-    async rerun(_userId, id) {
-      const original = await runOrThrow(id);
-      const sub = await deps.subscriptions.getActive(original.event_subscription_id);
-      const plan = await deps.planOf(sub.id, sub.graph_version);
-      const event = JSON.parse(original.trigger_event) as CloudEvent;
-      const { row, nodes } = newRun(plan, event, iso(deps.clock.now()), original.id);
-      await deps.store.transaction((tx) => runs.insertRuns(tx.db, [{ run: row, nodes }]));
-      deps.wake();
-      return toRun(row);
-    },
-
-    async retry(_userId, id) {
-      const at = iso(deps.clock.now());
-      await deps.store.transaction(async (tx) => {
-        const row = await runs.getRun(tx.db, id);
-        if (!row) throw runNotFound();
-        if (!(await runs.reopenFailed(tx.db, id, at))) {
-          throw new AppError(
-            'WORKFLOW.RUN_NOT_FAILED',
-            `The run is ${row.status}; only a failed run can be retried`,
-            {
-              status: row.status,
-            },
-          );
-        }
-      });
-      deps.wake();
-      return toRun(await runOrThrow(id));
-    },
-
     /**
      * POST /event_subscription/{id}/test: the same machine with `simulate`: nothing persisted, no
      * plugin called (an ACTION answers `{simulated: true, input}`; vault references stay unresolved
@@ -282,7 +219,7 @@ export function createWorkflowService(deps: WorkflowServiceDeps): WorkflowServic
       };
       const machine = new RunMachine(plan, event, run, states, true);
       machine.advance(deps.clock.now());
-      const routing = routingOf(sub, event);
+      const routing = routingOf(expressions, sub, event);
       const nodes: SimulatedNode[] = plan.nodes.map((n) => {
         const s = states.get(n.key) as NodeState;
         const context = machine.seen.get(n.key) ?? null;
@@ -311,33 +248,4 @@ export function createWorkflowService(deps: WorkflowServiceDeps): WorkflowServic
       };
     },
   };
-
-  function routingOf(
-    sub: {
-      source_filter: string | null;
-      subject_filter: string | null;
-      condition_jsonlogic: unknown;
-      event_type: string;
-      enabled: boolean;
-    },
-    event: CloudEvent,
-  ) {
-    const reasons: string[] = [];
-    if (!sub.enabled) reasons.push('the subscription is disabled');
-    if (sub.event_type !== event.type) reasons.push(`event type "${event.type}" is not "${sub.event_type}"`);
-    if (sub.source_filter !== null && sub.source_filter !== event.source)
-      reasons.push('source_filter does not match');
-    if (sub.subject_filter !== null && sub.subject_filter !== (event.subject ?? null))
-      reasons.push('subject_filter does not match');
-    if (sub.condition_jsonlogic !== null) {
-      try {
-        const fn = expressions.get(sub.condition_jsonlogic, 'condition_jsonlogic');
-        if (!truthy(fn({ event: eventContext(event), nodes: {} })))
-          reasons.push('condition_jsonlogic is false');
-      } catch (err) {
-        reasons.push(`condition_jsonlogic failed: ${describeThrown(err)}`);
-      }
-    }
-    return { matched: reasons.length === 0, reasons };
-  }
 }

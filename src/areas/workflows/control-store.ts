@@ -1,0 +1,122 @@
+import type { Db } from '../../db/store.js';
+import type { WorkflowRunTable } from './tables.js';
+
+/** SQL of run control (docs/workflows.md "Run control"): cancel, retry, and the runs they find. */
+
+/** Pending or running runs: these ids, or a subscription's (oldest first), at most `limit`. */
+export async function openRuns(
+  db: Db,
+  where: { ids?: readonly string[]; subscriptionId?: string },
+  limit: number,
+): Promise<WorkflowRunTable[]> {
+  let q = db.selectFrom('workflow_run').selectAll().where('status', 'in', ['pending', 'running']);
+  if (where.ids) q = q.where('id', 'in', where.ids.length > 0 ? [...where.ids] : ['']);
+  if (where.subscriptionId) q = q.where('event_subscription_id', '=', where.subscriptionId);
+  return q.orderBy('created_at').limit(limit).execute();
+}
+
+/** The runs events started (not re-runs) of a subscription for these event ids, by event id. */
+export async function runsOfEvents(
+  db: Db,
+  subscriptionId: string,
+  eventIds: readonly string[],
+): Promise<Map<string, string>> {
+  if (eventIds.length === 0) return new Map();
+  const rows = await db
+    .selectFrom('workflow_run')
+    .select(['id', 'event_id'])
+    .where('event_subscription_id', '=', subscriptionId)
+    .where('event_id', 'in', [...eventIds])
+    .where('rerun_of', 'is', null)
+    .execute();
+  return new Map(rows.map((r) => [r.event_id, r.id]));
+}
+
+/** A skip reason for nodes a cancel leaves unexecuted (the shape conditions' skips have). */
+const CANCELLED_SKIP = JSON.stringify({
+  message: 'cancelled: the run was cancelled before this node ran',
+  edges: [],
+});
+
+/**
+ * Cancels a pending or running run in one write: the run ends `cancelled` and loses its worker and
+ * timer (a worker still driving it finds its lease gone at its next write and stops; a claim never
+ * takes it again); pending nodes are skipped, running ones (a DELAY, a retry wait, an ACTION in
+ * flight) fail saying so. False when the run was not pending or running.
+ */
+export async function cancelRun(db: Db, id: string, at: string, reason: string): Promise<boolean> {
+  const res = await db
+    .updateTable('workflow_run')
+    .set({
+      status: 'cancelled',
+      error: reason,
+      completed_at: at,
+      wake_at: null,
+      locked_by: null,
+      updated_at: at,
+    })
+    .where('id', '=', id)
+    .where('status', 'in', ['pending', 'running'])
+    .executeTakeFirst();
+  if (Number(res.numUpdatedRows) !== 1) return false;
+  await db
+    .updateTable('workflow_run_node')
+    .set({
+      status: 'skipped',
+      skip_reason: CANCELLED_SKIP,
+      completed_at: at,
+      resume_at: null,
+      updated_at: at,
+    })
+    .where('workflow_run_id', '=', id)
+    .where('status', '=', 'pending')
+    .execute();
+  await db
+    .updateTable('workflow_run_node')
+    .set({
+      status: 'failed',
+      error:
+        'cancelled while running: a wait ends here; an ACTION call in flight may still complete at its target, ' +
+        'its outcome is not recorded and it is not retried',
+      completed_at: at,
+      resume_at: null,
+      updated_at: at,
+    })
+    .where('workflow_run_id', '=', id)
+    .where('status', '=', 'running')
+    .execute();
+  return true;
+}
+
+/**
+ * Reopens a failed run where it failed: its failed nodes go back to pending (their attempts and
+ * errors cleared), completed and skipped ones keep their results, and the run is running and due
+ * now, so a worker claims it and goes on from there. False when the run was not failed.
+ */
+export async function reopenFailed(db: Db, id: string, at: string): Promise<boolean> {
+  const res = await db
+    .updateTable('workflow_run')
+    .set({ status: 'running', error: null, completed_at: null, wake_at: at, locked_by: null, updated_at: at })
+    .where('id', '=', id)
+    .where('status', '=', 'failed')
+    .executeTakeFirst();
+  if (Number(res.numUpdatedRows) !== 1) return false;
+  await db
+    .updateTable('workflow_run_node')
+    .set({
+      status: 'pending',
+      input: null,
+      output: null,
+      error: null,
+      started_at: null,
+      completed_at: null,
+      attempts: 0,
+      interruptions: 0,
+      resume_at: null,
+      updated_at: at,
+    })
+    .where('workflow_run_id', '=', id)
+    .where('status', '=', 'failed')
+    .execute();
+  return true;
+}

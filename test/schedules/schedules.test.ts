@@ -6,6 +6,7 @@ import { apiKey } from '../helpers/auth.js';
 import { dialectName } from '../helpers/store.js';
 import {
   type Api,
+  api,
   type Json,
   job,
   runsOf,
@@ -227,6 +228,21 @@ describe(`schedules (${dialectName})`, () => {
     const after = (await a.call('GET', `/schedule/${s.id}`)).body;
     expect(after.last_error).toContain('com.example.doomed');
     expect(after.last_fired_at).not.toBeNull();
+    await a.call('DELETE', `/schedule/${s.id}`);
+  });
+
+  it('DST: the job fires a skipped local time right after the gap', async () => {
+    // 29 March 2026 in Berlin: 02:00 CET jumps to 03:00 CEST, so 02:30 never happens.
+    clock.set(new Date('2026-03-29T00:50:00.000Z'));
+    a = await api(t); // a new sign-in on the moved clock
+    const s = await schedule({ cron: '30 2 * * *', timezone: 'Europe/Berlin', catch_up: 'none' });
+    expect(s.next_fire_times[0]).toBe('2026-03-29T01:00:00.000Z');
+    clock.set(new Date('2026-03-29T01:00:05.000Z')); // 03:00:05 CEST
+    await tick();
+    expect(await firedBy(s.id)).toEqual(['2026-03-29T01:00:00.000Z']);
+    expect((await a.call('GET', `/schedule/${s.id}`)).body.next_fire_times[0]).toBe(
+      '2026-03-30T00:30:00.000Z',
+    );
     await a.call('DELETE', `/schedule/${s.id}`);
   });
 });

@@ -17,6 +17,7 @@ import { createPluginService, type PluginService } from '../areas/plugins/servic
 import { createQuestionnaireArea, type QuestionnaireArea } from '../areas/questionnaires/area.js';
 import { createScheduleJob, SCHEDULES_JOB } from '../areas/schedules/job.js';
 import { createScheduleService, type ScheduleService } from '../areas/schedules/service.js';
+import { enrichEventData } from '../areas/submissions/enrich.js';
 import { createSubmissionService, type SubmissionService } from '../areas/submissions/service.js';
 import { createSubscriptionService, type SubscriptionService } from '../areas/subscriptions/service.js';
 import { createVaultService, type VaultService } from '../areas/vault/service.js';
@@ -122,6 +123,7 @@ export function createServices(deps: ServiceDeps): Services {
       clock: deps.clock,
       wake: outboxSignal.wake,
       registry: deps.config.production ? undefined : eventRegistry,
+      enrich: enrichEventData,
     }),
   });
   const identity = createIdentityService({
@@ -255,6 +257,7 @@ export function createServices(deps: ServiceDeps): Services {
     clock: deps.clock,
     subscriptions,
     planOf: workflowEngine.planOf,
+    enrich: enrichEventData,
   });
   const runControl = createRunControlService({
     store: deps.store,

@@ -3,7 +3,6 @@ import type { Causation } from '../../lib/causation.js';
 import { type Clock, iso } from '../../lib/clock.js';
 import { newId } from '../../lib/ids.js';
 import type { CloudEvent } from './cloudevent.js';
-import { enrichEventData } from './enrich.js';
 import type { EventRegistry } from './registry.js';
 import { DEFAULT_MAX_ATTEMPTS } from './retry.js';
 import { insertNewTasks, insertTask } from './store.js';
@@ -32,6 +31,9 @@ export interface EventPublisher {
    */
   enqueue(tx: Tx, events: readonly CloudEvent<unknown>[]): Promise<Set<string>>;
 }
+
+/** Adds to an event's data what its area wants every consumer to see; idempotent. */
+export type EventEnricher = <T>(type: string, data: T) => T;
 
 export const LOCAL_HANDLERS_TARGET = 'local-handlers';
 
@@ -67,11 +69,13 @@ export function createEventPublisher(deps: {
    * area's transaction rolls back. On outside production, so no area ships garbage events.
    */
   registry?: EventRegistry;
+  /** What areas add to their events' data before anyone sees it (the submissions' scoring index). */
+  enrich?: EventEnricher;
 }): EventPublisher {
   return {
     async publish(tx, given) {
       // Enriched before the check: the data written (and checked) is what subscribers receive.
-      const input = { ...given, data: enrichEventData(given.type, given.data) };
+      const input = deps.enrich ? { ...given, data: deps.enrich(given.type, given.data) } : given;
       deps.registry?.check(input);
       const now = iso(deps.clock.now());
       const event: CloudEvent = {

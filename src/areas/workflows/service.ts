@@ -3,7 +3,7 @@ import { AppError } from '../../http/errors.js';
 import type { ListResult, Page } from '../../http/list.js';
 import { type Clock, iso } from '../../lib/clock.js';
 import type { CloudEvent } from '../events/cloudevent.js';
-import { enrichEventData } from '../events/enrich.js';
+import type { EventEnricher } from '../events/publish.js';
 import type { GraphSource } from './graph-source.js';
 import { CompiledCache, describeThrown, expressionProblem } from './jsonlogic.js';
 import {
@@ -32,13 +32,8 @@ export interface WorkflowServiceDeps {
   subscriptions: Pick<GraphSource, 'getActive'>;
   /** The engine's plan cache (one compiled plan per graph version). */
   planOf: (subscriptionId: string, version: number) => Promise<Plan>;
-  /** The events area's past events of a type in a time range (replay), oldest first. */
-  pastEvents?(
-    eventType: string,
-    from: string,
-    to: string,
-    limit: number,
-  ): Promise<Array<{ event: CloudEvent; at: string }>>;
+  /** The publisher's enricher: a simulated event is enriched as a published one is. */
+  enrich?: EventEnricher;
 }
 
 export interface SimulatedNode {
@@ -205,8 +200,8 @@ export function createWorkflowService(deps: WorkflowServiceDeps): WorkflowServic
      * so no secret is returned), delays skipped, failures reported in the node with a 200.
      */
     async simulate(subscriptionId: string, given: CloudEvent) {
-      // The enrichment a published event gets (events/enrich.ts), so the graph sees the same paths.
-      const event = { ...given, data: enrichEventData(given.type, given.data) };
+      // The enrichment a published event gets (the publisher's enricher), so the graph sees the same paths.
+      const event = deps.enrich ? { ...given, data: deps.enrich(given.type, given.data) } : given;
       const sub = await deps.subscriptions.getActive(subscriptionId);
       const plan = await deps.planOf(sub.id, sub.graph_version);
       const states = RunMachine.pendingStates(plan, () => '');

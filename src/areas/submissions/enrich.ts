@@ -1,8 +1,9 @@
 /**
- * What svc adds to an event's data before anyone sees it. Two callers, one function: the publisher
- * (every event written to the outbox, so runs and webhooks get it) and the simulation (an event a
- * user pastes into POST /event_subscription/{id}/test), so a graph sees the same paths in both.
- * Only svc's own submission events are enriched; it is idempotent (indices are rebuilt, not merged).
+ * What the submissions area adds to its events' data before anyone sees them, given to the events
+ * area as its enricher (src/app/services.ts). Two callers, one function: the publisher (every event
+ * written to the outbox, so runs and webhooks get it) and the workflow simulation (an event a user
+ * pastes into POST /event_subscription/{id}/test), so a graph sees the same paths in both. Only the
+ * submission events are enriched; it is idempotent (indices are rebuilt, not merged).
  */
 export function enrichEventData<T>(type: string, data: T): T {
   return ENRICHED_TYPES.has(type) && isObject(data) ? (enrichSubmissionData(data) as T) : data;

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { enrichEventData, enrichSubmissionData } from '../../src/areas/events/enrich.js';
+import { enrichEventData, enrichSubmissionData } from '../../src/areas/submissions/enrich.js';
 
 describe('enrichSubmissionData (SPEC Events, Emission)', () => {
   const variables = [

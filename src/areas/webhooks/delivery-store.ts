@@ -1,4 +1,5 @@
-import type { Selectable } from 'kysely';
+import type { ExpressionBuilder, Selectable } from 'kysely';
+import type { Database } from '../../db/schema.js';
 import type { Db } from '../../db/store.js';
 import { isoParam, type ListResult, type Page, paginate } from '../../http/list.js';
 import { newId } from '../../lib/ids.js';
@@ -134,19 +135,18 @@ export async function listAttempts(db: Db, deliveryId: string, page: Page): Prom
  * the bumped generation tells that attempt it was superseded.
  */
 export async function resetDelivery(db: Db, id: string, now: string): Promise<void> {
-  await db
-    .updateTable('webhook_delivery')
-    .set((eb) => ({
-      status: 'PENDING',
-      attempts: 0,
-      next_attempt_at: now,
-      error: null,
-      updated_at: now,
-      generation: eb('generation', '+', 1),
-    }))
-    .where('id', '=', id)
-    .execute();
+  await db.updateTable('webhook_delivery').set(reset(now)).where('id', '=', id).execute();
 }
+
+/** A delivery sent again: PENDING, attempts 0, due now, its generation moved on (see resetDelivery). */
+const reset = (now: string) => (eb: ExpressionBuilder<Database, 'webhook_delivery'>) => ({
+  status: 'PENDING' as const,
+  attempts: 0,
+  next_attempt_at: now,
+  error: null,
+  updated_at: now,
+  generation: eb('generation', '+', 1),
+});
 
 /**
  * POST /webhook/{id}/recover: every FAILED delivery of a webhook created since `since` back to
@@ -160,14 +160,7 @@ export async function resetFailedSince(
 ): Promise<number> {
   const res = await db
     .updateTable('webhook_delivery')
-    .set((eb) => ({
-      status: 'PENDING',
-      attempts: 0,
-      next_attempt_at: now,
-      error: null,
-      updated_at: now,
-      generation: eb('generation', '+', 1),
-    }))
+    .set(reset(now))
     .where('webhook_id', '=', webhookId)
     .where('status', '=', 'FAILED')
     .where('created_at', '>=', since)

@@ -1,4 +1,4 @@
-import type { Store, Tx } from '../../db/store.js';
+import type { Db, Store, Tx } from '../../db/store.js';
 import { AppError } from '../../http/errors.js';
 import { type Clock, iso } from '../../lib/clock.js';
 import type { CloudEvent } from '../events/cloudevent.js';
@@ -64,18 +64,21 @@ export interface RunControlService {
   ): Promise<Replay>;
 }
 
+export const runNotFound = () => new AppError('WORKFLOW.RUN_NOT_FOUND', 'Workflow run not found');
+
+/** A run, or 404 WORKFLOW.RUN_NOT_FOUND (the runs API and run control). */
+export async function requireRun(db: Db, id: string): Promise<WorkflowRunTable> {
+  const row = await runs.getRun(db, id);
+  if (!row) throw runNotFound();
+  return row;
+}
+
 /** Runs one bulk cancel takes at most. */
 const MAX_BULK = 1000;
 
 export function createRunControlService(deps: RunControlDeps): RunControlService {
   const expressions = new CompiledCache(100);
-  const runNotFound = () => new AppError('WORKFLOW.RUN_NOT_FOUND', 'Workflow run not found');
-
-  async function runOrThrow(id: string) {
-    const row = await runs.getRun(deps.store.db, id);
-    if (!row) throw runNotFound();
-    return row;
-  }
+  const runOrThrow = (id: string) => requireRun(deps.store.db, id);
 
   /** Cancels `row` inside `tx` with its event; false when it was no longer pending or running. */
   async function cancelIn(tx: Tx, userId: string, row: WorkflowRunTable, at: string): Promise<boolean> {

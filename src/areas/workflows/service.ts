@@ -4,6 +4,7 @@ import type { ListResult, Page } from '../../http/list.js';
 import { type Clock, iso } from '../../lib/clock.js';
 import type { CloudEvent } from '../events/cloudevent.js';
 import type { EventEnricher } from '../events/publish.js';
+import { requireRun } from './control.js';
 import type { GraphSource } from './graph-source.js';
 import { CompiledCache, describeThrown, expressionProblem } from './jsonlogic.js';
 import {
@@ -81,13 +82,7 @@ export interface WorkflowService {
 export function createWorkflowService(deps: WorkflowServiceDeps): WorkflowService {
   const expressions = new CompiledCache(500);
 
-  const runNotFound = () => new AppError('WORKFLOW.RUN_NOT_FOUND', 'Workflow run not found');
-
-  async function runOrThrow(id: string) {
-    const row = await runs.getRun(deps.store.db, id);
-    if (!row) throw runNotFound();
-    return row;
-  }
+  const runOrThrow = (id: string) => requireRun(deps.store.db, id);
 
   /**
    * The context a node of a run saw (or would see): the trigger event and the outputs of the nodes

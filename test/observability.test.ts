@@ -83,6 +83,8 @@ describe(`observability: /metrics and the log (${dialectName})`, () => {
 
     await settle(t);
     await t.ctx.services.webhookEngine.deliverDue();
+    // The delivery failed for good: its svc.webhook.delivery_failed event is drained too.
+    await settle(t);
     const m = await scrape();
     expect(value(m.get('svc_outbox_backlog_tasks'))).toBe(0);
     expect(value(m.get('svc_outbox_oldest_task_age_seconds'))).toBe(0);

@@ -23,6 +23,9 @@ export const Nullable = <T extends TSchema>(schema: T) => Type.Union([schema, Ty
 /** Any JSON object (free-form payloads, configs). */
 export const JsonObject = Type.Object({}, { additionalProperties: true });
 
+/** What a soft delete answers (subscriptions, event types, schedules). */
+export const DeletedBody = Type.Object({ status: Type.Literal('deleted') }, { additionalProperties: false });
+
 /** What a write answers beside the record when something deserves attention (a deprecated event type). */
 export const Warnings = Type.Optional(
   Type.Array(Type.String(), {

@@ -2,11 +2,10 @@ import { anyScope } from '../../http/access.js';
 import type { App } from '../../http/app.js';
 import { hardenedJsonParser } from '../../http/json-body.js';
 import { envelope, splitListQuery } from '../../http/list.js';
-import { errorAnswers } from '../../http/schemas.js';
+import { DeletedBody, errorAnswers } from '../../http/schemas.js';
 import { eventsOfRequest } from './http-binding.js';
 import {
   CreateEventDefinition,
-  DeletedBody,
   DeleteEventDefinitionQuery,
   EventDefinition,
   EventDefinitionList,

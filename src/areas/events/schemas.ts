@@ -103,8 +103,6 @@ export const EventTypeParams = Type.Object(
   { additionalProperties: false },
 );
 
-export const DeletedBody = Type.Object({ status: Type.Literal('deleted') }, { additionalProperties: false });
-
 /** POST /event takes a CloudEvent, a batch of them, or (binary mode) any data: checked by the service. */
 export const PublishBody = Type.Unknown({
   description:

@@ -1,10 +1,9 @@
 import { allScopes, anyScope } from '../../http/access.js';
 import type { App } from '../../http/app.js';
 import { envelope, splitListQuery } from '../../http/list.js';
-import { errorAnswers } from '../../http/schemas.js';
+import { DeletedBody, errorAnswers } from '../../http/schemas.js';
 import {
   CreateSchedule,
-  DeletedSchedule,
   Schedule,
   ScheduleList,
   ScheduleParams,
@@ -94,7 +93,7 @@ export function registerScheduleRoutes(api: App, { schedules }: { schedules: Sch
         summary: 'Delete a schedule',
         description: 'Soft delete: it fires no more.',
         params: ScheduleParams,
-        response: { 200: DeletedSchedule, ...errorAnswers(404) },
+        response: { 200: DeletedBody, ...errorAnswers(404) },
       },
       config: WRITE,
     },

@@ -109,8 +109,3 @@ export const ScheduleQuery = ListQuery(
 export type ScheduleQuery = Static<typeof ScheduleQuery>;
 
 export const ScheduleList = ListResponse('schedules', Schedule);
-
-export const DeletedSchedule = Type.Object(
-  { status: Type.Literal('deleted') },
-  { additionalProperties: false },
-);

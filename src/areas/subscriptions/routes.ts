@@ -1,9 +1,9 @@
 import { anyScope } from '../../http/access.js';
 import type { App } from '../../http/app.js';
 import { envelope, splitListQuery } from '../../http/list.js';
+import { DeletedBody } from '../../http/schemas.js';
 import {
   CreateSubscription,
-  DeletedBody,
   Graph,
   PutGraphBody,
   Subscription,

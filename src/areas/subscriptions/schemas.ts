@@ -95,8 +95,6 @@ export const SubscriptionQuery = ListQuery(
 export type SubscriptionQuery = Static<typeof SubscriptionQuery>;
 export const SubscriptionList = ListResponse('event_subscriptions', Subscription);
 
-export const DeletedBody = Type.Object({ status: Type.Literal('deleted') });
-
 const RetryPolicyIn = Type.Object(
   {
     max_attempts: Type.Integer(),

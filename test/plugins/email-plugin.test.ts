@@ -214,6 +214,7 @@ describe(`email built-in plugin without SVC_ALLOW_PRIVATE_NETWORKS (${dialectNam
       code: 'PLUGIN.INVOCATION_FAILED',
       message:
         'email.send refused: Target 127.0.0.1 is a loopback address; only public addresses are allowed unless SVC_ALLOW_PRIVATE_NETWORKS=true',
+      details: { field: 'host', reason: 'loopback' },
     });
     // A closed port answers exactly the same: the action cannot tell open from closed ports.
     expect(await refusal('127.0.0.1', 9)).toEqual(open);

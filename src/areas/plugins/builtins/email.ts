@@ -139,7 +139,10 @@ export function emailPlugin(deps: { allowPrivateNetworks: boolean }): PluginModu
           };
         } catch (err) {
           if (err instanceof ForbiddenTargetError) {
-            throw new AppError('PLUGIN.INVOCATION_FAILED', `email.send refused: ${err.message}`);
+            throw new AppError('PLUGIN.INVOCATION_FAILED', `email.send refused: ${err.message}`, {
+              field: 'host',
+              reason: err.reason,
+            });
           }
           throw err;
         } finally {

@@ -44,7 +44,7 @@ export interface Services {
   wakeups: Wakeups;
   /** What /metrics serves: the pipeline's metrics (each area registers its own) and HTTP's. */
   metrics: Registry;
-  /** publish (inside a transaction), the event definition registry, the outbox task list. */
+  /** publish (inside a transaction) and ingest, the event type registry (`types`), the outbox task list. */
   events: EventsService;
   authenticate: Authenticator;
   /** Users, roles, scopes, API keys, sessions and the authenticator (src/areas/identity). */
@@ -115,7 +115,6 @@ export function createServices(deps: ServiceDeps): Services {
   const events = createEventsService({
     store: deps.store,
     clock: deps.clock,
-    registry: eventRegistry,
     types: eventTypes,
     wake: outboxSignal.wake,
     // Outside production every published event is checked against the registry (docs/events.md).

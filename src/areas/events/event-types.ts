@@ -186,8 +186,7 @@ export function createEventTypeService(deps: EventTypeDeps): EventTypeService {
         );
       }
       const schema = body.data_schema ?? null;
-      checkSchema(schema);
-      checkExamples(type, schema, body.examples ?? []);
+      checkExamples(type, checkSchema(schema), body.examples ?? []);
       const at = now();
       const row: EventTypeDefinitionTable = {
         id: newId(),
@@ -221,9 +220,10 @@ export function createEventTypeService(deps: EventTypeDeps): EventTypeService {
         const schema = body.data_schema === undefined ? currentSchema : body.data_schema;
         const schemaChanged =
           body.data_schema !== undefined && JSON.stringify(body.data_schema) !== current.data_schema;
-        if (schemaChanged) checkSchema(schema);
         const examples = body.examples ?? (JSON.parse(current.examples) as Record<string, unknown>[]);
-        if (schemaChanged || body.examples !== undefined) checkExamples(eventType, schema, examples);
+        // A new schema must compile and still accept the examples (the stored ones, or new ones).
+        if (schemaChanged || body.examples !== undefined)
+          checkExamples(eventType, checkSchema(schema), examples);
         const patch: st.DefinitionPatch = auditUpdate(now(), userId);
         if (body.description !== undefined) patch.description = body.description;
         if (body.deprecated !== undefined) patch.deprecated = body.deprecated ? 1 : 0;

@@ -75,7 +75,8 @@ export function createEventPublisher(deps: {
   return {
     async publish(tx, given) {
       // Enriched before the check: the data written (and checked) is what subscribers receive.
-      const input = deps.enrich ? { ...given, data: deps.enrich(given.type, given.data) } : given;
+      const data = deps.enrich ? deps.enrich(given.type, given.data) : given.data;
+      const input = data === given.data ? given : { ...given, data };
       deps.registry?.check(input);
       const now = iso(deps.clock.now());
       const event: CloudEvent = {

@@ -6,7 +6,6 @@ import { type Clock, iso } from '../../lib/clock.js';
 import { type CloudEvent, validateCloudEvent } from './cloudevent.js';
 import type { EventTypeService } from './event-types.js';
 import type { EventPublisher } from './publish.js';
-import type { EventRegistry } from './registry.js';
 import type { EventDeliveryTask, EventDeliveryTaskQuery } from './schemas.js';
 import { eventsBetween, findTask, listTasks, retryFailed, sourcesOf, toTask } from './store.js';
 
@@ -23,7 +22,6 @@ export interface Accepted {
  * through `ingest`), the type registry, the outbox tasks.
  */
 export interface EventsService extends EventPublisher {
-  readonly registry: EventRegistry;
   readonly types: EventTypeService;
   /**
    * POST /event: checks each event (CloudEvents 1.0, a registered custom type, data matching its
@@ -46,7 +44,6 @@ export interface EventsService extends EventPublisher {
 export function createEventsService(deps: {
   store: Store;
   clock: Clock;
-  registry: EventRegistry;
   types: EventTypeService;
   publisher: EventPublisher;
   /** Wakes the outbox drain (here and, on PostgreSQL, in every process). */
@@ -55,7 +52,6 @@ export function createEventsService(deps: {
   return {
     publish: deps.publisher.publish,
     enqueue: deps.publisher.enqueue,
-    registry: deps.registry,
     types: deps.types,
 
     async ingest(acting, given) {

@@ -1,3 +1,4 @@
+import type { Cron } from 'croner';
 import type { Logger } from 'pino';
 import type { Store } from '../../db/store.js';
 import { type Clock, iso } from '../../lib/clock.js';
@@ -49,8 +50,7 @@ export function createScheduleJob(deps: ScheduleJobDeps): Job {
    * ON_TIME_MS late, and of the older (missed) ones what its catch_up says: none, the latest one
    * (only when no fire is on time), or all of them (the latest MAX_CATCH_UP).
    */
-  function fireTimes(row: ScheduleTable, now: Date): Date[] {
-    const cron = cronOf(row.cron, row.timezone);
+  function fireTimes(row: ScheduleTable, cron: Cron, now: Date): Date[] {
     const fromDue = new Date(Date.parse(row.next_fire_at as string) - 1);
     const cutoff = new Date(now.getTime() - ON_TIME_MS);
     const onTime = fireTimesBetween(cron, fromDue > cutoff ? fromDue : cutoff, now, 1000);
@@ -60,7 +60,8 @@ export function createScheduleJob(deps: ScheduleJobDeps): Job {
   }
 
   async function fire(row: ScheduleTable, now: Date): Promise<number> {
-    const times = fireTimes(row, now);
+    const cron = cronOf(row.cron, row.timezone);
+    const times = fireTimes(row, cron, now);
     const data = JSON.parse(row.data) as Record<string, unknown>;
     // Checked before the transaction (the registry reads the store): the type may have been
     // deleted or its schema changed since the schedule was saved.
@@ -68,9 +69,9 @@ export function createScheduleJob(deps: ScheduleJobDeps): Job {
     try {
       await deps.eventTypes.checkPublished({ type: row.event_type, data });
     } catch (err) {
-      error = `${(err as Error).message}`;
+      error = (err as Error).message;
     }
-    const next = nextFireTimes(cronOf(row.cron, row.timezone), now, 1)[0];
+    const next = nextFireTimes(cron, now, 1)[0];
     return store.transaction(async (tx) => {
       const held = await st.lockDue(tx, row.id, iso(now));
       if (!held) return 0;

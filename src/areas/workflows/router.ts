@@ -5,11 +5,12 @@ import { newId } from '../../lib/ids.js';
 import type { CloudEvent } from '../events/cloudevent.js';
 import type { EventHandler, HandlerFailures } from '../events/handlers.js';
 import type { GraphSource, RoutedSubscription } from './graph-source.js';
-import { CompiledCache, describeThrown, truthy } from './jsonlogic.js';
-import { eventContext, RunMachine } from './machine.js';
+import { CompiledCache, describeThrown } from './jsonlogic.js';
+import { RunMachine } from './machine.js';
 import type { WorkflowMetrics } from './metrics.js';
 import type { Plan } from './plan.js';
 import type { RateGuard } from './rate-guard.js';
+import { routingOf } from './routing.js';
 import { nodeRow } from './store.js';
 import type { WorkflowRunNodeTable, WorkflowRunTable } from './tables.js';
 
@@ -64,15 +65,6 @@ export function newRun(plan: Plan, event: CloudEvent, at: string, rerunOf: strin
  */
 export function createRouter(deps: RouterDeps): EventHandler {
   const conditions = new CompiledCache(500);
-
-  /** SPEC Pipeline 3: exact source/subject filters, then condition_jsonlogic truthy. */
-  function routes(sub: RoutedSubscription, event: CloudEvent): boolean {
-    if (sub.source_filter !== null && sub.source_filter !== event.source) return false;
-    if (sub.subject_filter !== null && sub.subject_filter !== (event.subject ?? null)) return false;
-    if (sub.condition_jsonlogic === null) return true;
-    const fn = conditions.get(sub.condition_jsonlogic, 'condition_jsonlogic');
-    return truthy(fn({ event: eventContext(event), nodes: {} }));
-  }
 
   /**
    * A loop guard's refusal: no run starts, but a run of its own, `skipped` with the reason, records
@@ -141,16 +133,15 @@ export function createRouter(deps: RouterDeps): EventHandler {
 
   /** Whether `sub` takes `event`; a condition that cannot be evaluated skips it (logged). */
   function takes(sub: RoutedSubscription, event: CloudEvent): boolean {
-    try {
-      return routes(sub, event);
-    } catch (err) {
+    const routing = routingOf(conditions, sub, event);
+    if (routing.failure !== undefined) {
       // It will not evaluate better on retry: skip this subscription for this event.
       deps.log.warn(
-        { subscription_id: sub.id, event_id: event.id, reason: describeThrown(err) },
+        { subscription_id: sub.id, event_id: event.id, reason: routing.failure },
         'workflow router: condition_jsonlogic failed; subscription skipped for this event',
       );
-      return false;
     }
+    return routing.matched;
   }
 
   /** Per subscription of the batch, how many of its runs the rate guard lets start. */

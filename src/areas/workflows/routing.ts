@@ -2,7 +2,11 @@ import type { CloudEvent } from '../events/cloudevent.js';
 import { type CompiledCache, describeThrown, truthy } from './jsonlogic.js';
 import { eventContext } from './machine.js';
 
-/** Would the router take `event` for `sub`, and if not, every reason why (simulation, replay). */
+/**
+ * SPEC Pipeline 3's routing rules, the one place they live: would the router take `event` for
+ * `sub`, and if not, every reason why (the router, simulation, replay). `failure` is set when the
+ * condition could not be evaluated (the router logs it; retrying would not help).
+ */
 export function routingOf(
   expressions: CompiledCache,
   sub: {
@@ -15,6 +19,7 @@ export function routingOf(
   event: CloudEvent,
 ) {
   const reasons: string[] = [];
+  let failure: string | undefined;
   if (!sub.enabled) reasons.push('the subscription is disabled');
   if (sub.event_type !== event.type) reasons.push(`event type "${event.type}" is not "${sub.event_type}"`);
   if (sub.source_filter !== null && sub.source_filter !== event.source)
@@ -27,8 +32,9 @@ export function routingOf(
       if (!truthy(fn({ event: eventContext(event), nodes: {} })))
         reasons.push('condition_jsonlogic is false');
     } catch (err) {
-      reasons.push(`condition_jsonlogic failed: ${describeThrown(err)}`);
+      failure = describeThrown(err);
+      reasons.push(`condition_jsonlogic failed: ${failure}`);
     }
   }
-  return { matched: reasons.length === 0, reasons };
+  return { matched: reasons.length === 0, reasons, failure };
 }

@@ -73,6 +73,15 @@ export async function allTasks(t: TestApp): Promise<TaskRow[]> {
     .execute();
 }
 
+/** The CloudEvents in the outbox, of one type or with one id (what was published, as stored). */
+// biome-ignore lint/suspicious/noExplicitAny: stored events are asserted field by field
+export async function outboxEvents(t: TestApp, by: { type?: string; id?: string }): Promise<any[]> {
+  let q = t.ctx.store.db.selectFrom('event_delivery_task').select('cloudevent');
+  if (by.type !== undefined) q = q.where('event_type', '=', by.type);
+  if (by.id !== undefined) q = q.where('event_id', '=', by.id);
+  return (await q.orderBy('created_at').orderBy('id').execute()).map((r) => JSON.parse(r.cloudevent));
+}
+
 /** A handler that records what it was given, and fails an event while `fail(event, call)` says so. */
 export function recorder(name: string, fail: (event: CloudEvent, call: number) => boolean = () => false) {
   const calls: CloudEvent[] = [];

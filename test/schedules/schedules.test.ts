@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createScheduleJob } from '../../src/areas/schedules/job.js';
 import { manualClock } from '../../src/lib/clock.js';
+import { outboxEvents } from '../events/helpers.js';
 import type { TestApp } from '../helpers/app.js';
 import { apiKey } from '../helpers/auth.js';
 import { dialectName } from '../helpers/store.js';
@@ -43,13 +44,7 @@ describe(`schedules (${dialectName})`, () => {
   };
   /** The events a schedule published, by fire time. */
   const firedBy = async (id: string): Promise<string[]> => {
-    const rows = await t.ctx.store.db
-      .selectFrom('event_delivery_task')
-      .select('cloudevent')
-      .where('event_type', '=', TYPE)
-      .execute();
-    return rows
-      .map((r) => JSON.parse(r.cloudevent) as Json)
+    return (await outboxEvents(t, { type: TYPE }))
       .filter((e) => e.subject === id)
       .map((e) => e.time)
       .sort();

@@ -3,6 +3,7 @@ import { Webhook as StandardWebhook } from 'standardwebhooks';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { standardWebhooksSecret } from '../../src/areas/webhooks/signing.js';
 import { manualClock } from '../../src/lib/clock.js';
+import { outboxEvents } from '../events/helpers.js';
 import { startTestApp, type TestApp } from '../helpers/app.js';
 import { admin, type TestPrincipal } from '../helpers/auth.js';
 import { dialectName } from '../helpers/store.js';
@@ -147,12 +148,9 @@ describe(`webhook delivery (${dialectName})`, () => {
         });
         expect(String(d?.response_body).length).toBe(4096);
         // The failure is published, with the last result, for alerts (docs/webhooks.md).
-        const reported = await t.ctx.store.db
-          .selectFrom('event_delivery_task')
-          .select('cloudevent')
-          .where('event_type', '=', 'svc.webhook.delivery_failed')
-          .execute();
-        const failures = reported.map((r) => JSON.parse(r.cloudevent)).filter((e) => e.subject === d?.id);
+        const failures = (await outboxEvents(t, { type: 'svc.webhook.delivery_failed' })).filter(
+          (e) => e.subject === d?.id,
+        );
         expect(failures).toHaveLength(1);
         expect(failures[0]).toMatchObject({
           source: '/api/v1/webhook',
@@ -523,6 +521,13 @@ describe(`webhook delivery (${dialectName})`, () => {
     expect(d).toMatchObject({ status: 'FAILED', attempts: 5, next_attempt_at: null });
     expect(d?.error).toMatch(/^interrupted: /);
     expect(rx.received).toHaveLength(1);
+    // Failed for good by the reaper: reported like a last failed attempt.
+    const mine = (await outboxEvents(t, { type: 'svc.webhook.delivery_failed' })).filter(
+      (e) => e.subject === d?.id,
+    );
+    expect(mine).toHaveLength(1);
+    expect(mine[0].data).toMatchObject({ webhook_id: hook.id, attempts: 5, response_status: null });
+    expect(mine[0].data.error).toMatch(/^interrupted: /);
   });
 
   it('delivery list: deliveries created in the same millisecond are newest first, in a stable order', async () => {

@@ -110,7 +110,8 @@ describe(`the rate guard pauses a subscription that runs too often (${dialectNam
   let a: Api;
 
   beforeAll(async () => {
-    t = await startTestApp({ env: { SVC_WORKFLOW_MAX_RUNS_PER_MINUTE: '1000' } });
+    // A server default of 4: a subscription's own limit, lower or higher, wins over it.
+    t = await startTestApp({ env: { SVC_WORKFLOW_MAX_RUNS_PER_MINUTE: '4' } });
     a = await api(t);
   });
   afterAll(() => t.close());
@@ -172,14 +173,27 @@ describe(`the rate guard pauses a subscription that runs too often (${dialectNam
   });
 
   it('applies SVC_WORKFLOW_MAX_RUNS_PER_MINUTE to a subscription without a limit of its own', async () => {
-    const wf = await workflow(a, { nodes: [{ key: 'c', type: 'COMPUTE', config: { logic: 1 } }] });
-    expect((await a.call('GET', `/event_subscription/${wf.id}`)).body.max_runs_per_minute).toBeNull();
-    // The server default here is 1000; 5 runs are far below it.
+    const graph = { nodes: [{ key: 'c', type: 'COMPUTE', config: { logic: 1 } }] };
+    const byDefault = await workflow(a, graph);
+    const generous = await workflow(a, graph, { max_runs_per_minute: 100 });
+    expect((await a.call('GET', `/event_subscription/${byDefault.id}`)).body.max_runs_per_minute).toBeNull();
     await fiveEvents();
     await settle(t);
-    const runs = await runsOf(a, wf.id);
-    expect(runs.filter((r: Json) => r.status === 'completed')).toHaveLength(5);
-    expect((await a.call('GET', `/event_subscription/${wf.id}`)).body.enabled).toBe(true);
+    const statuses = async (id: string) => (await runsOf(a, id)).map((r: Json) => r.status).sort();
+    // The server default (4) stops the one without a limit of its own...
+    expect(await statuses(byDefault.id)).toEqual([
+      'completed',
+      'completed',
+      'completed',
+      'completed',
+      'skipped',
+    ]);
+    const paused = (await a.call('GET', `/event_subscription/${byDefault.id}`)).body;
+    expect(paused.enabled).toBe(false);
+    expect(paused.paused_reason).toMatch(/^rate guard: 4 runs started in the last minute, the limit is 4 /);
+    // ...and a subscription's own higher limit wins over it.
+    expect(await statuses(generous.id)).toEqual(Array(5).fill('completed'));
+    expect((await a.call('GET', `/event_subscription/${generous.id}`)).body.enabled).toBe(true);
   });
 
   it('refuses a max_runs_per_minute that is no positive integer', async () => {

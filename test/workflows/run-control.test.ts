@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { manualClock } from '../../src/lib/clock.js';
+import { outboxEvents } from '../events/helpers.js';
 import type { TestApp } from '../helpers/app.js';
 import { dialectName } from '../helpers/store.js';
 import {
@@ -277,14 +278,7 @@ describe(`run events (${dialectName})`, () => {
   });
   afterAll(() => t.close());
 
-  const published = async (type: string) =>
-    (
-      await t.ctx.store.db
-        .selectFrom('event_delivery_task')
-        .select('cloudevent')
-        .where('event_type', '=', type)
-        .execute()
-    ).map((r) => JSON.parse(r.cloudevent));
+  const published = (type: string) => outboxEvents(t, { type });
 
   it('publishes svc.workflow_run.failed and .cancelled always, .completed while a subscription names it', async () => {
     const failing = await workflow(a, {

@@ -16,6 +16,7 @@ import { createPluginMetrics } from '../areas/plugins/metrics.js';
 import { createPluginService, type PluginService } from '../areas/plugins/service.js';
 import { createQuestionnaireArea, type QuestionnaireArea } from '../areas/questionnaires/area.js';
 import { createScheduleJob, SCHEDULES_JOB } from '../areas/schedules/job.js';
+import { createScheduleMetrics } from '../areas/schedules/metrics.js';
 import { createScheduleService, type ScheduleService } from '../areas/schedules/service.js';
 import { enrichEventData } from '../areas/submissions/enrich.js';
 import { createSubmissionService, type SubmissionService } from '../areas/submissions/service.js';
@@ -248,6 +249,7 @@ export function createServices(deps: ServiceDeps): Services {
     log: deps.log,
     publisher: events,
     eventTypes,
+    metrics: createScheduleMetrics(metrics, deps.store, deps.clock),
     pollIntervalMs: deps.config.schedulePollIntervalMs,
     wake: () => wakeups.wake(SCHEDULES_JOB),
   });

@@ -1,5 +1,8 @@
+import parsePrometheusTextFormat from 'parse-prometheus-text-format';
+import { Registry } from 'prom-client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createScheduleJob } from '../../src/areas/schedules/job.js';
+import { createScheduleMetrics } from '../../src/areas/schedules/metrics.js';
 import { manualClock } from '../../src/lib/clock.js';
 import { outboxEvents } from '../events/helpers.js';
 import type { TestApp } from '../helpers/app.js';
@@ -162,6 +165,7 @@ describe(`schedules (${dialectName})`, () => {
       log: t.ctx.log,
       publisher: t.ctx.services.events,
       eventTypes: t.ctx.services.events.types,
+      metrics: createScheduleMetrics(new Registry(), t.ctx.store, clock),
       pollIntervalMs: 1000,
       wake: () => {},
     });
@@ -238,6 +242,35 @@ describe(`schedules (${dialectName})`, () => {
     expect((await a.call('GET', `/schedule/${s.id}`)).body.next_fire_times[0]).toBe(
       '2026-03-30T00:30:00.000Z',
     );
+    await a.call('DELETE', `/schedule/${s.id}`);
+  });
+
+  it('/metrics: fires by outcome, how late each was, and how overdue the earliest schedule is', async () => {
+    type Family = {
+      name: string;
+      metrics: Array<{ labels?: Record<string, string>; value?: string; count?: string; sum?: string }>;
+    };
+    const scrape = async () => {
+      const res = await t.app.inject({ method: 'GET', url: '/metrics' });
+      const families = parsePrometheusTextFormat(res.body) as Family[];
+      return new Map(families.map((f) => [f.name, f.metrics]));
+    };
+    const published = (m: Map<string, Family['metrics']>) =>
+      Number(m.get('svc_schedule_fires_total')?.find((x) => x.labels?.outcome === 'published')?.value ?? 0);
+    const before = await scrape();
+    clock.set(new Date('2026-04-01T10:00:30.000Z'));
+    a = await api(t);
+    const s = await schedule({ cron: '* * * * *', catch_up: 'none' });
+    clock.set(new Date('2026-04-01T10:01:02.500Z')); // due for 2.5 s, not yet fired
+    const due = await scrape();
+    expect(Number(due.get('svc_schedule_overdue_seconds')?.[0]?.value)).toBeCloseTo(2.5, 3);
+    await tick();
+    const after = await scrape();
+    expect(published(after)).toBe(published(before) + 1);
+    expect(Number(after.get('svc_schedule_overdue_seconds')?.[0]?.value)).toBe(0);
+    const lag = (m: Map<string, Family['metrics']>) => m.get('svc_schedule_fire_lag_seconds')?.[0];
+    expect(Number(lag(after)?.count) - Number(lag(before)?.count ?? 0)).toBe(1);
+    expect(Number(lag(after)?.sum) - Number(lag(before)?.sum ?? 0)).toBeCloseTo(2.5, 3);
     await a.call('DELETE', `/schedule/${s.id}`);
   });
 });

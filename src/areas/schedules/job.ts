@@ -10,6 +10,7 @@ import type { CloudEvent } from '../events/cloudevent.js';
 import type { EventTypeService } from '../events/event-types.js';
 import type { EventPublisher } from '../events/publish.js';
 import { cronOf, fireTimesBetween, nextFireTimes } from './cron.js';
+import type { ScheduleMetrics } from './metrics.js';
 import * as st from './store.js';
 import type { ScheduleTable } from './tables.js';
 
@@ -28,6 +29,7 @@ export interface ScheduleJobDeps {
   log: Logger;
   publisher: Pick<EventPublisher, 'enqueue'>;
   eventTypes: Pick<EventTypeService, 'checkPublished'>;
+  metrics: ScheduleMetrics;
   /** How often the job looks for schedules another process created or changed. */
   pollIntervalMs: number;
   /** Wakes this job (its timer). */
@@ -72,10 +74,10 @@ export function createScheduleJob(deps: ScheduleJobDeps): Job {
       error = (err as Error).message;
     }
     const next = nextFireTimes(cron, now, 1)[0];
-    return store.transaction(async (tx) => {
+    const fired = await store.transaction(async (tx) => {
       const held = await st.lockDue(tx, row.id, iso(now));
-      if (!held) return 0;
-      let fired = 0;
+      if (!held) return [];
+      const fired: Date[] = [];
       let last: string | null = null;
       for (const time of times) {
         const fireTime = iso(time);
@@ -99,20 +101,25 @@ export function createScheduleJob(deps: ScheduleJobDeps): Job {
         });
         if (!mine) continue;
         if (!error) await deps.publisher.enqueue(tx, [event]);
-        fired++;
+        fired.push(time);
         last = fireTime;
       }
       await st.updateSchedule(tx.db, row.id, {
         next_fire_at: next ? iso(next) : null,
         ...(last ? { last_fired_at: last, last_error: error } : {}),
       });
-      if (error && fired > 0)
+      if (error && fired.length > 0)
         log.warn(
-          { schedule_id: row.id, fires: fired, error },
+          { schedule_id: row.id, fires: fired.length, error },
           'schedule fired no event: its event is refused',
         );
       return fired;
     });
+    // Counted once committed: a rolled-back fire is fired again by the next step.
+    const committedAt = clock.now().getTime();
+    for (const time of fired)
+      deps.metrics.fired(error ? 'refused' : 'published', (committedAt - time.getTime()) / 1000);
+    return fired.length;
   }
 
   return {

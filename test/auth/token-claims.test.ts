@@ -1,7 +1,8 @@
 import { decodeJwt, SignJWT } from 'jose';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { manualClock } from '../../src/lib/clock.js';
-import { startTestApp, TEST_SECRETS, type TestApp } from '../helpers/app.js';
+import { startTestApp, type TestApp } from '../helpers/app.js';
+import { TEST_SECRETS } from '../helpers/secrets.js';
 import { admin, type TestPrincipal } from '../helpers/auth.js';
 import { dialectName } from '../helpers/store.js';
 

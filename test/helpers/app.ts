@@ -8,6 +8,7 @@ import type { EventHandler } from '../../src/areas/events/handlers.js';
 import { loadConfig } from '../../src/config/config.js';
 import type { App, RouteEntry } from '../../src/http/app.js';
 import type { Clock } from '../../src/lib/clock.js';
+import { TEST_SECRETS } from './secrets.js';
 import { freshDatabase } from './store.js';
 
 export interface TestApp {
@@ -29,11 +30,6 @@ export interface TestAppOptions {
   /** Event handlers the outbox drain calls after the areas' own (probes). */
   eventHandlers?: EventHandler[];
 }
-
-export const TEST_SECRETS = {
-  SVC_JWT_SECRET: 'test-jwt-secret-that-is-long-enough-0123456789',
-  SVC_VAULT_ENCRYPTION_KEY: 'test-vault-encryption-key',
-};
 
 /** Builds the real app on a fresh store with logs captured; nothing is stubbed. */
 export async function startTestApp(options: TestAppOptions = {}): Promise<TestApp> {

@@ -3,7 +3,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { hostname, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { TEST_SECRETS } from './app.js';
+import { TEST_SECRETS } from './secrets.js';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 
@@ -21,8 +21,11 @@ export class SvcProcess {
     readonly role: 'serve' | 'worker',
     databaseUrl: string,
     env: Record<string, string> = {},
+    /** `built`: run dist/cli/svc.js as users do (npm run build first); `source` (default): src under tsx. */
+    entry: 'source' | 'built' = 'source',
   ) {
-    this.child = spawn(process.execPath, ['--import', 'tsx', 'src/cli/svc.ts', role], {
+    const args = entry === 'built' ? ['dist/cli/svc.js', role] : ['--import', 'tsx', 'src/cli/svc.ts', role];
+    this.child = spawn(process.execPath, args, {
       cwd: ROOT,
       env: {
         PATH: process.env.PATH,

@@ -191,11 +191,16 @@ function withStatementCache(conn: SQLite.Database, size = 256) {
   };
 }
 
+/** How long opening a PostgreSQL connection may take before the attempt counts as the store being down. */
+export const CONNECT_TIMEOUT_MS = 5_000;
+
 /** Clients whose connection failed while checked out, and why (see openPostgres). */
 const lostConnections = new WeakMap<pg.ClientBase, Error>();
 
 function openPostgres(url: string, guard: boolean): Store {
-  const pool = new pg.Pool({ connectionString: url, max: 10 });
+  // A store that accepts connections but never answers (a half-up server, a network black hole) must
+  // fail a request with 503 in seconds, not hold it forever.
+  const pool = new pg.Pool({ connectionString: url, max: 10, connectionTimeoutMillis: CONNECT_TIMEOUT_MS });
   // An idle client losing its connection must not crash the process; the pool replaces it.
   pool.on('error', () => {});
   // pg-pool listens for a client's errors only while it is idle: one held by a caller (in a

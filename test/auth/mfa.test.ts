@@ -2,8 +2,8 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { vaultKeyring } from '../../src/areas/vault/keyring.js';
 import { manualClock } from '../../src/lib/clock.js';
 import { startTestApp, type TestApp } from '../helpers/app.js';
-import { TEST_SECRETS } from '../helpers/secrets.js';
 import { admin, apiKey } from '../helpers/auth.js';
+import { TEST_SECRETS } from '../helpers/secrets.js';
 import { dialectName } from '../helpers/store.js';
 import { account, bearer, call, codeAt, expectError, expectTokens, login, readVector } from './helpers.js';
 

@@ -2,8 +2,8 @@ import { decodeJwt, SignJWT } from 'jose';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { manualClock } from '../../src/lib/clock.js';
 import { startTestApp, type TestApp } from '../helpers/app.js';
-import { TEST_SECRETS } from '../helpers/secrets.js';
 import { admin, type TestPrincipal } from '../helpers/auth.js';
+import { TEST_SECRETS } from '../helpers/secrets.js';
 import { dialectName } from '../helpers/store.js';
 
 /**

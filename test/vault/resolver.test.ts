@@ -3,8 +3,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createVaultService } from '../../src/areas/vault/service.js';
 import { AppError } from '../../src/http/errors.js';
 import { startTestApp, type TestApp } from '../helpers/app.js';
-import { TEST_SECRETS } from '../helpers/secrets.js';
 import { principal } from '../helpers/auth.js';
+import { TEST_SECRETS } from '../helpers/secrets.js';
 import { dialectName } from '../helpers/store.js';
 import { vaultClient } from './helpers.js';
 

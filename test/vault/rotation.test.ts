@@ -8,9 +8,9 @@ import { ConfigError, loadConfig } from '../../src/config/config.js';
 import { type Clock, manualClock } from '../../src/lib/clock.js';
 import { account, bearer, call, codeAt, expectError, expectTokens, login } from '../auth/helpers.js';
 import { startTestApp, type TestApp } from '../helpers/app.js';
-import { TEST_SECRETS } from '../helpers/secrets.js';
 import { principal } from '../helpers/auth.js';
 import { runCli } from '../helpers/cli.js';
+import { TEST_SECRETS } from '../helpers/secrets.js';
 import { dialectName, freshDatabase, onPostgres, type TestDatabase } from '../helpers/store.js';
 import { rawEntry, vaultClient } from './helpers.js';
 

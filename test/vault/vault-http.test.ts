@@ -1,8 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { deriveFernetKey, Fernet } from '../../src/areas/vault/fernet.js';
 import { startTestApp, type TestApp } from '../helpers/app.js';
-import { TEST_SECRETS } from '../helpers/secrets.js';
 import { principal } from '../helpers/auth.js';
+import { TEST_SECRETS } from '../helpers/secrets.js';
 import { dialectName } from '../helpers/store.js';
 import { rawEntry, vaultClient } from './helpers.js';
 

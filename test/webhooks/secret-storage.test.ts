@@ -6,8 +6,8 @@ import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { deriveFernetKey, Fernet } from '../../src/areas/vault/fernet.js';
 import { cliCommands } from '../../src/cli/commands.js';
 import { startTestApp, type TestApp } from '../helpers/app.js';
-import { TEST_SECRETS } from '../helpers/secrets.js';
 import { admin } from '../helpers/auth.js';
+import { TEST_SECRETS } from '../helpers/secrets.js';
 import { dialectName, freshDatabase, onPostgres, type TestDatabase } from '../helpers/store.js';
 import { cloudEvent, dispatch, type Receiver, receiver } from './helpers.js';
 

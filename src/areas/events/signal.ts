@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { sql } from 'kysely';
 import pg from 'pg';
 import type { Logger } from 'pino';
-import type { Store } from '../../db/store.js';
+import { CONNECT_TIMEOUT_MS, type Store } from '../../db/store.js';
 import type { Wakeups } from '../../worker/wakeups.js';
 
 /** The PostgreSQL channel every process's outbox drain listens on. */
@@ -65,6 +65,7 @@ export function createOutboxSignal(deps: { store: Store; wakeups: Wakeups; log: 
       connectionString: store.url,
       application_name: 'svc-outbox-listener',
       keepAlive: true,
+      connectionTimeoutMillis: CONNECT_TIMEOUT_MS,
     });
     client = c;
     let failed = false;

@@ -184,6 +184,12 @@ describe(`users, roles and role scopes (${dialectName})`, () => {
         alias,
       ).toEqual(['auth:manage']);
     }
+    // Found by the route fuzz: a key named like an Object.prototype member reached the query as a function (500).
+    for (const key of ['toString', 'constructor', '__proto__', 'hasOwnProperty']) {
+      const res = await call('GET', `/role_scope_entry?scope_key=${key}`);
+      expect(res.statusCode, key).toBe(200);
+      expect(res.json().role_scope_entries).toEqual([]);
+    }
   });
 
   it('a role key named twice when creating a user is one role, not a false email conflict', async () => {

@@ -108,7 +108,8 @@ export const SCOPE_KEYS: ReadonlySet<string> = new Set(SCOPES.map((s) => s.key))
 export const SCOPE_ALIASES: Readonly<Record<string, string>> = { 'auth:api_key': 'auth:manage' };
 
 export function normaliseScopeKey(key: string): string {
-  return SCOPE_ALIASES[key] ?? key;
+  // Own keys only: `toString` or `constructor` from a query string must stay a (unknown) scope key.
+  return Object.hasOwn(SCOPE_ALIASES, key) ? SCOPE_ALIASES[key] : key;
 }
 
 const PROVIDER_EXCLUDED = new Set([

@@ -271,13 +271,10 @@ describe(`fuzz: every operation of the OpenAPI document (${dialectName})`, () =>
     console.log(
       `fuzz: ${requests} requests over ${operations.length} operations; answers by status ${JSON.stringify(Object.fromEntries([...statuses].sort()))}; ${reached.size} operations answered 2xx at least once`,
     );
-    if (process.env.FUZZ_DEBUG)
-      console.log(
-        operations
-          .map((o) => `${o.method} ${o.path}`)
-          .filter((o) => !reached.has(o))
-          .join('\n'),
-      );
+    const unreached = operations.map((o) => `${o.method} ${o.path}`).filter((o) => !reached.has(o));
+    console.log(
+      `fuzz: never answered 2xx (records the fuzz could not aim at, or auth flows): ${unreached.join(', ')}`,
+    );
     expect(requests).toBeGreaterThan(operations.length * RUNS * 0.9);
     // The fuzz reaches the handlers, not only validation: most operations succeed at least once.
     expect(reached.size).toBeGreaterThan(operations.length * 0.7);

@@ -1,5 +1,5 @@
 import type { AddressInfo } from 'node:net';
-import { SMTPServer } from 'smtp-server';
+import { SMTPServer, type SMTPServerAuthentication } from 'smtp-server';
 
 export interface ReceivedMail {
   from: string;
@@ -8,13 +8,25 @@ export interface ReceivedMail {
   raw: string;
 }
 
-/** A real SMTP server on 127.0.0.1 (the `smtp-server` package) that keeps what it receives. */
-export async function startSmtp() {
+/**
+ * A real SMTP server on 127.0.0.1 (the `smtp-server` package) that keeps what it receives; with
+ * `auth`, it requires that user and password (AUTH PLAIN/LOGIN) before it takes a message.
+ */
+export async function startSmtp(auth?: { user: string; pass: string }) {
   const mails: ReceivedMail[] = [];
   const waiters: Array<() => void> = [];
   const server = new SMTPServer({
-    authOptional: true,
-    disabledCommands: ['STARTTLS', 'AUTH'],
+    ...(auth
+      ? {
+          allowInsecureAuth: true,
+          authMethods: ['PLAIN', 'LOGIN'],
+          disabledCommands: ['STARTTLS'],
+          onAuth(login: SMTPServerAuthentication, _session: unknown, cb: (err: Error | null, res?: { user: string }) => void) {
+            if (login.username === auth.user && login.password === auth.pass) cb(null, { user: auth.user });
+            else cb(new Error('Invalid username or password'));
+          },
+        }
+      : { authOptional: true, disabledCommands: ['STARTTLS', 'AUTH'] }),
     logger: false,
     onData(stream, session, callback) {
       const chunks: Buffer[] = [];

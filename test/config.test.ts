@@ -43,12 +43,22 @@ describe('configuration', () => {
       { SVC_OIDC_ISSUER: 'https://idp.test' },
       'must be set together (missing: SVC_OIDC_AUDIENCE, SVC_OIDC_JWKS_URL)',
     ],
+    [{ SVC_DNS_SERVERS: '10.0.0.53, dns.example.test' }, 'SVC_DNS_SERVERS must be IP addresses'],
     [
       { NODE_ENV: 'production', SVC_VAULT_ENCRYPTION_KEY: '   ', SVC_JWT_SECRET: 'x'.repeat(32) },
       'SVC_VAULT_ENCRYPTION_KEY is required when NODE_ENV=production',
     ],
   ])('refuses %o', (env, message) => {
     expect(() => load(env as Record<string, string>)).toThrow(message);
+  });
+
+  it('SVC_DNS_SERVERS takes IPv4 and IPv6 servers with or without a port', () => {
+    expect(load({}).dnsServers).toEqual([]);
+    expect(load({ SVC_DNS_SERVERS: '10.0.0.53, 127.0.0.1:5353,[::1]:53' }).dnsServers).toEqual([
+      '10.0.0.53',
+      '127.0.0.1:5353',
+      '[::1]:53',
+    ]);
   });
 
   it('never echoes credentials of a malformed URL', () => {

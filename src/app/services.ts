@@ -33,6 +33,7 @@ import type { Config } from '../config/config.js';
 import type { Store } from '../db/store.js';
 import type { Authenticator } from '../http/access.js';
 import type { Clock } from '../lib/clock.js';
+import { type GuardOptions, lookupFor } from '../lib/net-guard.js';
 import { Wakeups } from '../worker/wakeups.js';
 import type { Job } from '../worker/worker.js';
 import { createMetricsRegistry } from './metrics.js';
@@ -158,11 +159,16 @@ export function createServices(deps: ServiceDeps): Services {
     encryptionKey: deps.config.vaultEncryptionKey,
     previousKeys: deps.config.vaultPreviousKeys,
   });
+  // How svc reaches out (webhooks, the http and email actions): the SSRF policy and the resolver.
+  const network: GuardOptions = {
+    allowPrivate: deps.config.allowPrivateNetworks,
+    lookup: lookupFor(deps.config.dnsServers),
+  };
   const webhooks = createWebhookService({
     store: deps.store,
     clock: deps.clock,
     log: deps.log,
-    allowPrivate: deps.config.allowPrivateNetworks,
+    network,
     wake: () => wakeups.wake(WEBHOOKS_JOB),
     eventTypes,
     vault,
@@ -174,7 +180,7 @@ export function createServices(deps: ServiceDeps): Services {
     timeoutMs: deps.config.webhookTimeoutMs,
     backoffBaseSeconds: deps.config.webhookBackoffBaseSeconds,
     retryIntervalMs: deps.config.webhookRetryIntervalMs,
-    allowPrivate: deps.config.allowPrivateNetworks,
+    network,
     wake: () => wakeups.wake(WEBHOOKS_JOB),
     metrics: createWebhookMetrics(metrics),
     secrets: vault,
@@ -187,7 +193,7 @@ export function createServices(deps: ServiceDeps): Services {
     vault,
     pluginDir: deps.config.pluginDir,
     pluginServices: deps.config.pluginServices,
-    allowPrivateNetworks: deps.config.allowPrivateNetworks,
+    network,
     metrics: createPluginMetrics(metrics),
   });
   const auth = createAuthService({

@@ -1,3 +1,4 @@
+import dns from 'node:dns';
 /**
  * Configuration from the environment (CONTRACTS §1), parsed and validated once at start.
  * A bad value throws ConfigError naming the variable; the CLI prints that one line and exits.
@@ -41,6 +42,8 @@ export interface Config {
   webhookBackoffBaseSeconds: number;
   webhookTimeoutMs: number;
   allowPrivateNetworks: boolean;
+  /** SVC_DNS_SERVERS: resolve outbound targets through these servers only (empty: the system's resolver). */
+  dnsServers: string[];
   worker: boolean;
   smtpUrl: string | undefined;
   mailFrom: string;
@@ -283,6 +286,7 @@ export function loadConfig(env: Env = process.env): Config {
     webhookBackoffBaseSeconds: boundedInt(env, 'SVC_WEBHOOK_BACKOFF_BASE_SECONDS', 30, 0, 86_400),
     webhookTimeoutMs: boundedInt(env, 'SVC_WEBHOOK_TIMEOUT_MS', 10_000, 1, 600_000),
     allowPrivateNetworks: bool(env, 'SVC_ALLOW_PRIVATE_NETWORKS', false),
+    dnsServers: dnsServers(env),
     worker: bool(env, 'SVC_WORKER', true),
     smtpUrl: url(env, 'SVC_SMTP_URL', ['smtp:', 'smtps:']),
     mailFrom: str(env, 'SVC_MAIL_FROM') ?? 'svc <no-reply@localhost>',
@@ -299,4 +303,20 @@ export function loadConfig(env: Env = process.env): Config {
     analytics: analyticsConfig(env),
     auth: authSettings(env),
   };
+}
+
+/** SVC_DNS_SERVERS: a comma-separated list of `ip`, `ip:port` or `[ipv6]:port`, as Node's resolver takes them. */
+function dnsServers(env: Env): string[] {
+  const list = (str(env, 'SVC_DNS_SERVERS') ?? '')
+    .split(',')
+    .map((s) => s.trim())
+    .filter(Boolean);
+  try {
+    new dns.Resolver().setServers(list);
+  } catch {
+    throw new ConfigError(
+      `SVC_DNS_SERVERS must be IP addresses (ip, ip:port or [ipv6]:port), got "${list.join(',')}"`,
+    );
+  }
+  return list;
 }

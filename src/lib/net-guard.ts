@@ -29,9 +29,40 @@ export class ForbiddenTargetError extends Error {
   }
 }
 
+/** Every address a host name resolves to. */
+export type HostLookup = (host: string) => Promise<LookupAddress[]>;
+
 export interface GuardOptions {
   allowPrivate: boolean;
+  /** How names are resolved, for the checks and the connections alike (default: the system's). */
+  lookup?: HostLookup;
 }
+
+/** The system's resolver (getaddrinfo: the hosts file, then DNS), every address. */
+export const systemLookup: HostLookup = (host) => dns.promises.lookup(host, { all: true, verbatim: true });
+
+/**
+ * Names resolved by these DNS servers only (SVC_DNS_SERVERS: `ip` or `ip:port`), A and AAAA, not the
+ * hosts file: an operator may point svc at a resolver that knows which names are internal.
+ */
+export function serversLookup(servers: readonly string[]): HostLookup {
+  const resolver = new dns.promises.Resolver({ timeout: 2_000, tries: 2 });
+  resolver.setServers([...servers]);
+  return async (host) => {
+    const [v4, v6] = await Promise.allSettled([resolver.resolve4(host), resolver.resolve6(host)]);
+    const addresses: LookupAddress[] = [
+      ...(v4.status === 'fulfilled' ? v4.value.map((address) => ({ address, family: 4 })) : []),
+      ...(v6.status === 'fulfilled' ? v6.value.map((address) => ({ address, family: 6 })) : []),
+    ];
+    if (addresses.length === 0)
+      throw v4.status === 'rejected' ? v4.reason : new Error(`no address for ${host}`);
+    return addresses;
+  };
+}
+
+/** The lookup of a configuration: its DNS servers when it names some, else the system's. */
+export const lookupFor = (servers: readonly string[]): HostLookup =>
+  servers.length > 0 ? serversLookup(servers) : systemLookup;
 
 /** Cloud instance-metadata endpoints, named separately so the message says what was hit. */
 const METADATA = new Set(['169.254.169.254', 'fd00:ec2::254', '100.100.100.200', '192.0.0.192']);
@@ -184,7 +215,7 @@ export async function resolveTarget(
   }
   let addresses: LookupAddress[];
   try {
-    addresses = await dns.promises.lookup(bare, { all: true, verbatim: true });
+    addresses = await (opts.lookup ?? systemLookup)(bare);
   } catch (err) {
     const code = (err as NodeJS.ErrnoException).code ?? 'error';
     throw new ForbiddenTargetError(`Host "${bare}" could not be resolved (${code})`, 'unresolvable');
@@ -201,25 +232,28 @@ type LookupCallback = (
   family?: number,
 ) => void;
 
-/** A `net.connect` lookup that resolves every address and refuses the connection if any is not public. */
-function guardedLookup(
-  hostname: string,
-  options: LookupOneOptions | LookupAllOptions,
-  callback: LookupCallback,
-): void {
-  dns.lookup(hostname, { ...options, all: true, verbatim: true }, (err, addresses: LookupAddress[]) => {
-    if (err) return callback(err, []);
-    try {
-      if (addresses.length === 0)
-        throw new ForbiddenTargetError(`Host "${hostname}" has no addresses`, 'unresolvable');
-      for (const a of addresses) checkAddress(hostname, a.address, false);
-    } catch (e) {
-      return callback(e as NodeJS.ErrnoException, []);
-    }
-    if (options.all) return callback(null, addresses);
-    const first = addresses[0] as LookupAddress;
-    return callback(null, first.address, first.family);
-  });
+/**
+ * A `net.connect` lookup through `lookup`; with `check`, it refuses the connection if any address is
+ * not public (the connection re-resolves, so a name that changed since its check is caught here).
+ */
+function connectLookup(lookup: HostLookup, check: boolean) {
+  return (hostname: string, options: LookupOneOptions | LookupAllOptions, callback: LookupCallback): void => {
+    lookup(hostname).then(
+      (addresses) => {
+        try {
+          if (addresses.length === 0)
+            throw new ForbiddenTargetError(`Host "${hostname}" has no addresses`, 'unresolvable');
+          if (check) for (const a of addresses) checkAddress(hostname, a.address, false);
+        } catch (e) {
+          return callback(e as NodeJS.ErrnoException, []);
+        }
+        if (options.all) return callback(null, addresses);
+        const first = addresses[0] as LookupAddress;
+        return callback(null, first.address, first.family);
+      },
+      (err: NodeJS.ErrnoException) => callback(err, []),
+    );
+  };
 }
 
 /**
@@ -233,7 +267,7 @@ export function guardedDispatcher(
   const timeout = opts.timeoutMs ?? 10_000;
   const base = buildConnector({
     timeout,
-    ...(opts.allowPrivate ? {} : { lookup: guardedLookup as never }),
+    lookup: connectLookup(opts.lookup ?? systemLookup, !opts.allowPrivate) as never,
   });
   const connect: buildConnector.connector = (options, callback) => {
     if (!opts.allowPrivate) {

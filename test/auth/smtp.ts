@@ -21,7 +21,11 @@ export async function startSmtp(auth?: { user: string; pass: string }) {
           allowInsecureAuth: true,
           authMethods: ['PLAIN', 'LOGIN'],
           disabledCommands: ['STARTTLS'],
-          onAuth(login: SMTPServerAuthentication, _session: unknown, cb: (err: Error | null, res?: { user: string }) => void) {
+          onAuth(
+            login: SMTPServerAuthentication,
+            _session: unknown,
+            cb: (err: Error | null, res?: { user: string }) => void,
+          ) {
             if (login.username === auth.user && login.password === auth.pass) cb(null, { user: auth.user });
             else cb(new Error('Invalid username or password'));
           },

@@ -9,7 +9,7 @@ import { startTestApp, type TestApp } from '../helpers/app.js';
 import { admin, apiKey } from '../helpers/auth.js';
 import { dialectName } from '../helpers/store.js';
 import { receiver } from '../webhooks/helpers.js';
-import { settle } from '../workflows/helpers.js';
+import { type Json, settle } from '../workflows/helpers.js';
 
 /** The spellings a secret may be echoed in (the masking's own list, docs/vault.md): each is searched for. */
 function spellings(secret: string): string[] {
@@ -227,12 +227,11 @@ describe(`secrets never leak: every flow, logs, answers and stored rows (${diale
       const API_TOKEN = 'api-Canary-3f9b0c6d1e';
       secrets.push([API_TOKEN, []], [SMTP_PASSWORD, []]);
       const root = await admin(t);
-      // biome-ignore lint/suspicious/noExplicitAny: answers are read field by field
       const ops = async (
         method: 'GET' | 'POST' | 'PUT' | 'PATCH',
         url: string,
         payload?: unknown,
-      ): Promise<Call & { body: any }> => track(call(t, method, url, payload, root.headers));
+      ): Promise<Call & { body: Json }> => track(call(t, method, url, payload, root.headers));
       await ops('POST', '/vault_entry', { key: 'api_token', kind: 'SECRET', value: API_TOKEN });
       await ops('POST', '/vault_entry', { key: 'smtp_password', kind: 'SECRET', value: SMTP_PASSWORD });
       const definitionId = async (name: string) =>

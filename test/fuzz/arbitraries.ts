@@ -38,6 +38,7 @@ export const HOSTILE_STRINGS = [
   'toString',
   '{"var":"__proto__"}',
   '{{7*7}}',
+  // biome-ignore lint/suspicious/noTemplateCurlyInString: a template injection probe, on purpose
   '${7*7}',
   '<script>alert(1)</script>',
   'javascript:alert(1)',

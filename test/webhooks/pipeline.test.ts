@@ -1,8 +1,7 @@
 import { createHmac } from 'node:crypto';
-import dns, { type LookupAddress } from 'node:dns';
 import net, { type AddressInfo } from 'node:net';
 import { Webhook as StandardWebhook } from 'standardwebhooks';
-import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { createWorker } from '../../src/app/runtime.js';
 import { standardWebhooksSecret } from '../../src/areas/webhooks/signing.js';
 import type { Worker } from '../../src/worker/worker.js';
@@ -424,53 +423,6 @@ describe(`webhook SSRF re-check at send time (${dialectName})`, () => {
       for (const d of list) expect(d.error).toMatch(/^forbidden target: Target \S+ is an? /);
       expect(listener.seen).toEqual({ connections: 0, bytes: 0 });
     } finally {
-      await listener.close();
-      await t.close();
-    }
-  });
-
-  it('a host whose DNS answer turns private after create is refused at connect (DNS rebinding)', async () => {
-    const t = await startTestApp({ env: { SVC_WEBHOOK_TIMEOUT_MS: '2000' } });
-    const listener = await tcpListener();
-    const host = 'hooks.rebind.test';
-    const realLookup = dns.lookup;
-    const realPromisesLookup = dns.promises.lookup;
-    // At create: a public answer. At send: the attacker's DNS now answers loopback.
-    const createTime = vi
-      .spyOn(dns.promises, 'lookup')
-      .mockImplementation((async (name: string, options: never) =>
-        name === host
-          ? [{ address: '93.184.216.34', family: 4 }]
-          : realPromisesLookup(name, options)) as never);
-    const sendTime = vi.spyOn(dns, 'lookup').mockImplementation(((
-      name: string,
-      options: dns.LookupOptions,
-      callback: (err: NodeJS.ErrnoException | null, a: LookupAddress[] | string, f?: number) => void,
-    ) => {
-      if (name !== host) return realLookup(name, options, callback as never);
-      const answer = { address: '127.0.0.1', family: 4 };
-      if (options.all) return callback(null, [answer]);
-      return callback(null, answer.address, answer.family);
-    }) as never);
-    try {
-      const who = await admin(t);
-      const hook = await createHook(t, who.headers, {
-        name: 'rebind-dns',
-        url: `https://${host}:${listener.port}/hook`,
-        event_types: ['*'],
-      });
-      expect(createTime).toHaveBeenCalled();
-      await dispatch(t, cloudEvent());
-      await t.ctx.services.webhookEngine.deliverDue();
-      const [d] = await deliveries(t, who.headers, hook.id);
-      expect(sendTime).toHaveBeenCalled();
-      expect(d).toMatchObject({ status: 'PENDING', attempts: 1, http_status: null });
-      expect(d?.error).toMatch(
-        /^forbidden target: Target 127\.0\.0\.1 is a loopback address \(host "hooks\.rebind\.test" resolves to 127\.0\.0\.1\)/,
-      );
-      expect(listener.seen).toEqual({ connections: 0, bytes: 0 });
-    } finally {
-      vi.restoreAllMocks();
       await listener.close();
       await t.close();
     }

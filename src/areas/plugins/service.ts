@@ -6,6 +6,7 @@ import type { ListResult, Page } from '../../http/list.js';
 import type { Causation } from '../../lib/causation.js';
 import { type Clock, iso } from '../../lib/clock.js';
 import { newId } from '../../lib/ids.js';
+import type { GuardOptions } from '../../lib/net-guard.js';
 import { maskSecrets, secretValues } from '../vault/references.js';
 import { corePlugin } from './builtins/core.js';
 import { emailPlugin } from './builtins/email.js';
@@ -77,7 +78,8 @@ export interface PluginDeps {
   vault: { resolveReferences<T>(value: T): Promise<T> };
   pluginDir?: string;
   pluginServices: readonly string[];
-  allowPrivateNetworks: boolean;
+  /** SVC_ALLOW_PRIVATE_NETWORKS and SVC_DNS_SERVERS, for the built-in http and email plugins. */
+  network: GuardOptions;
   metrics: PluginMetrics;
 }
 
@@ -139,11 +141,7 @@ export function createPluginService(deps: PluginDeps): PluginService {
   return {
     async discover() {
       const plugins = await discoverPlugins({
-        builtins: [
-          corePlugin(),
-          httpPlugin({ allowPrivateNetworks: deps.allowPrivateNetworks }),
-          emailPlugin({ allowPrivateNetworks: deps.allowPrivateNetworks }),
-        ],
+        builtins: [corePlugin(), httpPlugin(deps.network), emailPlugin(deps.network)],
         pluginDir: deps.pluginDir,
         serviceUrls: deps.pluginServices,
         log,

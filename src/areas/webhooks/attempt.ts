@@ -2,6 +2,7 @@ import type { Logger } from 'pino';
 import type { Dispatcher } from 'undici';
 import { type Clock, iso } from '../../lib/clock.js';
 import { newId } from '../../lib/ids.js';
+import type { GuardOptions } from '../../lib/net-guard.js';
 import { VERSION } from '../../version.js';
 import type { EventInput } from '../events/publish.js';
 import { afterAttemptFailure } from './backoff.js';
@@ -22,8 +23,8 @@ export interface AttemptOptions {
   timeoutMs: number;
   /** SVC_WEBHOOK_BACKOFF_BASE_SECONDS */
   backoffBaseSeconds: number;
-  /** SVC_ALLOW_PRIVATE_NETWORKS */
-  allowPrivate: boolean;
+  /** SVC_ALLOW_PRIVATE_NETWORKS and SVC_DNS_SERVERS */
+  network: GuardOptions;
   metrics: WebhookMetrics;
   /** Opens a stored signing key (a Fernet token under the vault key): services.vault.open. */
   secrets: { open(token: string): string };
@@ -94,7 +95,7 @@ export function createAttempter(
         error: hook ? 'event body not found' : 'webhook not found',
         durationMs: 0,
       };
-    } else if (!opts.allowPrivate && !hook.url.startsWith('https:')) {
+    } else if (!opts.network.allowPrivate && !hook.url.startsWith('https:')) {
       result = {
         success: false,
         httpStatus: null,

@@ -2,7 +2,7 @@ import type { Logger } from 'pino';
 import type { Dispatcher } from 'undici';
 import type { Store } from '../../db/store.js';
 import { type Clock, iso } from '../../lib/clock.js';
-import { guardedDispatcher } from '../../lib/net-guard.js';
+import { type GuardOptions, guardedDispatcher } from '../../lib/net-guard.js';
 import { DueTimer } from '../../worker/due-timer.js';
 import { createLease } from '../../worker/lease.js';
 import type { Job } from '../../worker/worker.js';
@@ -28,8 +28,8 @@ export interface EngineOptions {
   backoffBaseSeconds: number;
   /** SVC_WEBHOOK_RETRY_INTERVAL_MS: the job's period. */
   retryIntervalMs: number;
-  /** SVC_ALLOW_PRIVATE_NETWORKS */
-  allowPrivate: boolean;
+  /** SVC_ALLOW_PRIVATE_NETWORKS and SVC_DNS_SERVERS */
+  network: GuardOptions;
   /** Wakes the `webhooks` job (new deliveries, a manual retry, a freed slot). */
   wake: () => void;
   /** Attempts in flight in this process, all webhooks together. */
@@ -91,7 +91,7 @@ export function createDeliveryEngine(opts: EngineOptions): DeliveryEngine {
   let claimSeq = 0;
   let dispatcher: Dispatcher | undefined;
   const http = () => {
-    dispatcher ??= guardedDispatcher({ allowPrivate: opts.allowPrivate, timeoutMs: opts.timeoutMs });
+    dispatcher ??= guardedDispatcher({ ...opts.network, timeoutMs: opts.timeoutMs });
     return dispatcher;
   };
 

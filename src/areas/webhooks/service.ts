@@ -5,7 +5,7 @@ import { AppError, notFound } from '../../http/errors.js';
 import type { ListResult, Page } from '../../http/list.js';
 import { type Clock, iso } from '../../lib/clock.js';
 import { newId, timeOrderedIds } from '../../lib/ids.js';
-import { assertAllowedUrl, ForbiddenTargetError } from '../../lib/net-guard.js';
+import { assertAllowedUrl, ForbiddenTargetError, type GuardOptions } from '../../lib/net-guard.js';
 import type { CloudEvent } from '../events/cloudevent.js';
 import type { EventTypeService } from '../events/event-types.js';
 import type { EventHandler } from '../events/handlers.js';
@@ -55,8 +55,8 @@ export interface WebhookDeps {
   store: Store;
   clock: Clock;
   log: Logger;
-  /** SVC_ALLOW_PRIVATE_NETWORKS: checked when a url is set (the sender checks again per attempt). */
-  allowPrivate: boolean;
+  /** SVC_ALLOW_PRIVATE_NETWORKS and SVC_DNS_SERVERS: checked when a url is set (the sender checks again per attempt). */
+  network: GuardOptions;
   /** Wakes the sender (src/areas/webhooks/engine.ts): new deliveries, a manual retry. */
   wake: () => void;
   /** The event type registry: event_types are checked when set; test events are its examples. */
@@ -102,7 +102,7 @@ export function createWebhookService(deps: WebhookDeps): WebhookService {
 
   async function checkUrl(url: string): Promise<void> {
     try {
-      await assertAllowedUrl(url, { allowPrivate: deps.allowPrivate });
+      await assertAllowedUrl(url, deps.network);
     } catch (err) {
       if (err instanceof ForbiddenTargetError) {
         throw new AppError('WEBHOOK.URL_FORBIDDEN', `url refused: ${err.message}`, {

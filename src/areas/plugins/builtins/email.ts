@@ -1,7 +1,7 @@
 import net from 'node:net';
 import nodemailer from 'nodemailer';
 import { AppError } from '../../../http/errors.js';
-import { ForbiddenTargetError, resolveTarget } from '../../../lib/net-guard.js';
+import { ForbiddenTargetError, type GuardOptions, resolveTarget } from '../../../lib/net-guard.js';
 import { VERSION } from '../../../version.js';
 import type { PluginModule } from '../manifest.js';
 
@@ -42,7 +42,7 @@ const Addresses = {
  * password is meant to be a `$secret:` reference, resolved only for the send. The connection is
  * opened here, to an address net-guard checked first (same policy as webhooks).
  */
-export function emailPlugin(deps: { allowPrivateNetworks: boolean }): PluginModule {
+export function emailPlugin(network: GuardOptions): PluginModule {
   return {
     manifest: {
       name: 'email',
@@ -115,7 +115,7 @@ export function emailPlugin(deps: { allowPrivateNetworks: boolean }): PluginModu
           greetingTimeout: CONNECT_TIMEOUT_MS,
           socketTimeout: TIMEOUT_SECONDS * 1000,
           logger: false,
-          getSocket: (_opts, callback) => guardedSocket(cfg, deps.allowPrivateNetworks, callback),
+          getSocket: (_opts, callback) => guardedSocket(cfg, network, callback),
         });
         const abort = () => transport.close();
         signal.addEventListener('abort', abort, { once: true });
@@ -161,10 +161,10 @@ export function emailPlugin(deps: { allowPrivateNetworks: boolean }): PluginModu
  */
 function guardedSocket(
   cfg: EmailConfig,
-  allowPrivate: boolean,
+  network: GuardOptions,
   callback: (err: Error | null, socketOptions: object | false) => void,
 ): void {
-  resolveTarget(cfg.host, { allowPrivate }).then(
+  resolveTarget(cfg.host, network).then(
     ({ address }) => {
       const socket = net.connect({ host: address, port: cfg.port });
       const fail = (err: Error) => {

@@ -1,7 +1,12 @@
 import { type Dispatcher, request } from 'undici';
 import { AppError } from '../../../http/errors.js';
 import { causationHeaders } from '../../../lib/causation.js';
-import { assertAllowedUrl, ForbiddenTargetError, guardedDispatcher } from '../../../lib/net-guard.js';
+import {
+  assertAllowedUrl,
+  ForbiddenTargetError,
+  type GuardOptions,
+  guardedDispatcher,
+} from '../../../lib/net-guard.js';
 import { VERSION } from '../../../version.js';
 import { BodyTooLargeError, readCapped } from '../http-body.js';
 import type { PluginModule } from '../manifest.js';
@@ -41,9 +46,8 @@ const StringMap = { type: 'object', additionalProperties: { type: 'string' } };
  * through net-guard (https and public addresses only unless SVC_ALLOW_PRIVATE_NETWORKS), redirects
  * are answered, never followed, and the response body is capped.
  */
-export function httpPlugin(deps: { allowPrivateNetworks: boolean }): PluginModule {
+export function httpPlugin(network: GuardOptions): PluginModule {
   let dispatcher: Dispatcher | undefined;
-  const allowPrivate = deps.allowPrivateNetworks;
   return {
     manifest: {
       name: 'http',
@@ -112,7 +116,7 @@ export function httpPlugin(deps: { allowPrivateNetworks: boolean }): PluginModul
         const req = input as HttpInput;
         const target = targetUrl(req, cfg);
         try {
-          await assertAllowedUrl(target, { allowPrivate });
+          await assertAllowedUrl(target, network);
         } catch (err) {
           if (err instanceof ForbiddenTargetError) {
             throw new AppError('PLUGIN.INVALID_INPUT', `url is not allowed: ${err.message}`, {
@@ -141,7 +145,7 @@ export function httpPlugin(deps: { allowPrivateNetworks: boolean }): PluginModul
         }
         const limit = Math.min(cfg.max_response_bytes ?? DEFAULT_RESPONSE_BYTES, HTTP_MAX_RESPONSE_BYTES);
         const deadline = req.timeout_ms ? AbortSignal.timeout(req.timeout_ms) : undefined;
-        dispatcher ??= guardedDispatcher({ allowPrivate, timeoutMs: TIMEOUT_SECONDS * 1000 });
+        dispatcher ??= guardedDispatcher({ ...network, timeoutMs: TIMEOUT_SECONDS * 1000 });
         try {
           const res = await request(target, {
             method: req.method as Dispatcher.HttpMethod,

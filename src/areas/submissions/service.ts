@@ -244,25 +244,9 @@ export function createSubmissionService(deps: SubmissionDeps): SubmissionService
       changes.metadata = input.metadata === null ? null : JSON.stringify(input.metadata);
       changed.push('metadata');
     }
-    await store.transaction(async (tx) => {
-      if (!(await updateSubmission(tx.db, id, changes))) {
-        throw new AppError('SUBMISSION.NOT_FOUND', 'Submission not found');
-      }
-      await events.publish(tx, {
-        type: 'svc.submission.updated',
-        source: SOURCE,
-        subject: id,
-        data: {
-          submission_id: id,
-          questionnaire_id: current.questionnaire_id,
-          user_id: current.user_id,
-          enrollment_id: current.enrollment_id,
-          is_anonymous: current.is_anonymous,
-          changed_fields: changed,
-          answers: input.answers ?? current.answers,
-        },
-        causation: principal.causation,
-      });
+    await changeAndPublish(principal, current, changes, 'svc.submission.updated', {
+      changed_fields: changed,
+      answers: input.answers ?? current.answers,
     });
     return require(id);
   }
@@ -271,12 +255,29 @@ export function createSubmissionService(deps: SubmissionDeps): SubmissionService
     const actorId = principal.userId;
     const current = await requireFor(principal, id, 'EDIT');
     const at = now();
+    await changeAndPublish(principal, current, softDeleted(at, actorId), 'svc.submission.deleted', {
+      deleted_at: at,
+    });
+  }
+
+  /**
+   * Writes `changes` to a submission that is still there (404 when it went meanwhile) and publishes
+   * `type` with the submission's identity and `extra`, in one transaction.
+   */
+  async function changeAndPublish(
+    principal: Principal,
+    current: Submission,
+    changes: Parameters<typeof updateSubmission>[2],
+    type: 'svc.submission.updated' | 'svc.submission.deleted',
+    extra: Record<string, unknown>,
+  ): Promise<void> {
+    const id = current.id;
     await store.transaction(async (tx) => {
-      if (!(await updateSubmission(tx.db, id, softDeleted(at, actorId)))) {
+      if (!(await updateSubmission(tx.db, id, changes))) {
         throw new AppError('SUBMISSION.NOT_FOUND', 'Submission not found');
       }
       await events.publish(tx, {
-        type: 'svc.submission.deleted',
+        type,
         source: SOURCE,
         subject: id,
         data: {
@@ -285,7 +286,7 @@ export function createSubmissionService(deps: SubmissionDeps): SubmissionService
           user_id: current.user_id,
           enrollment_id: current.enrollment_id,
           is_anonymous: current.is_anonymous,
-          deleted_at: at,
+          ...extra,
         },
         causation: principal.causation,
       });

@@ -1,0 +1,391 @@
+/**
+ * The whole pipeline from outside (#17): `POST /questionnaire_submission` by a signed-in user →
+ * svc.submission.created → a subscription whose condition holds (`answers.score > 5`) → COMPUTE
+ * `derive` → ACTION `http` POST of its output to a local receiver that checks it. "Full executions/s"
+ * counts the receiver's valid POSTs, the backlog after the load window waited for and counted in the
+ * time. svc runs as users run it (`node dist/cli/svc.js serve`, `npm run build` first) on a fresh
+ * SQLite file or PostgreSQL database, set up over its API. The ceiling, in the same invocation: a plain
+ * `node:http` server doing the same condition, computation and outbound POST, with no persistence.
+ *
+ *   npm run build && npm run bench -- pipeline [--store sqlite|postgres|split] [--connections 10,50]
+ *     [--seconds 15] [--reps 3]
+ *
+ * `split` is PostgreSQL with `svc serve SVC_WORKER=false` and one `svc worker`. Prints figures; never fails.
+ */
+import { type ChildProcess, spawn } from 'node:child_process';
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { parseArgs } from 'node:util';
+import autocannon from 'autocannon';
+import pg from 'pg';
+
+const ROOT = fileURLToPath(new URL('../../', import.meta.url));
+const { values } = parseArgs({
+  options: {
+    store: { type: 'string', default: 'sqlite,postgres' },
+    connections: { type: 'string', default: '10,50' },
+    seconds: { type: 'string', default: '15' },
+    reps: { type: 'string', default: '3' },
+  },
+});
+const SECONDS = Number(values.seconds);
+const REPS = Number(values.reps);
+const ANSWERS = { score: 7, q1: 'yes', q2: 3, q3: ['a', 'b'], comment: 'fine' };
+const PG_BASE = process.env.SVC_BENCH_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
+const EMAIL = 'bench-admin@example.test';
+const PASSWORD = 'bench-admin-password-1';
+
+if (!existsSync(join(ROOT, 'dist/cli/svc.js'))) {
+  console.error('bench/pipeline runs the built CLI: npm run build first');
+  process.exit(2);
+}
+
+/** The receiver: counts POSTs whose body is what the graph computes. */
+function receiver() {
+  let valid = 0;
+  let invalid = 0;
+  const server = http.createServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (c: Buffer) => chunks.push(c));
+    req.on('end', () => {
+      try {
+        const body = JSON.parse(Buffer.concat(chunks).toString('utf8'));
+        if (body.doubled === 14 && body.label === 'svc.submission.created:7') valid++;
+        else invalid++;
+      } catch {
+        invalid++;
+      }
+      res.setHeader('content-type', 'application/json');
+      res.end('{"ok":true}');
+    });
+  });
+  server.keepAliveTimeout = 60_000;
+  return {
+    server,
+    counts: () => ({ valid, invalid }),
+    async listen() {
+      await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+      return `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+    },
+  };
+}
+
+/** The ceiling: the same condition, computation and outbound POST in a plain server, nothing stored. */
+async function ceiling(target: string): Promise<{ url: string; close(): void }> {
+  const agent = new http.Agent({ keepAlive: true, maxSockets: 256 });
+  const to = new URL(target);
+  const server = http.createServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (c: Buffer) => chunks.push(c));
+    req.on('end', () => {
+      const { answers } = JSON.parse(Buffer.concat(chunks).toString('utf8'));
+      const type = 'svc.submission.created';
+      if (!(answers.score > 5)) return res.end('{}');
+      const out = JSON.stringify({
+        type,
+        score: answers.score,
+        doubled: answers.score * 2,
+        label: `${type}:${answers.score}`,
+      });
+      const call = http.request(
+        {
+          host: to.hostname,
+          port: to.port,
+          path: '/',
+          method: 'POST',
+          agent,
+          headers: { 'content-type': 'application/json' },
+        },
+        (r) => {
+          r.resume();
+          r.on('end', () => res.end('{"ok":true}'));
+        },
+      );
+      call.end(out);
+    });
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, close: () => server.close() };
+}
+
+async function freePort(): Promise<number> {
+  const s = http.createServer();
+  await new Promise<void>((r) => s.listen(0, '127.0.0.1', r));
+  const port = (s.address() as AddressInfo).port;
+  await new Promise((r) => s.close(r));
+  return port;
+}
+
+interface Svc {
+  url: string;
+  processes: ChildProcess[];
+  stop(): Promise<void>;
+}
+
+async function startSvc(kind: string): Promise<Svc> {
+  const dir = mkdtempSync(join(tmpdir(), 'svc-bench-'));
+  let databaseUrl = `sqlite:${dir}/svc.db`;
+  let drop = async () => {};
+  if (kind !== 'sqlite') {
+    const name = `svc_bench_${Date.now()}`;
+    const admin = new pg.Client({ connectionString: PG_BASE });
+    await admin.connect();
+    await admin.query(`create database ${name}`);
+    await admin.end();
+    const u = new URL(PG_BASE);
+    u.pathname = `/${name}`;
+    databaseUrl = u.toString();
+    drop = async () => {
+      const c = new pg.Client({ connectionString: PG_BASE });
+      await c.connect();
+      await c.query(`drop database if exists ${name} with (force)`);
+      await c.end();
+    };
+  }
+  const port = await freePort();
+  const env = {
+    PATH: process.env.PATH,
+    SVC_DATABASE_URL: databaseUrl,
+    SVC_DATA_DIR: dir,
+    PORT: String(port),
+    HOST: '127.0.0.1',
+    SVC_JWT_SECRET: 'bench-jwt-secret-that-is-long-enough-0123456789',
+    SVC_VAULT_ENCRYPTION_KEY: 'bench-vault-key',
+    SVC_BOOTSTRAP_ADMIN_EMAIL: EMAIL,
+    SVC_BOOTSTRAP_ADMIN_PASSWORD: PASSWORD,
+    SVC_ALLOW_PRIVATE_NETWORKS: 'true',
+    SVC_WORKFLOW_MAX_RUNS_PER_MINUTE: '0',
+    SVC_ACCESS_TOKEN_TTL_SECONDS: '86400',
+  };
+  const run = (role: string, extra: Record<string, string> = {}) =>
+    spawn(process.execPath, ['dist/cli/svc.js', role], {
+      cwd: ROOT,
+      env: { ...env, ...extra },
+      stdio: 'ignore',
+    });
+  const processes = [run('serve', kind === 'split' ? { SVC_WORKER: 'false' } : {})];
+  const url = `http://127.0.0.1:${port}`;
+  for (let i = 0; i < 300; i++) {
+    const ok = await fetch(`${url}/readyz`).then(
+      (r) => r.ok,
+      () => false,
+    );
+    if (ok) break;
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  if (kind === 'split') processes.push(run('worker'));
+  return {
+    url,
+    processes,
+    async stop() {
+      for (const p of processes) p.kill('SIGTERM');
+      await Promise.all(
+        processes.map((p) => new Promise((r) => (p.exitCode === null ? p.once('exit', r) : r(null)))),
+      );
+      await drop();
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}
+
+/** Sets up the scenario over the API; answers the respondent's headers and the submission body. */
+async function setUp(base: string, receiverUrl: string) {
+  const call = async (method: string, path: string, body?: unknown, token?: string) => {
+    const res = await fetch(`${base}/api/v1${path}`, {
+      method,
+      headers: { 'content-type': 'application/json', ...(token ? { authorization: `Bearer ${token}` } : {}) },
+      body: body === undefined ? undefined : JSON.stringify(body),
+    });
+    const json = (await res.json()) as Record<string, unknown> & { id: string };
+    if (!res.ok) throw new Error(`${method} ${path}: ${res.status} ${JSON.stringify(json)}`);
+    return json;
+  };
+  const login = async (email: string, password: string) =>
+    (await call('POST', '/auth/login/credentials', { email, password })).access_token as string;
+  const admin = await login(EMAIL, PASSWORD);
+  // One respondent submits over and over: the questionnaire must allow it (the default is one each).
+  const q = await call(
+    'POST',
+    '/questionnaire',
+    { name: 'Daily check-in', payload: {}, config: { allow_multiple_submissions: true } },
+    admin,
+  );
+  await call('POST', `/questionnaire/${q.id}/publish`, undefined, admin);
+  const defs = await call('GET', '/plugin_definition?name=http', undefined, admin);
+  const httpDef = (defs.plugin_definitions as Array<{ id: string }>)[0].id;
+  const instance = await call(
+    'POST',
+    '/plugin_instance',
+    { plugin_definition_id: httpDef, display_name: 'receiver', enabled: true },
+    admin,
+  );
+  const sub = await call(
+    'POST',
+    '/event_subscription',
+    {
+      name: 'high scores',
+      event_type: 'svc.submission.created',
+      condition_jsonlogic: { '>': [{ var: 'event.data.answers.score' }, 5] },
+    },
+    admin,
+  );
+  await call(
+    'PUT',
+    `/event_subscription/${sub.id}/graph`,
+    {
+      nodes: [
+        {
+          key: 'derive',
+          type: 'COMPUTE',
+          config: {
+            logic: {
+              eachKey: {
+                type: { var: 'event.type' },
+                score: { var: 'event.data.answers.score' },
+                doubled: { '*': [{ var: 'event.data.answers.score' }, 2] },
+                label: { cat: [{ var: 'event.type' }, ':', { var: 'event.data.answers.score' }] },
+              },
+            },
+          },
+        },
+        {
+          key: 'call',
+          type: 'ACTION',
+          config: {
+            plugin_instance_id: instance.id,
+            plugin_action: 'request',
+            input_mapping: { method: 'POST', url: receiverUrl, body: { var: 'nodes.derive.output' } },
+          },
+        },
+      ],
+      edges: [{ from_node_id: 'derive', to_node_id: 'call' }],
+    },
+    admin,
+  );
+  await call(
+    'POST',
+    '/user',
+    { email: 'respondent@example.test', password: PASSWORD, role_keys: ['responder'] },
+    admin,
+  );
+  const token = await login('respondent@example.test', PASSWORD);
+  return {
+    headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+    body: JSON.stringify({ questionnaire_id: q.id, answers: ANSWERS }),
+  };
+}
+
+const rssMiB = (pid: number) => {
+  const m = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
+  return m ? Number(m[1]) / 1024 : 0;
+};
+const cpuSeconds = (pid: number) => {
+  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
+  return (Number(fields[11]) + Number(fields[12])) / 100;
+};
+
+interface Figures {
+  rps: number;
+  p50: number;
+  p99: number;
+  execs: number;
+  rssPeak: number;
+  cpu: number;
+}
+
+/** One measured window: load, then the backlog waited for; executions counted at the receiver. */
+async function measure(
+  url: string,
+  request: { headers: Record<string, string>; body: string },
+  connections: number,
+  seconds: number,
+  counts: () => { valid: number },
+  pids: number[],
+): Promise<Figures> {
+  const before = counts().valid;
+  const cpu0 = pids.reduce((a, p) => a + cpuSeconds(p), 0);
+  let rssPeak = 0;
+  const sampler = setInterval(() => {
+    rssPeak = Math.max(
+      rssPeak,
+      pids.reduce((a, p) => a + rssMiB(p), 0),
+    );
+  }, 250);
+  const started = Date.now();
+  const result = await autocannon({ url, method: 'POST', connections, duration: seconds, ...request });
+  const ok = result['2xx'];
+  // The backlog: every accepted submission is one execution (score 7 > 5).
+  while (counts().valid - before < ok && Date.now() - started < seconds * 1000 + 120_000)
+    await new Promise((r) => setTimeout(r, 50));
+  const wall = (Date.now() - started) / 1000;
+  if (result.non2xx > 0 || result.errors > 0)
+    console.log(`  (${result.non2xx} answers other than 2xx, ${result.errors} errors in this window)`);
+  clearInterval(sampler);
+  const cpu = pids.reduce((a, p) => a + cpuSeconds(p), 0) - cpu0;
+  return {
+    rps: result.requests.average,
+    p50: result.latency.p50,
+    p99: result.latency.p99,
+    execs: (counts().valid - before) / wall,
+    rssPeak,
+    cpu: cpu / wall,
+  };
+}
+
+const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
+const range = (xs: number[], digits = 0) =>
+  `${Math.min(...xs).toFixed(digits)}–${Math.max(...xs).toFixed(digits)}`;
+
+const rx = receiver();
+const receiverUrl = await rx.listen();
+const top = await ceiling(receiverUrl);
+console.log(`pipeline: ${SECONDS} s windows, ${REPS} repetitions, medians (min–max)\n`);
+console.log(
+  '| store | conc | req/s | p50 / p99 ms | full exec/s | ceiling exec/s | % of ceiling | RSS idle / peak MiB | CPU (cores) |',
+);
+console.log('|---|---|---|---|---|---|---|---|---|');
+for (const kind of values.store.split(',')) {
+  const svc = await startSvc(kind);
+  try {
+    const request = await setUp(svc.url, receiverUrl);
+    const pids = svc.processes.map((p) => p.pid as number);
+    await new Promise((r) => setTimeout(r, 1_000));
+    const idle = pids.reduce((a, p) => a + rssMiB(p), 0);
+    for (const connections of values.connections.split(',').map(Number)) {
+      await measure(`${svc.url}/api/v1/questionnaire_submission`, request, connections, 3, rx.counts, pids); // warm-up
+      await measure(top.url, request, connections, 2, rx.counts, []);
+      const runs: Figures[] = [];
+      const tops: Figures[] = [];
+      for (let i = 0; i < REPS; i++) {
+        runs.push(
+          await measure(
+            `${svc.url}/api/v1/questionnaire_submission`,
+            request,
+            connections,
+            SECONDS,
+            rx.counts,
+            pids,
+          ),
+        );
+        tops.push(await measure(top.url, request, connections, SECONDS, rx.counts, []));
+      }
+      const pct = runs.map((r, i) => (100 * r.execs) / tops[i].execs);
+      const m = (f: (x: Figures) => number, xs = runs) => median(xs.map(f));
+      console.log(
+        `| ${kind} | ${connections} | ${m((r) => r.rps).toFixed(0)} | ${m((r) => r.p50)} / ${m((r) => r.p99)} | ` +
+          `**${m((r) => r.execs).toFixed(0)}** (${range(runs.map((r) => r.execs))}) | ${m((r) => r.execs, tops).toFixed(0)} | ` +
+          `${median(pct).toFixed(1)}% (${range(pct, 1)}) | ${idle.toFixed(0)} / ${m((r) => r.rssPeak).toFixed(0)} | ${m((r) => r.cpu).toFixed(2)} |`,
+      );
+    }
+  } finally {
+    await svc.stop();
+  }
+}
+console.log(`\nreceiver: ${JSON.stringify(rx.counts())}`);
+top.close();
+rx.server.close();
+process.exit(0);

@@ -82,6 +82,27 @@ export function isoParam(value: string): string {
   return new Date(value).toISOString();
 }
 
+/**
+ * Applies the `<column>_gte` / `<column>_lte` filters of `filters` (declared with `TimeRanges`) to
+ * `q`, inclusive, each time normalised to the stored form.
+ */
+// biome-ignore lint/suspicious/noExplicitAny: one helper over every table's builder
+export function whereTimeRanges<Q extends SelectQueryBuilder<any, any, any>>(
+  q: Q,
+  filters: object,
+  columns: readonly string[],
+): Q {
+  const f = filters as Record<string, unknown>;
+  let out = q;
+  for (const column of columns) {
+    const gte = f[`${column}_gte`];
+    const lte = f[`${column}_lte`];
+    if (typeof gte === 'string') out = out.where(column, '>=', isoParam(gte)) as Q;
+    if (typeof lte === 'string') out = out.where(column, '<=', isoParam(lte)) as Q;
+  }
+  return out;
+}
+
 /** Case-insensitive substring match on a column, the same on SQLite and PostgreSQL. */
 export function containsInsensitive(column: string, value: string): Expression<SqlBool> {
   // SQLite's LIKE has no default escape character, so ESCAPE is explicit for both stores.

@@ -1,4 +1,4 @@
-import { type TObject, type TProperties, type TSchema, Type } from '@sinclair/typebox';
+import { type TObject, type TOptional, type TProperties, type TSchema, Type } from '@sinclair/typebox';
 
 /** The error body of CONTRACTS §2, for every error. */
 export const ErrorBody = Type.Object(
@@ -19,6 +19,22 @@ export const errorAnswers = (...statuses: number[]) =>
 
 export const Id = Type.String({ minLength: 1, maxLength: 200 });
 export const Timestamp = Type.String({ format: 'date-time' });
+
+/**
+ * The inclusive range filters of a list query, `<column>_gte` and `<column>_lte` for each time
+ * column: `...TimeRanges('created_at', 'updated_at')`. Stores apply them with `whereTimeRanges`.
+ */
+export function TimeRanges<C extends string>(...columns: C[]) {
+  return Object.fromEntries(
+    columns.flatMap((c) => [
+      [`${c}_gte`, Type.Optional(Timestamp)],
+      [`${c}_lte`, Type.Optional(Timestamp)],
+    ]),
+  ) as { [K in `${C}_gte` | `${C}_lte`]: TOptional<typeof Timestamp> };
+}
+
+/** The filter fields `TimeRanges` declares, as the stores' filter types spell them. */
+export type TimeRangeFilters<C extends string> = { [K in `${C}_gte` | `${C}_lte`]?: string };
 export const Nullable = <T extends TSchema>(schema: T) => Type.Union([schema, Type.Null()]);
 /** Any JSON object (free-form payloads, configs). */
 export const JsonObject = Type.Object({}, { additionalProperties: true });

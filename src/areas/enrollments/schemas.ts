@@ -6,6 +6,7 @@ import {
   ListQuery,
   ListResponse,
   Nullable,
+  TimeRanges,
   Timestamp,
 } from '../../http/schemas.js';
 import { ENROLLED_USER_SORT } from './store.js';
@@ -99,8 +100,7 @@ const EnrollmentFilters = {
   user_id: Type.Optional(Id),
   status: Type.Optional(EnrollmentStatusSchema),
   questionnaire_id: Type.Optional(Id),
-  created_at_gte: Type.Optional(Timestamp),
-  created_at_lte: Type.Optional(Timestamp),
+  ...TimeRanges('created_at'),
 };
 
 export const EnrollmentListQuery = ListQuery(

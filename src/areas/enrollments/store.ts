@@ -2,7 +2,8 @@ import type { Static } from '@sinclair/typebox';
 import { type Expression, type SqlBool, sql } from 'kysely';
 import type { Db, Tx } from '../../db/store.js';
 import type { Page } from '../../http/list.js';
-import { isoParam, paginate } from '../../http/list.js';
+import { paginate, whereTimeRanges } from '../../http/list.js';
+import type { TimeRangeFilters } from '../../http/schemas.js';
 import type { Enrollment as EnrollmentSchema } from './schemas.js';
 import type { EnrollmentTable } from './tables.js';
 import type { EnrollmentStatus } from './transitions.js';
@@ -186,20 +187,17 @@ export async function updateEnrollment(
   return Number(res.numUpdatedRows) > 0;
 }
 
-export interface EnrollmentFilters {
+export interface EnrollmentFilters extends TimeRangeFilters<'created_at'> {
   user_id?: string;
   status?: string;
   questionnaire_id?: string;
-  created_at_gte?: string;
-  created_at_lte?: string;
 }
 
 function filtered(db: Db, f: EnrollmentFilters, visible: Visibility) {
   let q = visibleOnly(activeEnrollments(db), visible);
   if (f.user_id !== undefined) q = q.where('user_id', '=', f.user_id);
   if (f.status !== undefined) q = q.where('status', '=', f.status);
-  if (f.created_at_gte !== undefined) q = q.where('created_at', '>=', isoParam(f.created_at_gte));
-  if (f.created_at_lte !== undefined) q = q.where('created_at', '<=', isoParam(f.created_at_lte));
+  q = whereTimeRanges(q, f, ['created_at']);
   if (f.questionnaire_id !== undefined) {
     const qid = f.questionnaire_id;
     q = q.where('id', 'in', (eb) =>

@@ -6,6 +6,7 @@ import {
   ListResponse,
   Nullable,
   QueryBoolean,
+  TimeRanges,
   Timestamp,
 } from '../../http/schemas.js';
 
@@ -195,12 +196,7 @@ export const EventDeliveryTaskQuery = ListQuery(
   {
     status: Type.Optional(Type.Union(TASK_STATUSES.map((s) => Type.Literal(s)))),
     target: Type.Optional(Type.String({ minLength: 1 })),
-    created_at_gte: Type.Optional(Timestamp),
-    created_at_lte: Type.Optional(Timestamp),
-    next_attempt_at_gte: Type.Optional(Timestamp),
-    next_attempt_at_lte: Type.Optional(Timestamp),
-    done_at_gte: Type.Optional(Timestamp),
-    done_at_lte: Type.Optional(Timestamp),
+    ...TimeRanges('created_at', 'next_attempt_at', 'done_at'),
   },
   { sortBy: 'created_at', sortDir: 'desc' },
 );

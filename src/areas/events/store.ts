@@ -1,7 +1,7 @@
 import { type Kysely, type Selectable, sql } from 'kysely';
 import type { Database } from '../../db/schema.js';
 import type { Db, Dialect } from '../../db/store.js';
-import { isoParam, paginate } from '../../http/list.js';
+import { paginate, whereTimeRanges } from '../../http/list.js';
 import type { CloudEvent } from './cloudevent.js';
 import type { EventDeliveryTask, EventDeliveryTaskQuery } from './schemas.js';
 import type { EventDeliveryTaskTable } from './tables.js';
@@ -274,15 +274,7 @@ export async function listTasks(db: Db, query: EventDeliveryTaskQuery) {
   let base = db.selectFrom(TABLE);
   if (query.status) base = base.where('status', '=', query.status);
   if (query.target) base = base.where('target', '=', query.target);
-  const ranges = [
-    ['created_at', query.created_at_gte, query.created_at_lte],
-    ['next_attempt_at', query.next_attempt_at_gte, query.next_attempt_at_lte],
-    ['done_at', query.done_at_gte, query.done_at_lte],
-  ] as const;
-  for (const [column, gte, lte] of ranges) {
-    if (gte) base = base.where(column, '>=', isoParam(gte));
-    if (lte) base = base.where(column, '<=', isoParam(lte));
-  }
+  base = whereTimeRanges(base, query, ['created_at', 'next_attempt_at', 'done_at']);
   return paginate(base, query, toTask);
 }
 

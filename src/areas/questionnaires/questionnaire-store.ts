@@ -1,5 +1,12 @@
 import type { Db, Tx } from '../../db/store.js';
-import { containsInsensitive, isoParam, type ListResult, type Page, paginate } from '../../http/list.js';
+import {
+  containsInsensitive,
+  type ListResult,
+  type Page,
+  paginate,
+  whereTimeRanges,
+} from '../../http/list.js';
+import type { TimeRangeFilters } from '../../http/schemas.js';
 import { type Questionnaire, type QuestionnaireRevision, toQuestionnaire, toRevision } from './records.js';
 import type {
   QuestionnaireRevisionTable,
@@ -10,24 +17,18 @@ import type {
 import { type Grantees, questionnaireVisible } from './visibility.js';
 
 /** Questionnaires and their revisions (tables questionnaire, questionnaire_revision). */
-export interface QuestionnaireFilters {
+export interface QuestionnaireFilters extends TimeRangeFilters<'created_at' | 'updated_at'> {
   status?: QuestionnaireStatus;
   folder_id?: string;
   lineage_root_id?: string;
   name?: string;
   search?: string;
   created_by?: string;
-  created_at_gte?: string;
-  created_at_lte?: string;
-  updated_at_gte?: string;
-  updated_at_lte?: string;
 }
 
-export interface RevisionFilters {
+export interface RevisionFilters extends TimeRangeFilters<'created_at'> {
   operation?: RevisionOperation;
   created_by?: string;
-  created_at_gte?: string;
-  created_at_lte?: string;
   sequence_gte?: number;
   sequence_lte?: number;
 }
@@ -120,11 +121,7 @@ export async function listQuestionnaires(
     const s = f.search;
     q = q.where((eb) => eb.or([containsInsensitive('name', s), containsInsensitive('description', s)]));
   }
-  if (f.created_at_gte) q = q.where('created_at', '>=', isoParam(f.created_at_gte));
-  if (f.created_at_lte) q = q.where('created_at', '<=', isoParam(f.created_at_lte));
-  if (f.updated_at_gte) q = q.where('updated_at', '>=', isoParam(f.updated_at_gte));
-  if (f.updated_at_lte) q = q.where('updated_at', '<=', isoParam(f.updated_at_lte));
-  return paginate(q, page, toQuestionnaire);
+  return paginate(whereTimeRanges(q, f, ['created_at', 'updated_at']), page, toQuestionnaire);
 }
 
 /** Tree nodes: active questionnaires of the given folders (null = the root), without the documents. */
@@ -185,8 +182,7 @@ export async function listRevisions(db: Db, questionnaireId: string, page: Page,
   let q = db.selectFrom('questionnaire_revision').where('questionnaire_id', '=', questionnaireId);
   if (f.operation) q = q.where('operation', '=', f.operation);
   if (f.created_by) q = q.where('created_by', '=', f.created_by);
-  if (f.created_at_gte) q = q.where('created_at', '>=', isoParam(f.created_at_gte));
-  if (f.created_at_lte) q = q.where('created_at', '<=', isoParam(f.created_at_lte));
+  q = whereTimeRanges(q, f, ['created_at']);
   if (f.sequence_gte !== undefined) q = q.where('sequence', '>=', f.sequence_gte);
   if (f.sequence_lte !== undefined) q = q.where('sequence', '<=', f.sequence_lte);
   return paginate(q, page, toRevision);

@@ -1,5 +1,5 @@
 import { Type } from '@sinclair/typebox';
-import { AuditFields, Id, JsonObject, Nullable, Timestamp } from '../../http/schemas.js';
+import { AuditFields, Id, JsonObject, Nullable, TimeRanges, Timestamp } from '../../http/schemas.js';
 
 /** TypeBox schemas of the questionnaire catalogue: requests, responses, OpenAPI (docs/platform.md). */
 
@@ -36,8 +36,6 @@ export const Params = Type.Object({ id: Ref }, { additionalProperties: false });
 const Name = text({ minLength: 1, maxLength: 200 });
 const Description = Nullable(text({ maxLength: 4000 }));
 const Search = text({ maxLength: 200 });
-const IsoFilter = Type.String({ format: 'date-time' });
-
 const Audit = { ...AuditFields, created_by: Nullable(Type.String()) };
 
 /** The questionnaire without its three content documents: list rows of the tree. */
@@ -198,17 +196,13 @@ export const questionnaireFilters = {
   name: Type.Optional(Search),
   search: Type.Optional(Search),
   created_by: Type.Optional(Ref),
-  created_at_gte: Type.Optional(IsoFilter),
-  created_at_lte: Type.Optional(IsoFilter),
-  updated_at_gte: Type.Optional(IsoFilter),
-  updated_at_lte: Type.Optional(IsoFilter),
+  ...TimeRanges('created_at', 'updated_at'),
 };
 
 export const revisionFilters = {
   operation: Type.Optional(RevisionOperation),
   created_by: Type.Optional(Ref),
-  created_at_gte: Type.Optional(IsoFilter),
-  created_at_lte: Type.Optional(IsoFilter),
+  ...TimeRanges('created_at'),
   // The column is a 32-bit integer: a larger filter would be an error on PostgreSQL, not a 400.
   sequence_gte: Type.Optional(Type.Integer({ minimum: 1, maximum: 2_147_483_647 })),
   sequence_lte: Type.Optional(Type.Integer({ minimum: 1, maximum: 2_147_483_647 })),

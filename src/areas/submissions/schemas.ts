@@ -7,7 +7,7 @@ import {
   ListResponse,
   Nullable,
   QueryBoolean,
-  Timestamp,
+  TimeRanges,
 } from '../../http/schemas.js';
 import { SUBMISSION_SORT } from './store.js';
 
@@ -79,10 +79,7 @@ export const SubmissionListQuery = ListQuery(
     user_id: Type.Optional(Id),
     enrollment_id: Type.Optional(Id),
     is_anonymous: Type.Optional(QueryBoolean),
-    created_at_gte: Type.Optional(Timestamp),
-    created_at_lte: Type.Optional(Timestamp),
-    updated_at_gte: Type.Optional(Timestamp),
-    updated_at_lte: Type.Optional(Timestamp),
+    ...TimeRanges('created_at', 'updated_at'),
   },
   { sortBy: 'created_at' },
 );

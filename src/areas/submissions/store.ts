@@ -2,7 +2,8 @@ import type { Static } from '@sinclair/typebox';
 import { type Expression, type SqlBool, sql } from 'kysely';
 import { updateActive } from '../../db/audit.js';
 import type { Db, Tx } from '../../db/store.js';
-import { isoParam, type Page, paginate } from '../../http/list.js';
+import { type Page, paginate, whereTimeRanges } from '../../http/list.js';
+import type { TimeRangeFilters } from '../../http/schemas.js';
 import type { Submission as SubmissionSchema } from './schemas.js';
 import type { QuestionnaireSubmissionTable } from './tables.js';
 
@@ -83,15 +84,11 @@ export async function updateSubmission(
   return updateActive(db, 'questionnaire_submission', id, changes);
 }
 
-export interface SubmissionFilters {
+export interface SubmissionFilters extends TimeRangeFilters<'created_at' | 'updated_at'> {
   questionnaire_id?: string;
   user_id?: string;
   enrollment_id?: string;
   is_anonymous?: boolean;
-  created_at_gte?: string;
-  created_at_lte?: string;
-  updated_at_gte?: string;
-  updated_at_lte?: string;
 }
 
 export const SUBMISSION_SORT = ['created_at', 'updated_at', 'questionnaire_id', 'user_id'] as const;
@@ -102,9 +99,5 @@ export async function listSubmissions(db: Db, f: SubmissionFilters, page: Page, 
   if (f.user_id !== undefined) q = q.where('user_id', '=', f.user_id);
   if (f.enrollment_id !== undefined) q = q.where('enrollment_id', '=', f.enrollment_id);
   if (f.is_anonymous !== undefined) q = q.where('is_anonymous', '=', f.is_anonymous ? 1 : 0);
-  if (f.created_at_gte !== undefined) q = q.where('created_at', '>=', isoParam(f.created_at_gte));
-  if (f.created_at_lte !== undefined) q = q.where('created_at', '<=', isoParam(f.created_at_lte));
-  if (f.updated_at_gte !== undefined) q = q.where('updated_at', '>=', isoParam(f.updated_at_gte));
-  if (f.updated_at_lte !== undefined) q = q.where('updated_at', '<=', isoParam(f.updated_at_lte));
-  return paginate(q, page, toSubmission);
+  return paginate(whereTimeRanges(q, f, ['created_at', 'updated_at']), page, toSubmission);
 }

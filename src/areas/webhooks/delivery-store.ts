@@ -1,7 +1,8 @@
 import type { ExpressionBuilder, Selectable } from 'kysely';
 import type { Database } from '../../db/schema.js';
 import type { Db } from '../../db/store.js';
-import { isoParam, type ListResult, type Page, paginate } from '../../http/list.js';
+import { type ListResult, type Page, paginate, whereTimeRanges } from '../../http/list.js';
+import type { TimeRangeFilters } from '../../http/schemas.js';
 import { newId } from '../../lib/ids.js';
 import type { CloudEvent } from '../events/cloudevent.js';
 import { MAX_ATTEMPTS } from './backoff.js';
@@ -71,14 +72,12 @@ export async function insertDeliveries(db: Db, rows: DeliveryRow[]): Promise<num
   return inserted;
 }
 
-export interface DeliveryFilters {
+export interface DeliveryFilters extends TimeRangeFilters<'delivered_at'> {
   status?: DeliveryRow['status'];
   event_type?: string;
   http_status?: number;
   http_status_gte?: number;
   http_status_lte?: number;
-  delivered_at_gte?: string;
-  delivered_at_lte?: string;
 }
 
 export async function listDeliveries(
@@ -93,10 +92,7 @@ export async function listDeliveries(
   if (filters.http_status !== undefined) q = q.where('http_status', '=', filters.http_status);
   if (filters.http_status_gte !== undefined) q = q.where('http_status', '>=', filters.http_status_gte);
   if (filters.http_status_lte !== undefined) q = q.where('http_status', '<=', filters.http_status_lte);
-  if (filters.delivered_at_gte !== undefined)
-    q = q.where('delivered_at', '>=', isoParam(filters.delivered_at_gte));
-  if (filters.delivered_at_lte !== undefined)
-    q = q.where('delivered_at', '<=', isoParam(filters.delivered_at_lte));
+  q = whereTimeRanges(q, filters, ['delivered_at']);
   const result = await paginate(q, page, (row: DeliveryRow) => row);
   return { items: await withPayloads(db, result.items), total: result.total };
 }

@@ -7,6 +7,7 @@ import {
   ListResponse,
   Nullable,
   QueryBoolean,
+  TimeRanges,
   Timestamp,
   Warnings,
 } from '../../http/schemas.js';
@@ -188,8 +189,7 @@ export const DeliveryListQuery = ListQuery(
     http_status: Type.Optional(HttpStatus),
     http_status_gte: Type.Optional(HttpStatus),
     http_status_lte: Type.Optional(HttpStatus),
-    delivered_at_gte: Type.Optional(Timestamp),
-    delivered_at_lte: Type.Optional(Timestamp),
+    ...TimeRanges('delivered_at'),
   },
   { sortBy: 'created_at', sortDir: 'desc' },
 );

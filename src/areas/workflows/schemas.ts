@@ -1,5 +1,13 @@
 import { type Static, Type } from '@sinclair/typebox';
-import { Id, JsonObject, ListQuery, ListResponse, Nullable, Timestamp } from '../../http/schemas.js';
+import {
+  Id,
+  JsonObject,
+  ListQuery,
+  ListResponse,
+  Nullable,
+  TimeRanges,
+  Timestamp,
+} from '../../http/schemas.js';
 
 /** Shapes of workflow runs, introspection, evaluation and simulation (SPEC "Workflow runs and introspection"). */
 
@@ -73,10 +81,7 @@ export const RunQuery = ListQuery(
     event_subscription_id: Type.Optional(Type.String({ minLength: 1 })),
     status: Type.Optional(Type.Union(RUN_STATUSES.map((s) => Type.Literal(s)))),
     event_type: Type.Optional(Type.String({ minLength: 1 })),
-    started_at_gte: Type.Optional(Timestamp),
-    started_at_lte: Type.Optional(Timestamp),
-    completed_at_gte: Type.Optional(Timestamp),
-    completed_at_lte: Type.Optional(Timestamp),
+    ...TimeRanges('started_at', 'completed_at'),
   },
   { sortBy: 'created_at', sortDir: 'desc' },
 );

@@ -1,6 +1,7 @@
 import type { Static } from '@sinclair/typebox';
 import type { Db, Dialect } from '../../db/store.js';
-import { isoParam, type ListResult, type Page, paginate } from '../../http/list.js';
+import { type ListResult, type Page, paginate, whereTimeRanges } from '../../http/list.js';
+import type { TimeRangeFilters } from '../../http/schemas.js';
 import type { CloudEvent } from '../events/cloudevent.js';
 import type { EventInput } from '../events/publish.js';
 import type { NodeState, RunState, SkipReason } from './machine.js';
@@ -22,14 +23,10 @@ export interface RunWrite {
   ended?: EventInput;
 }
 
-export interface RunFilters {
+export interface RunFilters extends TimeRangeFilters<'started_at' | 'completed_at'> {
   event_subscription_id?: string;
   status?: WorkflowRunTable['status'];
   event_type?: string;
-  started_at_gte?: string;
-  started_at_lte?: string;
-  completed_at_gte?: string;
-  completed_at_lte?: string;
 }
 
 const parse = (text: string | null): unknown => (text === null ? null : JSON.parse(text));
@@ -299,9 +296,5 @@ export async function listRuns(db: Db, page: Page, f: RunFilters): Promise<ListR
     q = q.where('event_subscription_id', '=', f.event_subscription_id);
   if (f.status !== undefined) q = q.where('status', '=', f.status);
   if (f.event_type !== undefined) q = q.where('event_type', '=', f.event_type);
-  if (f.started_at_gte !== undefined) q = q.where('started_at', '>=', isoParam(f.started_at_gte));
-  if (f.started_at_lte !== undefined) q = q.where('started_at', '<=', isoParam(f.started_at_lte));
-  if (f.completed_at_gte !== undefined) q = q.where('completed_at', '>=', isoParam(f.completed_at_gte));
-  if (f.completed_at_lte !== undefined) q = q.where('completed_at', '<=', isoParam(f.completed_at_lte));
-  return paginate(q, page, toRun);
+  return paginate(whereTimeRanges(q, f, ['started_at', 'completed_at']), page, toRun);
 }

@@ -161,8 +161,10 @@ async function startSvc(kind: string): Promise<Svc> {
     SVC_WORKFLOW_MAX_RUNS_PER_MINUTE: '0',
     SVC_ACCESS_TOKEN_TTL_SECONDS: '86400',
   };
+  // e.g. SVC_BENCH_NODE_ARGS='--cpu-prof --cpu-prof-dir=/tmp/prof' to profile svc under the load.
+  const nodeArgs = (process.env.SVC_BENCH_NODE_ARGS ?? '').split(' ').filter(Boolean);
   const run = (role: string, extra: Record<string, string> = {}) =>
-    spawn(process.execPath, ['dist/cli/svc.js', role], {
+    spawn(process.execPath, [...nodeArgs, 'dist/cli/svc.js', role], {
       cwd: ROOT,
       env: { ...env, ...extra },
       stdio: 'ignore',

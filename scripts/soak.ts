@@ -14,7 +14,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
-import pg from 'pg';
+import { createPostgresDatabase } from '../test/helpers/database.js';
 import { describeReport, runSoak, type SoakOptions, soakHeld } from '../test/soak/harness.js';
 
 const { values } = parseArgs({
@@ -27,25 +27,6 @@ const { values } = parseArgs({
 const kills = Number(values.kills);
 const base = process.env.SVC_SOAK_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
 
-async function postgresDatabase(): Promise<{ url: string; drop(): Promise<void> }> {
-  const name = `svc_soak_${Date.now()}`;
-  const admin = new pg.Client({ connectionString: base });
-  await admin.connect();
-  await admin.query(`create database ${name}`);
-  await admin.end();
-  const url = new URL(base);
-  url.pathname = `/${name}`;
-  return {
-    url: url.toString(),
-    async drop() {
-      const c = new pg.Client({ connectionString: base });
-      await c.connect();
-      await c.query(`drop database if exists ${name} with (force)`);
-      await c.end();
-    },
-  };
-}
-
 const runs: Array<{ name: string; topology: SoakOptions['topology'] }> = [
   { name: 'sqlite', topology: { kind: 'single' } },
   { name: 'postgres', topology: { kind: 'single' } },
@@ -56,7 +37,9 @@ for (const run of runs) {
   if (values.only && !run.name.startsWith(values.only)) continue;
   const dir = mkdtempSync(join(tmpdir(), 'svc-soak-'));
   const database =
-    run.name === 'sqlite' ? { url: `sqlite:${dir}/svc.db`, drop: async () => {} } : await postgresDatabase();
+    run.name === 'sqlite'
+      ? { url: `sqlite:${dir}/svc.db`, drop: async () => {} }
+      : await createPostgresDatabase(base, 'svc_soak');
   try {
     const report = await runSoak({
       databaseUrl: database.url,

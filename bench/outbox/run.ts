@@ -22,7 +22,6 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
-import pg from 'pg';
 import pino from 'pino';
 import { Registry } from 'prom-client';
 import { createContext } from '../../src/app/runtime.js';
@@ -35,6 +34,7 @@ import { loadConfig } from '../../src/config/config.js';
 import { iso, systemClock } from '../../src/lib/clock.js';
 import { newId } from '../../src/lib/ids.js';
 import { Worker } from '../../src/worker/worker.js';
+import { createPostgresDatabase } from '../../test/helpers/database.js';
 import { median } from '../lib/load.js';
 
 const EVENTS = Number(process.env.BENCH_EVENTS ?? 5_000);
@@ -59,29 +59,12 @@ function sqliteStore(): Store {
 
 async function postgresStore(): Promise<Store | undefined> {
   if (PG_URL === 'off') return undefined;
-  const name = `svc_bench_${Date.now().toString(36)}`;
-  const admin = new pg.Client({ connectionString: PG_URL });
   try {
-    await admin.connect();
-    await admin.query(`create database ${name}`);
+    return { name: 'postgres', ...(await createPostgresDatabase(PG_URL, 'svc_bench')) };
   } catch (err) {
     console.log(`postgres: skipped (${(err as Error).message})`);
     return undefined;
-  } finally {
-    await admin.end().catch(() => {});
   }
-  const url = new URL(PG_URL);
-  url.pathname = `/${name}`;
-  return {
-    name: 'postgres',
-    url: url.toString(),
-    async drop() {
-      const c = new pg.Client({ connectionString: PG_URL });
-      await c.connect();
-      await c.query(`drop database if exists ${name} with (force)`);
-      await c.end();
-    },
-  };
 }
 
 async function context(url: string, dataDir: string): Promise<AppContext> {

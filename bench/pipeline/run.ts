@@ -21,7 +21,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import autocannon from 'autocannon';
-import pg from 'pg';
+import { createPostgresDatabase } from '../../test/helpers/database.js';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 const { values } = parseArgs({
@@ -131,20 +131,9 @@ async function startSvc(kind: string): Promise<Svc> {
   let databaseUrl = `sqlite:${dir}/svc.db`;
   let drop = async () => {};
   if (kind !== 'sqlite') {
-    const name = `svc_bench_${Date.now()}`;
-    const admin = new pg.Client({ connectionString: PG_BASE });
-    await admin.connect();
-    await admin.query(`create database ${name}`);
-    await admin.end();
-    const u = new URL(PG_BASE);
-    u.pathname = `/${name}`;
-    databaseUrl = u.toString();
-    drop = async () => {
-      const c = new pg.Client({ connectionString: PG_BASE });
-      await c.connect();
-      await c.query(`drop database if exists ${name} with (force)`);
-      await c.end();
-    };
+    const database = await createPostgresDatabase(PG_BASE, 'svc_bench');
+    databaseUrl = database.url;
+    drop = database.drop;
   }
   const port = await freePort();
   const env = {

@@ -20,7 +20,6 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { Worker } from 'node:worker_threads';
-import pg from 'pg';
 import pino from 'pino';
 import { request } from 'undici';
 import { createContext } from '../../src/app/runtime.js';
@@ -30,6 +29,7 @@ import { signDelivery } from '../../src/areas/webhooks/signing.js';
 import { loadConfig } from '../../src/config/config.js';
 import { newId } from '../../src/lib/ids.js';
 import { guardedDispatcher } from '../../src/lib/net-guard.js';
+import { createPostgresDatabase } from '../../test/helpers/database.js';
 import { median } from '../lib/load.js';
 
 const EVENTS = Number(process.env.BENCH_EVENTS ?? 1_000);
@@ -107,29 +107,12 @@ function sqliteStore(): StoreChoice {
 
 async function postgresStore(): Promise<StoreChoice | undefined> {
   if (PG_URL === 'off') return undefined;
-  const name = `svc_bench_wh_${Date.now().toString(36)}`;
-  const admin = new pg.Client({ connectionString: PG_URL });
   try {
-    await admin.connect();
-    await admin.query(`create database ${name}`);
+    return { name: 'postgres', ...(await createPostgresDatabase(PG_URL, 'svc_bench_wh')) };
   } catch (err) {
     console.log(`postgres: skipped (${(err as Error).message})`);
     return undefined;
-  } finally {
-    await admin.end().catch(() => {});
   }
-  const url = new URL(PG_URL);
-  url.pathname = `/${name}`;
-  return {
-    name: 'postgres',
-    url: url.toString(),
-    drop: async () => {
-      const c = new pg.Client({ connectionString: PG_URL });
-      await c.connect();
-      await c.query(`drop database if exists ${name} with (force)`);
-      await c.end();
-    },
-  };
 }
 
 /** The same client, bodies and headers as the sender, `IN_FLIGHT` at a time, no store. */

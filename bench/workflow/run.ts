@@ -20,12 +20,12 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
-import pg from 'pg';
 import pino from 'pino';
 import { createContext, createWorker } from '../../src/app/runtime.js';
 import type { AppContext } from '../../src/app/types.js';
 import { loadConfig } from '../../src/config/config.js';
 import { newId } from '../../src/lib/ids.js';
+import { createPostgresDatabase } from '../../test/helpers/database.js';
 import { median } from '../lib/load.js';
 import { measureFanOut, printFanOut, RECEIVER_DELAY_MS } from './fanout.js';
 import { measureN8n, type N8nResult } from './n8n.js';
@@ -79,22 +79,7 @@ async function sqliteStore(): Promise<Store> {
 }
 
 async function pgStore(): Promise<Store> {
-  const name = `svc_bench_${newId().replace(/-/g, '').slice(0, 12)}`;
-  const admin = new pg.Client({ connectionString: PG_URL });
-  await admin.connect();
-  await admin.query(`create database ${name}`);
-  await admin.end();
-  const url = new URL(PG_URL);
-  url.pathname = `/${name}`;
-  return {
-    url: url.toString(),
-    async drop() {
-      const c = new pg.Client({ connectionString: PG_URL });
-      await c.connect();
-      await c.query(`drop database if exists ${name} with (force)`);
-      await c.end();
-    },
-  };
+  return createPostgresDatabase(PG_URL, 'svc_bench');
 }
 
 async function context(url: string, extra: Record<string, string> = {}): Promise<AppContext> {

@@ -1,6 +1,7 @@
-import { randomBytes } from 'node:crypto';
-import pg from 'pg';
 import { describe } from 'vitest';
+import { createPostgresDatabase, type TestDatabase } from './database.js';
+
+export type { TestDatabase };
 
 /** The store every integration test runs on: SVC_TEST_DATABASE_URL, or in-memory SQLite. */
 export const TEST_DATABASE_URL = process.env.SVC_TEST_DATABASE_URL ?? 'sqlite::memory:';
@@ -14,35 +15,13 @@ export const dialectName = onPostgres ? 'postgres' : 'sqlite';
  */
 export const describePg = describe.skipIf(!onPostgres);
 
-export interface TestDatabase {
-  url: string;
-  drop(): Promise<void>;
-}
-
 /**
  * A fresh, empty database for one test: a new in-memory SQLite, or a new PostgreSQL database created
  * next to the one SVC_TEST_DATABASE_URL names (so parallel test files never share state).
  */
 export async function freshDatabase(): Promise<TestDatabase> {
-  if (!onPostgres) {
-    return { url: 'sqlite::memory:', drop: async () => {} };
-  }
-  const name = `svc_t_${randomBytes(6).toString('hex')}`;
-  const admin = new pg.Client({ connectionString: TEST_DATABASE_URL });
-  await admin.connect();
-  await admin.query(`create database ${name}`);
-  await admin.end();
-  const url = new URL(TEST_DATABASE_URL);
-  url.pathname = `/${name}`;
-  return {
-    url: url.toString(),
-    async drop() {
-      const c = new pg.Client({ connectionString: TEST_DATABASE_URL });
-      await c.connect();
-      await c.query(`drop database if exists ${name} with (force)`);
-      await c.end();
-    },
-  };
+  if (!onPostgres) return { url: 'sqlite::memory:', drop: async () => {} };
+  return createPostgresDatabase(TEST_DATABASE_URL);
 }
 
 /** A database file path for tests that need several processes on one SQLite store. */

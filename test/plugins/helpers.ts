@@ -57,6 +57,14 @@ export function client(t: TestApp, headers: Record<string, string>, record: Answ
     remove: (id: string) => call('DELETE', `/plugin_instance/${id}`),
     invoke: (id: string, body: Record<string, unknown>, extra: Record<string, string> = {}) =>
       call('POST', `/plugin_instance/${id}/invoke`, body, extra),
+    /** A short message through a new `email` instance whose SMTP server is `host`:`port` (no auth). */
+    async sendMail(host: string, port: number) {
+      const id = await this.instance('email', { host, port, from: 'noreply@example.test' });
+      return call('POST', `/plugin_instance/${id}/invoke`, {
+        action: 'send',
+        payload: { to: 'a@example.test', subject: 's', text: 't' },
+      });
+    },
     vault: (key: string, value: string, kind: 'SECRET' | 'VAR' = 'SECRET') =>
       call('POST', '/vault_entry', { key, kind, value }),
   };

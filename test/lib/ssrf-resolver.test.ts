@@ -43,23 +43,24 @@ describe(`SSRF through a resolver: private names and DNS rebinding (${dialectNam
     'mapped.internal.test': 'ipv4Mapped',
     'nat64.internal.test': 'nat64',
   };
-  const dns = startDnsServer((name, type, asked) => {
-    if (name.startsWith('rebind-')) return type === 'A' ? [asked <= 1 ? '8.8.8.8' : '127.0.0.1'] : [];
-    const entry = zone[name];
-    return entry ? entry[type === 'A' ? 0 : 1] : [];
-  });
+  let dns: Awaited<ReturnType<typeof startDnsServer>>;
 
   beforeAll(async () => {
+    dns = await startDnsServer((name, type, asked) => {
+      if (name.startsWith('rebind-')) return type === 'A' ? [asked <= 1 ? '8.8.8.8' : '127.0.0.1'] : [];
+      const entry = zone[name];
+      return entry ? entry[type === 'A' ? 0 : 1] : [];
+    });
     await new Promise<void>((resolve) => listener.listen(0, '127.0.0.1', resolve));
     port = (listener.address() as net.AddressInfo).port;
-    t = await startTestApp({ env: { SVC_DNS_SERVERS: (await dns).address, SVC_WEBHOOK_TIMEOUT_MS: '2000' } });
+    t = await startTestApp({ env: { SVC_DNS_SERVERS: dns.address, SVC_WEBHOOK_TIMEOUT_MS: '2000' } });
     headers = (await admin(t)).headers;
     api = client(t, headers);
     httpInstance = await api.instance('http');
   });
   afterAll(async () => {
     await t.close();
-    await (await dns).close();
+    await dns.close();
     await new Promise((resolve) => listener.close(resolve));
   });
 
@@ -92,10 +93,8 @@ describe(`SSRF through a resolver: private names and DNS rebinding (${dialectNam
         code: 'PLUGIN.INVOCATION_FAILED',
         details: { field: 'host', reason },
       });
-      // The names were asked of the test's server, not the system's resolver.
-      expect(
-        (await dns).asked(name, reason === 'loopback' && name.includes('6') ? 'AAAA' : 'A'),
-      ).toBeGreaterThan(0);
+      // The names were asked of the test's server (A and AAAA together), not the system's resolver.
+      expect(dns.asked(name)).toBeGreaterThan(0);
     }
     expect(connections).toBe(0);
   });
@@ -107,11 +106,11 @@ describe(`SSRF through a resolver: private names and DNS rebinding (${dialectNam
       url: `https://${name}:${port}/hook`,
       event_types: ['*'],
     });
-    expect((await dns).asked(name)).toBe(1); // the check at create saw 8.8.8.8
+    expect(dns.asked(name)).toBe(1); // the check at create saw 8.8.8.8
     await dispatch(t, cloudEvent());
     await t.ctx.services.webhookEngine.deliverDue();
     const [d] = await deliveries(t, headers, hook.id);
-    expect((await dns).asked(name)).toBeGreaterThanOrEqual(2); // the connection asked again
+    expect(dns.asked(name)).toBeGreaterThanOrEqual(2); // the connection asked again
     expect(d).toMatchObject({ status: 'PENDING', attempts: 1, http_status: null });
     expect(d?.error).toMatch(/^forbidden target: Target 127\.0\.0\.1 is a loopback address/);
     expect(connections).toBe(0);
@@ -123,7 +122,7 @@ describe(`SSRF through a resolver: private names and DNS rebinding (${dialectNam
       action: 'request',
       payload: { method: 'GET', url: `https://${name}:${port}/internal` },
     });
-    expect((await dns).asked(name)).toBeGreaterThanOrEqual(2); // checked (public), then connected (loopback)
+    expect(dns.asked(name)).toBeGreaterThanOrEqual(2); // checked (public), then connected (loopback)
     expect(res.status).toBe(502);
     expect(JSON.stringify(res.json())).toMatch(/loopback address/);
     expect(connections).toBe(0);
@@ -131,9 +130,9 @@ describe(`SSRF through a resolver: private names and DNS rebinding (${dialectNam
 
   it('the email action resolves once and connects to the address it checked, so a second answer never matters', async () => {
     const name = 'loop.internal.test';
-    const before = (await dns).asked(name);
+    const before = dns.asked(name);
     await api.sendMail(name, port);
-    expect((await dns).asked(name) - before).toBe(1);
+    expect(dns.asked(name) - before).toBe(1);
     expect(connections).toBe(0);
   });
 });

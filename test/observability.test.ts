@@ -101,6 +101,15 @@ describe(`observability: /metrics and the log (${dialectName})`, () => {
     expect(
       value(m.get('svc_plugin_invocations_total'), { plugin: 'core', action: 'echo', outcome: 'ok' }),
     ).toBe(1);
+    // The store's statements and transactions since it opened: the work above took several of each.
+    expect(value(m.get('svc_store_statements_total'))).toBeGreaterThan(
+      value(before.get('svc_store_statements_total')),
+    );
+    expect(value(m.get('svc_store_transactions_total'))).toBeGreaterThan(
+      value(before.get('svc_store_transactions_total')),
+    );
+    // (The scrape's own gauges read the store after the counter was read.)
+    expect(value(m.get('svc_store_statements_total'))).toBeLessThan(t.ctx.store.activity.statements);
     // HTTP and the process are there too; the three gauges promtool flags are gone.
     expect(m.has('http_requests_total')).toBe(true);
     expect(m.has('process_resident_memory_bytes')).toBe(true);

@@ -8,7 +8,7 @@
  * `node:http` server doing the same condition, computation and outbound POST, with no persistence.
  *
  *   npm run build && npm run bench -- pipeline [--store sqlite|postgres|split] [--connections 10,50]
- *     [--seconds 15] [--reps 3]
+ *     [--seconds 15] [--reps 3] [--request-only]
  *
  * `split` is PostgreSQL with `svc serve SVC_WORKER=false` and one `svc worker`. Prints figures; never fails.
  */
@@ -30,9 +30,12 @@ const { values } = parseArgs({
     connections: { type: 'string', default: '10,50' },
     seconds: { type: 'string', default: '15' },
     reps: { type: 'string', default: '3' },
+    // The request stage alone: svc serve with SVC_WORKER=false and no worker; executions are not waited for.
+    'request-only': { type: 'boolean', default: false },
   },
 });
 const SECONDS = Number(values.seconds);
+const REQUEST_ONLY = values['request-only'];
 const REPS = Number(values.reps);
 const ANSWERS = { score: 7, q1: 'yes', q2: 3, q3: ['a', 'b'], comment: 'fine' };
 const PG_BASE = process.env.SVC_BENCH_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
@@ -158,7 +161,7 @@ async function startSvc(kind: string): Promise<Svc> {
       env: { ...env, ...extra },
       stdio: 'ignore',
     });
-  const processes = [run('serve', kind === 'split' ? { SVC_WORKER: 'false' } : {})];
+  const processes = [run('serve', kind === 'split' || REQUEST_ONLY ? { SVC_WORKER: 'false' } : {})];
   const url = `http://127.0.0.1:${port}`;
   for (let i = 0; i < 300; i++) {
     const ok = await fetch(`${url}/readyz`).then(
@@ -279,7 +282,21 @@ const cpuSeconds = (pid: number) => {
   return (Number(fields[11]) + Number(fields[12])) / 100;
 };
 
+/** The store's statement and transaction counters of one process, from its /metrics. */
+async function storeActivity(base: string | undefined) {
+  if (!base) return { statements: 0, transactions: 0 };
+  const text = await (await fetch(`${base}/metrics`)).text();
+  const read = (name: string) => Number(new RegExp(`^${name} (\\d+)`, 'm').exec(text)?.[1] ?? 0);
+  return {
+    statements: read('svc_store_statements_total'),
+    transactions: read('svc_store_transactions_total'),
+  };
+}
+
 interface Figures {
+  /** Per execution, in the process that serves (the whole pipeline except in `split`). */
+  statements: number;
+  transactions: number;
   rps: number;
   p50: number;
   p99: number;
@@ -296,8 +313,10 @@ async function measure(
   seconds: number,
   counts: () => { valid: number },
   pids: number[],
+  metricsOf?: string,
 ): Promise<Figures> {
   const before = counts().valid;
+  const activity0 = await storeActivity(metricsOf);
   const cpu0 = pids.reduce((a, p) => a + cpuSeconds(p), 0);
   let rssPeak = 0;
   const sampler = setInterval(() => {
@@ -310,14 +329,18 @@ async function measure(
   const result = await autocannon({ url, method: 'POST', connections, duration: seconds, ...request });
   const ok = result['2xx'];
   // The backlog: every accepted submission is one execution (score 7 > 5).
-  while (counts().valid - before < ok && Date.now() - started < seconds * 1000 + 120_000)
+  while (!REQUEST_ONLY && counts().valid - before < ok && Date.now() - started < seconds * 1000 + 120_000)
     await new Promise((r) => setTimeout(r, 50));
   const wall = (Date.now() - started) / 1000;
   if (result.non2xx > 0 || result.errors > 0)
     console.log(`  (${result.non2xx} answers other than 2xx, ${result.errors} errors in this window)`);
   clearInterval(sampler);
   const cpu = pids.reduce((a, p) => a + cpuSeconds(p), 0) - cpu0;
+  const activity = await storeActivity(metricsOf);
+  const executions = Math.max(1, counts().valid - before);
   return {
+    statements: (activity.statements - activity0.statements) / executions,
+    transactions: (activity.transactions - activity0.transactions) / executions,
     rps: result.requests.average,
     p50: result.latency.p50,
     p99: result.latency.p99,
@@ -336,9 +359,9 @@ const receiverUrl = await rx.listen();
 const top = await ceiling(receiverUrl);
 console.log(`pipeline: ${SECONDS} s windows, ${REPS} repetitions, medians (min–max)\n`);
 console.log(
-  '| store | conc | req/s | p50 / p99 ms | full exec/s | ceiling exec/s | % of ceiling | RSS idle / peak MiB | CPU (cores) |',
+  '| store | conc | req/s | p50 / p99 ms | full exec/s | ceiling exec/s | % of ceiling | RSS idle / peak MiB | CPU (cores) | statements / transactions per exec |',
 );
-console.log('|---|---|---|---|---|---|---|---|---|');
+console.log('|---|---|---|---|---|---|---|---|---|---|');
 for (const kind of values.store.split(',')) {
   const svc = await startSvc(kind);
   try {
@@ -360,6 +383,7 @@ for (const kind of values.store.split(',')) {
             SECONDS,
             rx.counts,
             pids,
+            svc.url,
           ),
         );
         tops.push(await measure(top.url, request, connections, SECONDS, rx.counts, []));
@@ -369,7 +393,8 @@ for (const kind of values.store.split(',')) {
       console.log(
         `| ${kind} | ${connections} | ${m((r) => r.rps).toFixed(0)} | ${m((r) => r.p50)} / ${m((r) => r.p99)} | ` +
           `**${m((r) => r.execs).toFixed(0)}** (${range(runs.map((r) => r.execs))}) | ${m((r) => r.execs, tops).toFixed(0)} | ` +
-          `${median(pct).toFixed(1)}% (${range(pct, 1)}) | ${idle.toFixed(0)} / ${m((r) => r.rssPeak).toFixed(0)} | ${m((r) => r.cpu).toFixed(2)} |`,
+          `${median(pct).toFixed(1)}% (${range(pct, 1)}) | ${idle.toFixed(0)} / ${m((r) => r.rssPeak).toFixed(0)} | ${m((r) => r.cpu).toFixed(2)} | ` +
+          `${m((r) => r.statements).toFixed(1)} / ${m((r) => r.transactions).toFixed(1)}${kind === 'split' ? ' (serve)' : ''} |`,
       );
     }
   } finally {

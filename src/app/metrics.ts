@@ -1,5 +1,6 @@
 import type { FastifyInstance } from 'fastify';
-import { collectDefaultMetrics, Registry } from 'prom-client';
+import { Counter, collectDefaultMetrics, Registry } from 'prom-client';
+import type { StoreActivity } from '../db/store.js';
 import { counter, histogram } from '../lib/metrics.js';
 
 /**
@@ -49,4 +50,27 @@ export function registerHttpMetrics(app: FastifyInstance, registry: Registry): v
       return registry.metrics();
     },
   );
+}
+
+/**
+ * Statements and transactions the store has run, read at each scrape: divided by the work done, they
+ * are the per-execution counts of docs/performance.md. (BEGIN and COMMIT are not statements here.)
+ */
+export function registerStoreMetrics(registry: Registry, activity: StoreActivity): void {
+  const series = [
+    ['svc_store_statements_total', 'SQL statements run by this process', 'statements'],
+    ['svc_store_transactions_total', 'Transactions begun by this process', 'transactions'],
+  ] as const;
+  for (const [name, help, field] of series) {
+    let reported = 0;
+    new Counter({
+      name,
+      help,
+      registers: [registry],
+      collect() {
+        this.inc(activity[field] - reported);
+        reported = activity[field];
+      },
+    });
+  }
 }

@@ -36,7 +36,7 @@ import type { Clock } from '../lib/clock.js';
 import { type GuardOptions, lookupFor } from '../lib/net-guard.js';
 import { Wakeups } from '../worker/wakeups.js';
 import type { Job } from '../worker/worker.js';
-import { createMetricsRegistry } from './metrics.js';
+import { createMetricsRegistry, registerStoreMetrics } from './metrics.js';
 
 /**
  * The composition root: every area's service, built once in dependency order and passed
@@ -102,6 +102,7 @@ export interface ServiceDeps {
 export function createServices(deps: ServiceDeps): Services {
   const wakeups = new Wakeups();
   const metrics = createMetricsRegistry();
+  registerStoreMetrics(metrics, deps.store.activity);
   const eventRegistry = createEventRegistry();
   const outboxSignal = createOutboxSignal({ store: deps.store, wakeups, log: deps.log });
   const eventTypes = createEventTypeService({

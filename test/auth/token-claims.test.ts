@@ -60,4 +60,21 @@ describe(`access token claims (${dialectName})`, () => {
     expect(await status(await forge((c) => (c.exp = now() - 10)))).toBe(200);
     expect(await status(await forge((c) => (c.exp = now() - 60)))).toBe(401);
   });
+
+  it('a token accepted before is judged by the clock again on every use (the verified-token cache)', async () => {
+    const token = await forge((c) => {
+      c.iat = now();
+      c.exp = now() + 60;
+    });
+    expect(await status(token)).toBe(200);
+    expect(await status(token)).toBe(200);
+    clock.advance(89_000); // 29 s past exp: within the skew allowance
+    expect(await status(token)).toBe(200);
+    clock.advance(2_000); // 31 s past exp
+    expect(await status(token)).toBe(401);
+    clock.advance(-91_000 - 31_000); // back before iat, beyond the allowance
+    expect(await status(token)).toBe(401);
+    clock.advance(31_000);
+    expect(await status(token)).toBe(200);
+  });
 });

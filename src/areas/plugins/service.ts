@@ -41,8 +41,8 @@ export interface InvokeRequest {
 export interface ActionDescription {
   idempotent: boolean;
   timeout_seconds: number;
-  input_schema: Record<string, unknown>;
-  output_schema: Record<string, unknown>;
+  input_schema: Readonly<Record<string, unknown>>;
+  output_schema: Readonly<Record<string, unknown>>;
 }
 
 export interface DiscoveryReport {
@@ -250,12 +250,12 @@ export function createPluginService(deps: PluginDeps): PluginService {
     async describeAction(instanceId, actionName) {
       const { row, action, actions } = await target(instanceId, actionName);
       if (!action) throw actionNotFound(row.definition_name, actionName, actions);
-      // Copies: the parsed definition is shared by every invocation.
+      // The schemas are the parsed definition's own, shared by every caller (hence read-only).
       return {
         idempotent: action.idempotent,
         timeout_seconds: action.timeout_seconds,
-        input_schema: structuredClone(action.input_schema),
-        output_schema: structuredClone(action.output_schema),
+        input_schema: action.input_schema,
+        output_schema: action.output_schema,
       };
     },
 

@@ -69,6 +69,16 @@ export interface PluginService {
   invoke(req: InvokeRequest): Promise<unknown>;
   /** The retry-relevant facts of an instance's action (PLUGIN.INSTANCE_NOT_FOUND, PLUGIN.ACTION_NOT_FOUND). */
   describeAction(instanceId: string, action: string): Promise<ActionDescription>;
+  /**
+   * describeAction, and an invoke of that action bound to the instance as read then (a workflow
+   * ACTION describes, persists its attempt, then calls: one read of the instance for both).
+   */
+  prepareAction(instanceId: string, action: string): Promise<PreparedAction>;
+}
+
+export interface PreparedAction {
+  description: ActionDescription;
+  invoke(req: Omit<InvokeRequest, 'instanceId' | 'action'>): Promise<unknown>;
 }
 
 export interface PluginDeps {
@@ -135,7 +145,116 @@ export function createPluginService(deps: PluginDeps): PluginService {
     const actions = parseDefinitionJson<PluginAction[]>(row.actions);
     const action = actions.find((a) => a.name === actionName);
     const configSchema = parseDefinitionJson<Record<string, unknown>>(row.instance_config_schema);
-    return { row, action, actions, configSchema };
+    return { row, actionName, action, actions, configSchema };
+  }
+
+  type Target = Awaited<ReturnType<typeof target>>;
+
+  function describeTarget({ row, actionName, action, actions }: Target): ActionDescription {
+    if (!action) throw actionNotFound(row.definition_name, actionName, actions);
+    // The schemas are the parsed definition's own, shared by every caller (hence read-only).
+    return {
+      idempotent: action.idempotent,
+      timeout_seconds: action.timeout_seconds,
+      input_schema: action.input_schema,
+      output_schema: action.output_schema,
+    };
+  }
+
+  /** An invocation of the action of a target read by `target` (InvokeRequest's ids are the target's). */
+  async function invokeTarget(
+    { row, actionName, action, actions, configSchema }: Target,
+    req: Omit<InvokeRequest, 'instanceId' | 'action'>,
+  ): Promise<unknown> {
+    const started = performance.now();
+    const name = row.definition_name;
+    if (!row.enabled) throw new AppError('PLUGIN.INSTANCE_DISABLED', 'Plugin instance is disabled');
+    // What this process loaded decides, not the stored flag: a process started with other settings
+    // (a one-shot CLI command without SVC_PLUGIN_DIR, say) must not stop the servers running it.
+    const plugin = loaded.get(name);
+    if (!plugin) {
+      throw new AppError(
+        'PLUGIN.DEFINITION_DISABLED',
+        row.definition_enabled
+          ? `Plugin "${name}" is not loaded in this process`
+          : `Plugin "${name}" is disabled; it was not found at the last start`,
+      );
+    }
+    if (!action) throw actionNotFound(name, actionName, actions);
+    const label = `${name}.${action.name}`;
+
+    // References resolve the same way for every caller (a workflow ACTION, POST .../invoke): the
+    // values are scrubbed from the output and from every error, never returned or logged.
+    const raw = req.payload === undefined ? {} : req.payload;
+    const input = await deps.vault.resolveReferences(raw);
+    const stored = row.config_json === null ? {} : (JSON.parse(row.config_json) as Record<string, unknown>);
+    // The definition may have changed since the config was saved (a new plugin version).
+    checkConfig(configSchema, stored, "the instance's config_json");
+    const config = await deps.vault.resolveReferences(stored);
+    const secrets = secretValues(stored, config, secretValues(raw, input));
+    const inputErrors = validate(action.input_schema, input);
+    if (inputErrors.length > 0) {
+      throw toPluginError(
+        new AppError(
+          'PLUGIN.INVALID_INPUT',
+          `payload does not match the input_schema of ${label}: ${describeErrors(inputErrors)}`,
+          { errors: inputErrors },
+        ),
+        label,
+        secrets,
+      );
+    }
+
+    const limitMs = Math.max(
+      1,
+      Math.min(req.timeoutMs ?? Number.POSITIVE_INFINITY, action.timeout_seconds * 1000),
+    );
+    let outcome = 'ok';
+    try {
+      const result = await runWithTimeout(plugin, action.name, label, limitMs, {
+        config,
+        input,
+        idempotencyKey: req.idempotencyKey,
+        causation: req.causation,
+        signal: req.signal,
+      });
+      let output: unknown;
+      try {
+        output = result === undefined ? null : JSON.parse(JSON.stringify(result));
+      } catch {
+        throw new AppError('PLUGIN.INVALID_OUTPUT', `${label} answered a value that is not JSON`);
+      }
+      const outputErrors = validate(action.output_schema, output);
+      if (outputErrors.length > 0) {
+        throw new AppError(
+          'PLUGIN.INVALID_OUTPUT',
+          `output of ${label} does not match its output_schema: ${describeErrors(outputErrors)}`,
+          {
+            errors: outputErrors,
+          },
+        );
+      }
+      // SPEC Vault references: resolved values are never returned, also when a handler echoes them.
+      return maskSecrets(output, secrets);
+    } catch (err) {
+      const appError = toPluginError(err, label, secrets);
+      outcome = appError.code;
+      throw appError;
+    } finally {
+      const ms = performance.now() - started;
+      deps.metrics.invoked(name, action.name, outcome, ms / 1000);
+      // Never the payload, the config or the output: they may carry resolved vault values.
+      log.info(
+        {
+          plugin_instance_id: row.id,
+          plugin: name,
+          action: action.name,
+          outcome,
+          duration_ms: Math.round(ms),
+        },
+        'plugin action invoked',
+      );
+    }
   }
 
   return {
@@ -248,109 +367,15 @@ export function createPluginService(deps: PluginDeps): PluginService {
     },
 
     async describeAction(instanceId, actionName) {
-      const { row, action, actions } = await target(instanceId, actionName);
-      if (!action) throw actionNotFound(row.definition_name, actionName, actions);
-      // The schemas are the parsed definition's own, shared by every caller (hence read-only).
-      return {
-        idempotent: action.idempotent,
-        timeout_seconds: action.timeout_seconds,
-        input_schema: action.input_schema,
-        output_schema: action.output_schema,
-      };
+      return describeTarget(await target(instanceId, actionName));
     },
 
-    async invoke(req) {
-      const started = performance.now();
-      const { row, action, actions, configSchema } = await target(req.instanceId, req.action);
-      const name = row.definition_name;
-      if (!row.enabled) throw new AppError('PLUGIN.INSTANCE_DISABLED', 'Plugin instance is disabled');
-      // What this process loaded decides, not the stored flag: a process started with other settings
-      // (a one-shot CLI command without SVC_PLUGIN_DIR, say) must not stop the servers running it.
-      const plugin = loaded.get(name);
-      if (!plugin) {
-        throw new AppError(
-          'PLUGIN.DEFINITION_DISABLED',
-          row.definition_enabled
-            ? `Plugin "${name}" is not loaded in this process`
-            : `Plugin "${name}" is disabled; it was not found at the last start`,
-        );
-      }
-      if (!action) throw actionNotFound(name, req.action, actions);
-      const label = `${name}.${action.name}`;
-
-      // References resolve the same way for every caller (a workflow ACTION, POST .../invoke): the
-      // values are scrubbed from the output and from every error, never returned or logged.
-      const raw = req.payload === undefined ? {} : req.payload;
-      const input = await deps.vault.resolveReferences(raw);
-      const stored = row.config_json === null ? {} : (JSON.parse(row.config_json) as Record<string, unknown>);
-      // The definition may have changed since the config was saved (a new plugin version).
-      checkConfig(configSchema, stored, "the instance's config_json");
-      const config = await deps.vault.resolveReferences(stored);
-      const secrets = secretValues(stored, config, secretValues(raw, input));
-      const inputErrors = validate(action.input_schema, input);
-      if (inputErrors.length > 0) {
-        throw toPluginError(
-          new AppError(
-            'PLUGIN.INVALID_INPUT',
-            `payload does not match the input_schema of ${label}: ${describeErrors(inputErrors)}`,
-            { errors: inputErrors },
-          ),
-          label,
-          secrets,
-        );
-      }
-
-      const limitMs = Math.max(
-        1,
-        Math.min(req.timeoutMs ?? Number.POSITIVE_INFINITY, action.timeout_seconds * 1000),
-      );
-      let outcome = 'ok';
-      try {
-        const result = await runWithTimeout(plugin, action.name, label, limitMs, {
-          config,
-          input,
-          idempotencyKey: req.idempotencyKey,
-          causation: req.causation,
-          signal: req.signal,
-        });
-        let output: unknown;
-        try {
-          output = result === undefined ? null : JSON.parse(JSON.stringify(result));
-        } catch {
-          throw new AppError('PLUGIN.INVALID_OUTPUT', `${label} answered a value that is not JSON`);
-        }
-        const outputErrors = validate(action.output_schema, output);
-        if (outputErrors.length > 0) {
-          throw new AppError(
-            'PLUGIN.INVALID_OUTPUT',
-            `output of ${label} does not match its output_schema: ${describeErrors(outputErrors)}`,
-            {
-              errors: outputErrors,
-            },
-          );
-        }
-        // SPEC Vault references: resolved values are never returned, also when a handler echoes them.
-        return maskSecrets(output, secrets);
-      } catch (err) {
-        const appError = toPluginError(err, label, secrets);
-        outcome = appError.code;
-        throw appError;
-      } finally {
-        const ms = performance.now() - started;
-        deps.metrics.invoked(name, action.name, outcome, ms / 1000);
-        // Never the payload, the config or the output: they may carry resolved vault values.
-        log.info(
-          {
-            plugin_instance_id: row.id,
-            plugin: name,
-            action: action.name,
-            outcome,
-            duration_ms: Math.round(ms),
-          },
-          'plugin action invoked',
-        );
-      }
+    async prepareAction(instanceId, actionName) {
+      const found = await target(instanceId, actionName);
+      return { description: describeTarget(found), invoke: (req) => invokeTarget(found, req) };
     },
+
+    invoke: async (req) => invokeTarget(await target(req.instanceId, req.action), req),
   };
 }
 

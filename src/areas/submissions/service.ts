@@ -22,6 +22,7 @@ import {
   lockRespondent,
   type Submission,
   type SubmissionFilters,
+  toSubmission,
   updateSubmission,
 } from './store.js';
 import type { QuestionnaireSubmissionTable } from './tables.js';
@@ -179,7 +180,7 @@ export function createSubmissionService(deps: SubmissionDeps): SubmissionService
   /** A signed-in user's submission (an API key counts as its creator, SPEC Authentication 7). */
   async function submit(principal: Principal, input: SubmitInput): Promise<Submission> {
     const id = newId();
-    await store.transaction(async (tx) => {
+    const row = await store.transaction(async (tx) => {
       const q = await publishedQuestionnaire(tx, input.questionnaire_id);
       validateAnswers(q, input.answers);
       if (input.enrollment_id !== undefined) {
@@ -195,14 +196,16 @@ export function createSubmissionService(deps: SubmissionDeps): SubmissionService
         enrollment_id: row.enrollment_id,
         answers: input.answers,
       });
+      return row;
     });
-    return require(id);
+    // The row as written: every column is stored as given, so there is nothing to read back.
+    return toSubmission(row);
   }
 
   /** An anonymous submission through an API key: no respondent recorded, the key and its creator are. */
   async function submitAnonymous(principal: Principal, input: Omit<SubmitInput, 'enrollment_id'>) {
     const id = newId();
-    await store.transaction(async (tx) => {
+    const row = await store.transaction(async (tx) => {
       const q = await publishedQuestionnaire(tx, input.questionnaire_id);
       validateAnswers(q, input.answers);
       const row = newRow(id, q, principal, input, { anonymous: true });
@@ -213,8 +216,9 @@ export function createSubmissionService(deps: SubmissionDeps): SubmissionService
         api_key_id: row.api_key_id,
         answers: input.answers,
       });
+      return row;
     });
-    return require(id);
+    return toSubmission(row);
   }
 
   /**

@@ -6,19 +6,23 @@ import { type Invoke, MAX_INTERRUPTIONS, type RunMachine } from './machine.js';
 
 /** What ACTION nodes need of the plugins area (services.plugins). */
 export interface ActionInvoker {
-  invoke(req: {
-    instanceId: string;
-    action: string;
-    payload?: unknown;
-    idempotencyKey?: string;
-    timeoutMs?: number;
-    signal?: AbortSignal;
-    causation?: Causation;
-  }): Promise<unknown>;
-  describeAction(
+  /**
+   * The action's retry-relevant facts, and a call of it bound to the instance as read now: one read
+   * serves the attempt's checks and its call (PLUGIN.INSTANCE_NOT_FOUND, PLUGIN.ACTION_NOT_FOUND).
+   */
+  prepareAction(
     instanceId: string,
     action: string,
-  ): Promise<{ idempotent: boolean; timeout_seconds: number; output_schema?: unknown }>;
+  ): Promise<{
+    description: { idempotent: boolean; timeout_seconds: number };
+    invoke(req: {
+      payload?: unknown;
+      idempotencyKey?: string;
+      timeoutMs?: number;
+      signal?: AbortSignal;
+      causation?: Causation;
+    }): Promise<unknown>;
+  }>;
 }
 
 export interface ActionCallDeps {
@@ -47,13 +51,14 @@ export function createActionCaller(deps: ActionCallDeps) {
     const { node, state } = b;
     const instanceId = node.config?.plugin_instance_id as string;
     const action = node.config?.plugin_action as string;
-    let description: Awaited<ReturnType<ActionInvoker['describeAction']>> | undefined;
+    let prepared: Awaited<ReturnType<ActionInvoker['prepareAction']>> | undefined;
     let describeError: string | undefined;
     try {
-      description = await deps.actions.describeAction(instanceId, action);
+      prepared = await deps.actions.prepareAction(instanceId, action);
     } catch (err) {
       describeError = errorText(err);
     }
+    const description = prepared?.description;
     // The run ended while the action was being looked up (another branch failed, an END was reached).
     if (!machine.accepts(state)) return;
     if (b.interrupted) {
@@ -91,7 +96,7 @@ export function createActionCaller(deps: ActionCallDeps) {
       machine.markInterrupted(state);
     }
     machine.beginAttempt(state, deps.clock.now());
-    if (!description) {
+    if (!prepared || !description) {
       machine.attemptFailed(node, state, describeError as string, deps.clock.now());
       return;
     }
@@ -115,9 +120,7 @@ export function createActionCaller(deps: ActionCallDeps) {
           reject(new Error('timeout'));
         }, limit);
       });
-      const call = deps.actions.invoke({
-        instanceId,
-        action,
+      const call = prepared.invoke({
         // Vault references resolve inside the invocation, which keeps their values out of the
         // output the run node stores and out of every error (SPEC Vault references).
         payload: state.input ?? {},

@@ -9,6 +9,7 @@
  *
  *   npm run build && npm run bench -- pipeline [--store sqlite|postgres|split] [--connections 10,50]
  *     [--seconds 15] [--reps 3] [--request-only]
+ *   npm run bench -- pipeline --cost-model [--store sqlite,postgres] [--seconds 5]
  *
  * `split` is PostgreSQL with `svc serve SVC_WORKER=false` and one `svc worker`. Prints figures; never fails.
  */
@@ -32,6 +33,8 @@ const { values } = parseArgs({
     reps: { type: 'string', default: '3' },
     // The request stage alone: svc serve with SVC_WORKER=false and no worker; executions are not waited for.
     'request-only': { type: 'boolean', default: false },
+    // How an execution's cost grows with stored runs, subscriptions of other types and nodes per graph.
+    'cost-model': { type: 'boolean', default: false },
   },
 });
 const SECONDS = Number(values.seconds);
@@ -227,39 +230,61 @@ async function setUp(base: string, receiverUrl: string) {
     },
     admin,
   );
-  await call(
-    'PUT',
-    `/event_subscription/${sub.id}/graph`,
-    {
-      nodes: [
-        {
-          key: 'derive',
-          type: 'COMPUTE',
-          config: {
-            logic: {
-              eachKey: {
-                type: { var: 'event.type' },
-                score: { var: 'event.data.answers.score' },
-                doubled: { '*': [{ var: 'event.data.answers.score' }, 2] },
-                label: { cat: [{ var: 'event.type' }, ':', { var: 'event.data.answers.score' }] },
+  /** The measured graph: COMPUTE `derive`, `extra` more COMPUTE nodes in a chain (the cost model), ACTION `call`. */
+  const putGraph = (extra: number) => {
+    const chain = Array.from({ length: extra }, (_, i) => ({
+      key: `step${i + 1}`,
+      type: 'COMPUTE',
+      config: { logic: { '+': [{ var: 'event.data.answers.score' }, i] } },
+    }));
+    const keys = ['derive', ...chain.map((n) => n.key), 'call'];
+    return call(
+      'PUT',
+      `/event_subscription/${sub.id}/graph`,
+      {
+        nodes: [
+          {
+            key: 'derive',
+            type: 'COMPUTE',
+            config: {
+              logic: {
+                eachKey: {
+                  type: { var: 'event.type' },
+                  score: { var: 'event.data.answers.score' },
+                  doubled: { '*': [{ var: 'event.data.answers.score' }, 2] },
+                  label: { cat: [{ var: 'event.type' }, ':', { var: 'event.data.answers.score' }] },
+                },
               },
             },
           },
-        },
-        {
-          key: 'call',
-          type: 'ACTION',
-          config: {
-            plugin_instance_id: instance.id,
-            plugin_action: 'request',
-            input_mapping: { method: 'POST', url: receiverUrl, body: { var: 'nodes.derive.output' } },
+          ...chain,
+          {
+            key: 'call',
+            type: 'ACTION',
+            config: {
+              plugin_instance_id: instance.id,
+              plugin_action: 'request',
+              input_mapping: { method: 'POST', url: receiverUrl, body: { var: 'nodes.derive.output' } },
+            },
           },
-        },
-      ],
-      edges: [{ from_node_id: 'derive', to_node_id: 'call' }],
-    },
-    admin,
-  );
+        ],
+        edges: keys.slice(1).map((to, i) => ({ from_node_id: keys[i], to_node_id: to })),
+      },
+      admin,
+    );
+  };
+  await putGraph(0);
+  /** Subscriptions of another event type (never routed here): the cost model's routing load. */
+  let others = 0;
+  const addOtherSubscriptions = async (n: number) => {
+    for (let i = 0; i < n; i++, others++)
+      await call(
+        'POST',
+        '/event_subscription',
+        { name: `other ${others}`, event_type: 'svc.submission.deleted' },
+        admin,
+      );
+  };
   await call(
     'POST',
     '/user',
@@ -268,8 +293,12 @@ async function setUp(base: string, receiverUrl: string) {
   );
   const token = await login('respondent@example.test', PASSWORD);
   return {
-    headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
-    body: JSON.stringify({ questionnaire_id: q.id, answers: ANSWERS }),
+    request: {
+      headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ questionnaire_id: q.id, answers: ANSWERS }),
+    },
+    putGraph,
+    addOtherSubscriptions,
   };
 }
 
@@ -294,6 +323,8 @@ async function storeActivity(base: string | undefined) {
 }
 
 interface Figures {
+  /** The window and its backlog, seconds. */
+  wall: number;
   /** Per execution, in the process that serves (the whole pipeline except in `split`). */
   statements: number;
   transactions: number;
@@ -337,8 +368,10 @@ async function measure(
   clearInterval(sampler);
   const cpu = pids.reduce((a, p) => a + cpuSeconds(p), 0) - cpu0;
   const activity = await storeActivity(metricsOf);
-  const executions = Math.max(1, counts().valid - before);
+  // With --request-only nothing executes: the counts are per accepted request.
+  const executions = Math.max(1, REQUEST_ONLY ? ok : counts().valid - before);
   return {
+    wall,
     statements: (activity.statements - activity0.statements) / executions,
     transactions: (activity.transactions - activity0.transactions) / executions,
     rps: result.requests.average,
@@ -357,6 +390,69 @@ const range = (xs: number[], digits = 0) =>
 const rx = receiver();
 const receiverUrl = await rx.listen();
 const top = await ceiling(receiverUrl);
+const SUBMIT = '/api/v1/questionnaire_submission';
+
+/** Submits `amount` more at concurrency 50 and waits for their executions: stored runs for the cost model. */
+async function preload(
+  url: string,
+  request: { headers: Record<string, string>; body: string },
+  amount: number,
+) {
+  if (amount <= 0) return;
+  const before = rx.counts().valid;
+  await autocannon({ url, method: 'POST', connections: Math.min(50, amount), amount, ...request });
+  while (rx.counts().valid - before < amount) await new Promise((r) => setTimeout(r, 100));
+}
+
+/**
+ * The cost model: one svc per store, concurrency 10, one window per condition. Stored runs grow
+ * first (10, 1,000, 100,000 before the window; each window adds its own), then subscriptions of
+ * another event type (1, 10, 100: they are never routed this event), then COMPUTE nodes in the chain.
+ */
+async function costModel(kind: string) {
+  const svc = await startSvc(kind);
+  try {
+    const setup = await setUp(svc.url, receiverUrl);
+    const pids = svc.processes.map((p) => p.pid as number);
+    let stored = 0;
+    const row = async (condition: string) => {
+      const f = await measure(`${svc.url}${SUBMIT}`, setup.request, 10, SECONDS, rx.counts, pids, svc.url);
+      stored += Math.round(f.execs * f.wall);
+      console.log(
+        `| ${kind} | ${condition} | **${f.execs.toFixed(0)}** | ${((1000 * f.cpu) / f.execs).toFixed(2)} | ` +
+          `${f.p50} / ${f.p99} | ${f.statements.toFixed(1)} / ${f.transactions.toFixed(1)} |`,
+      );
+    };
+    for (const target of [10, 1_000, 100_000]) {
+      await preload(`${svc.url}${SUBMIT}`, setup.request, target - stored);
+      stored = Math.max(stored, target);
+      await row(`${target.toLocaleString('en')} stored runs`);
+    }
+    await setup.addOtherSubscriptions(9);
+    await row('10 subscriptions of another type');
+    await setup.addOtherSubscriptions(90);
+    await row('100 subscriptions of another type');
+    for (const extra of [4, 9]) {
+      await setup.putGraph(extra);
+      await row(`${extra + 2} nodes per graph`);
+    }
+  } finally {
+    await svc.stop();
+  }
+}
+
+if (values['cost-model']) {
+  console.log(`pipeline cost model: concurrency 10, ${SECONDS} s windows\n`);
+  console.log(
+    '| store | condition | full exec/s | CPU ms per exec | p50 / p99 ms | statements / transactions per exec |',
+  );
+  console.log('|---|---|---|---|---|---|');
+  for (const kind of values.store.split(',')) await costModel(kind);
+  top.close();
+  rx.server.close();
+  process.exit(0);
+}
+
 console.log(`pipeline: ${SECONDS} s windows, ${REPS} repetitions, medians (min–max)\n`);
 console.log(
   '| store | conc | req/s | p50 / p99 ms | full exec/s | ceiling exec/s | % of ceiling | RSS idle / peak MiB | CPU (cores) | statements / transactions per exec |',
@@ -365,26 +461,18 @@ console.log('|---|---|---|---|---|---|---|---|---|---|');
 for (const kind of values.store.split(',')) {
   const svc = await startSvc(kind);
   try {
-    const request = await setUp(svc.url, receiverUrl);
+    const { request } = await setUp(svc.url, receiverUrl);
     const pids = svc.processes.map((p) => p.pid as number);
     await new Promise((r) => setTimeout(r, 1_000));
     const idle = pids.reduce((a, p) => a + rssMiB(p), 0);
     for (const connections of values.connections.split(',').map(Number)) {
-      await measure(`${svc.url}/api/v1/questionnaire_submission`, request, connections, 3, rx.counts, pids); // warm-up
+      await measure(`${svc.url}${SUBMIT}`, request, connections, 3, rx.counts, pids); // warm-up
       await measure(top.url, request, connections, 2, rx.counts, []);
       const runs: Figures[] = [];
       const tops: Figures[] = [];
       for (let i = 0; i < REPS; i++) {
         runs.push(
-          await measure(
-            `${svc.url}/api/v1/questionnaire_submission`,
-            request,
-            connections,
-            SECONDS,
-            rx.counts,
-            pids,
-            svc.url,
-          ),
+          await measure(`${svc.url}${SUBMIT}`, request, connections, SECONDS, rx.counts, pids, svc.url),
         );
         tops.push(await measure(top.url, request, connections, SECONDS, rx.counts, []));
       }

@@ -1,8 +1,8 @@
-import net from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestApp, type TestApp } from '../helpers/app.js';
 import { admin } from '../helpers/auth.js';
 import { dialectName } from '../helpers/store.js';
+import { countingListener } from '../helpers/tcp-listener.js';
 import { client } from '../plugins/helpers.js';
 
 /**
@@ -16,22 +16,18 @@ describe(`SSRF matrix over webhooks, the http action and the email action (${dia
   let api: ReturnType<typeof client>;
   let httpInstance: string;
   let port: number;
-  let connections = 0;
-  const listener = net.createServer((socket) => {
-    connections++;
-    socket.destroy();
-  });
+  let listener: Awaited<ReturnType<typeof countingListener>>;
 
   beforeAll(async () => {
-    await new Promise<void>((resolve) => listener.listen(0, '127.0.0.1', resolve));
-    port = (listener.address() as net.AddressInfo).port;
+    listener = await countingListener();
+    port = listener.port;
     t = await startTestApp();
     api = client(t, (await admin(t)).headers);
     httpInstance = await api.instance('http');
   });
   afterAll(async () => {
     await t.close();
-    await new Promise((resolve) => listener.close(resolve));
+    await listener.close();
   });
 
   /** [case, host as written in a URL, the reason every surface must give]. */
@@ -132,6 +128,6 @@ describe(`SSRF matrix over webhooks, the http action and the email action (${dia
       expect(call.status, url).toBe(400);
       expect(call.json().details.reason, url).toBe('scheme');
     }
-    expect(connections).toBe(0);
+    expect(listener.seen.connections).toBe(0);
   });
 });

@@ -1,9 +1,9 @@
-import net from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestApp, type TestApp } from '../helpers/app.js';
 import { admin } from '../helpers/auth.js';
 import { startDnsServer } from '../helpers/dns-server.js';
 import { dialectName } from '../helpers/store.js';
+import { countingListener } from '../helpers/tcp-listener.js';
 import { client } from '../plugins/helpers.js';
 import { cloudEvent, createHook, deliveries, dispatch } from '../webhooks/helpers.js';
 
@@ -19,11 +19,7 @@ describe(`SSRF through a resolver: private names and DNS rebinding (${dialectNam
   let headers: Record<string, string>;
   let httpInstance: string;
   let port: number;
-  let connections = 0;
-  const listener = net.createServer((socket) => {
-    connections++;
-    socket.destroy();
-  });
+  let listener: Awaited<ReturnType<typeof countingListener>>;
   /** name -> [A answers, AAAA answers]; `rebind-*` names answer public once, then loopback. */
   const zone: Record<string, [string[], string[]]> = {
     'private.internal.test': [['10.1.2.3'], []],
@@ -51,8 +47,8 @@ describe(`SSRF through a resolver: private names and DNS rebinding (${dialectNam
       const entry = zone[name];
       return entry ? entry[type === 'A' ? 0 : 1] : [];
     });
-    await new Promise<void>((resolve) => listener.listen(0, '127.0.0.1', resolve));
-    port = (listener.address() as net.AddressInfo).port;
+    listener = await countingListener();
+    port = listener.port;
     t = await startTestApp({ env: { SVC_DNS_SERVERS: dns.address, SVC_WEBHOOK_TIMEOUT_MS: '2000' } });
     headers = (await admin(t)).headers;
     api = client(t, headers);
@@ -61,7 +57,7 @@ describe(`SSRF through a resolver: private names and DNS rebinding (${dialectNam
   afterAll(async () => {
     await t.close();
     await dns.close();
-    await new Promise((resolve) => listener.close(resolve));
+    await listener.close();
   });
 
   it('names resolving to private addresses are refused with their reason by webhooks, the http action and the email action', async () => {
@@ -96,7 +92,7 @@ describe(`SSRF through a resolver: private names and DNS rebinding (${dialectNam
       // The names were asked of the test's server (A and AAAA together), not the system's resolver.
       expect(dns.asked(name)).toBeGreaterThan(0);
     }
-    expect(connections).toBe(0);
+    expect(listener.seen.connections).toBe(0);
   });
 
   it('a webhook whose name turns to loopback after it was saved is refused at connect (DNS rebinding)', async () => {
@@ -113,7 +109,7 @@ describe(`SSRF through a resolver: private names and DNS rebinding (${dialectNam
     expect(dns.asked(name)).toBeGreaterThanOrEqual(2); // the connection asked again
     expect(d).toMatchObject({ status: 'PENDING', attempts: 1, http_status: null });
     expect(d?.error).toMatch(/^forbidden target: Target 127\.0\.0\.1 is a loopback address/);
-    expect(connections).toBe(0);
+    expect(listener.seen.connections).toBe(0);
   });
 
   it('an http action whose name turns to loopback between its check and its connection is refused', async () => {
@@ -125,7 +121,7 @@ describe(`SSRF through a resolver: private names and DNS rebinding (${dialectNam
     expect(dns.asked(name)).toBeGreaterThanOrEqual(2); // checked (public), then connected (loopback)
     expect(res.status).toBe(502);
     expect(JSON.stringify(res.json())).toMatch(/loopback address/);
-    expect(connections).toBe(0);
+    expect(listener.seen.connections).toBe(0);
   });
 
   it('the email action resolves once and connects to the address it checked, so a second answer never matters', async () => {
@@ -133,6 +129,6 @@ describe(`SSRF through a resolver: private names and DNS rebinding (${dialectNam
     const before = dns.asked(name);
     await api.sendMail(name, port);
     expect(dns.asked(name) - before).toBe(1);
-    expect(connections).toBe(0);
+    expect(listener.seen.connections).toBe(0);
   });
 });

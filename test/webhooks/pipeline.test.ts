@@ -1,5 +1,4 @@
 import { createHmac } from 'node:crypto';
-import net, { type AddressInfo } from 'node:net';
 import { Webhook as StandardWebhook } from 'standardwebhooks';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { createWorker } from '../../src/app/runtime.js';
@@ -8,6 +7,7 @@ import type { Worker } from '../../src/worker/worker.js';
 import { startTestApp, type TestApp } from '../helpers/app.js';
 import { admin, type TestPrincipal } from '../helpers/auth.js';
 import { dialectName } from '../helpers/store.js';
+import { countingListener } from '../helpers/tcp-listener.js';
 import {
   cloudEvent,
   createHook,
@@ -374,32 +374,9 @@ describe(`webhook SSRF re-check at send time (${dialectName})`, () => {
     }
   });
 
-  /** A plain TCP listener that counts connections and the bytes they carried (a TLS ClientHello is bytes). */
-  async function tcpListener() {
-    const seen = { connections: 0, bytes: 0 };
-    const sockets = new Set<net.Socket>();
-    const server = net.createServer((socket) => {
-      seen.connections++;
-      sockets.add(socket);
-      socket.on('data', (b) => {
-        seen.bytes += b.length;
-      });
-      socket.on('close', () => sockets.delete(socket));
-    });
-    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-    return {
-      seen,
-      port: (server.address() as AddressInfo).port,
-      async close() {
-        for (const s of sockets) s.destroy();
-        await new Promise((r) => server.close(r));
-      },
-    };
-  }
-
   it('an https:// private IP literal is refused before any TCP connection is opened', async () => {
     const t = await startTestApp({ env: { SVC_WEBHOOK_TIMEOUT_MS: '2000' } });
-    const listener = await tcpListener();
+    const listener = await countingListener();
     try {
       expect(t.ctx.config.allowPrivateNetworks).toBe(false);
       const who = await admin(t);

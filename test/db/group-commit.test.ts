@@ -1,16 +1,7 @@
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openStore, type Store } from '../../src/db/store.js';
-import {
-  dialectName,
-  freshDatabase,
-  onPostgres,
-  sqliteFileUrl,
-  type TestDatabase,
-} from '../helpers/store.js';
+import { dialectName, onPostgres, sharedDatabase, type TestDatabase } from '../helpers/store.js';
 
 /**
  * Transactions that arrive together: on SQLite they share commits (src/db/store.ts groupCommit), on
@@ -19,16 +10,11 @@ import {
  */
 describe(`concurrent transactions (${dialectName})`, () => {
   let db: TestDatabase;
-  let dir: string | undefined;
   let store: Store;
   /** A second connection that sees only committed data (a SQLite file, or the same PostgreSQL database). */
   let observer: Store;
   beforeAll(async () => {
-    if (onPostgres) db = await freshDatabase();
-    else {
-      dir = mkdtempSync(join(tmpdir(), 'svc-group-'));
-      db = { url: sqliteFileUrl(dir), drop: async () => {} };
-    }
+    db = await sharedDatabase('svc-group-');
     store = openStore(db.url, { guardTransactions: true });
     observer = openStore(db.url);
     await sql`create table group_probe (n integer primary key)`.execute(store.db);
@@ -37,7 +23,6 @@ describe(`concurrent transactions (${dialectName})`, () => {
     await store.close();
     await observer.close();
     await db.drop();
-    if (dir) rmSync(dir, { recursive: true, force: true });
   });
 
   const committed = async () =>

@@ -1,17 +1,7 @@
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { CompiledQuery, sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openStore, type Store } from '../../src/db/store.js';
-import {
-  dialectName,
-  freshDatabase,
-  onPostgres,
-  sqliteFileUrl,
-  type TestDatabase,
-  within,
-} from '../helpers/store.js';
+import { dialectName, onPostgres, sharedDatabase, type TestDatabase, within } from '../helpers/store.js';
 
 /**
  * store.readCommitted, the per-request credential check: on a SQLite file (how svc runs) it has a
@@ -19,7 +9,6 @@ import {
  * state and does not wait for a transaction in progress.
  */
 describe(`store.readCommitted (${onPostgres ? dialectName : 'sqlite file'})`, () => {
-  const dir = mkdtempSync(join(tmpdir(), 'svc-read-committed-'));
   let db: TestDatabase;
   let store: Store;
   const byId = (id: number) =>
@@ -31,7 +20,7 @@ describe(`store.readCommitted (${onPostgres ? dialectName : 'sqlite file'})`, ()
   const readN = async () => (await store.readCommitted(byId(1)))[0];
 
   beforeAll(async () => {
-    db = onPostgres ? await freshDatabase() : { url: sqliteFileUrl(dir), drop: async () => {} };
+    db = await sharedDatabase('svc-read-committed-');
     store = openStore(db.url, { guardTransactions: true });
     await sql`create table read_probe (id integer primary key, n integer not null)`.execute(store.db);
     await sql`insert into read_probe (id, n) values (1, 0)`.execute(store.db);
@@ -39,7 +28,6 @@ describe(`store.readCommitted (${onPostgres ? dialectName : 'sqlite file'})`, ()
   afterAll(async () => {
     await store.close();
     await db.drop();
-    rmSync(dir, { recursive: true, force: true });
   });
 
   it('answers during an open transaction with the committed row, then sees the commit', async () => {

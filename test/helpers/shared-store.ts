@@ -1,10 +1,7 @@
 import type { ChildProcess } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { startTestApp, type TestApp } from './app.js';
 import { spawnCli } from './cli.js';
-import { freshDatabase, onPostgres, sqliteFileUrl, type TestDatabase } from './store.js';
+import { sharedDatabase, type TestDatabase } from './store.js';
 
 /**
  * A store shared by this test process and real `svc worker` processes: a SQLite file in a temporary
@@ -25,8 +22,8 @@ export async function startSharedStore(
   prefix: string,
   appEnv: Record<string, string> = {},
 ): Promise<SharedStore> {
-  const dir = mkdtempSync(join(tmpdir(), prefix));
-  const database = onPostgres ? await freshDatabase() : { url: sqliteFileUrl(dir), drop: async () => {} };
+  const database = await sharedDatabase(prefix);
+  const dir = database.dir;
   const t = await startTestApp({ databaseUrl: database.url, env: appEnv });
   const children: ChildProcess[] = [];
   return {
@@ -42,7 +39,6 @@ export async function startSharedStore(
       for (const c of children) if (c.exitCode === null && c.signalCode === null) c.kill('SIGKILL');
       await t.close();
       await database.drop();
-      rmSync(dir, { recursive: true, force: true });
     },
   };
 }

@@ -1,3 +1,6 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { describe } from 'vitest';
 import { createPostgresDatabase, type TestDatabase } from './database.js';
 
@@ -27,6 +30,24 @@ export async function freshDatabase(): Promise<TestDatabase> {
 /** A database file path for tests that need several processes on one SQLite store. */
 export function sqliteFileUrl(dir: string): string {
   return `sqlite:${dir}/svc.db`;
+}
+
+/**
+ * A fresh database that several connections or processes can open: a new PostgreSQL database, or a
+ * SQLite file in a new temporary directory `dir` (in-memory SQLite is one connection's own). `drop`
+ * removes either, directory included.
+ */
+export async function sharedDatabase(prefix: string): Promise<TestDatabase & { dir: string }> {
+  const dir = mkdtempSync(join(tmpdir(), prefix));
+  const database = onPostgres ? await freshDatabase() : { url: sqliteFileUrl(dir), drop: async () => {} };
+  return {
+    dir,
+    url: database.url,
+    async drop() {
+      await database.drop();
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
 }
 
 /** Fails fast instead of hanging: on SQLite a query waiting for the one busy connection waits forever. */

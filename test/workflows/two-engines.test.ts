@@ -1,15 +1,6 @@
-import { mkdtempSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestApp, type TestApp } from '../helpers/app.js';
-import {
-  dialectName,
-  freshDatabase,
-  onPostgres,
-  sqliteFileUrl,
-  type TestDatabase,
-} from '../helpers/store.js';
+import { dialectName, sharedDatabase, type TestDatabase } from '../helpers/store.js';
 import { type Api, api, job, nodesOf, pluginInstance, publish, runsOf, workflow } from './helpers.js';
 import { pluginCalls, wftestPluginDir } from './plugin.js';
 
@@ -26,9 +17,7 @@ describe(`two workflow engines on one store (${dialectName})`, () => {
   const pluginDir = wftestPluginDir();
 
   beforeAll(async () => {
-    db = onPostgres
-      ? await freshDatabase()
-      : { url: sqliteFileUrl(mkdtempSync(join(tmpdir(), 'svc-wf-two-'))), drop: async () => {} };
+    db = await sharedDatabase('svc-wf-two-');
     const env = { SVC_PLUGIN_DIR: pluginDir, SVC_WORKFLOW_POLL_INTERVAL_MS: '20' };
     creator = await startTestApp({ databaseUrl: db.url, env });
     other = await startTestApp({ databaseUrl: db.url, env });

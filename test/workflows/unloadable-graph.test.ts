@@ -1,17 +1,8 @@
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { manualClock } from '../../src/lib/clock.js';
 import { startTestApp, type TestApp } from '../helpers/app.js';
 import { admin } from '../helpers/auth.js';
-import {
-  dialectName,
-  freshDatabase,
-  onPostgres,
-  sqliteFileUrl,
-  type TestDatabase,
-} from '../helpers/store.js';
+import { dialectName, sharedDatabase, type TestDatabase } from '../helpers/store.js';
 import { type Api, api, nodesOf, onlyRun, publish, settle, workflow } from './helpers.js';
 
 /**
@@ -24,11 +15,10 @@ describe(`a run whose graph cannot be loaded (${dialectName})`, () => {
   let one: TestApp;
   let two: TestApp;
   let a: Api;
-  const dir = mkdtempSync(join(tmpdir(), 'svc-wf-graph-'));
   const clock = manualClock(new Date('2026-02-01T10:00:00.000Z'));
 
   beforeAll(async () => {
-    db = onPostgres ? await freshDatabase() : { url: sqliteFileUrl(dir), drop: async () => {} };
+    db = await sharedDatabase('svc-wf-graph-');
     one = await startTestApp({ databaseUrl: db.url, clock });
     a = await api(one, await admin(one));
     two = await startTestApp({ databaseUrl: db.url, clock });
@@ -37,7 +27,6 @@ describe(`a run whose graph cannot be loaded (${dialectName})`, () => {
     await one?.close();
     await two?.close();
     await db?.drop();
-    rmSync(dir, { recursive: true, force: true });
   });
 
   it('fails the run and its running nodes; never-reached nodes stay pending', async () => {

@@ -238,7 +238,8 @@ export function createWorkflowEngine(deps: EngineDeps): WorkflowEngine {
           calls.size === 0 ? NOTHING_IN_FLIGHT : new Set(calls.keys()),
         );
         if (machine.run.status !== 'running') {
-          ended?.abort();
+          // Only calls still in flight need stopping (an abort builds a DOMException, stack and all).
+          if (calls.size > 0) ended?.abort();
           await persist(machine, { wake_at: null, locked_by: null });
           logFinished(machine, log, deps.metrics);
           return;

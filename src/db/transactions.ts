@@ -125,8 +125,14 @@ export function groupCommit(
       return;
     }
     for (const { q, result, hooks } of done) {
-      for (const hook of hooks) hook();
-      q.resolve(result);
+      // A hook that throws fails its own caller (committed all the same, as with a transaction of its
+      // own), never the rest of the group.
+      try {
+        for (const hook of hooks) hook();
+        q.resolve(result);
+      } catch (err) {
+        q.reject(err);
+      }
     }
   }
 

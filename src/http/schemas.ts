@@ -108,3 +108,11 @@ export function ListResponse<K extends string, T extends TSchema>(key: K, item: 
 
 /** A query boolean: exactly `true` or `false` (CONTRACTS §2). */
 export const QueryBoolean = Type.Boolean();
+
+/**
+ * A list's partial-match filter (`search`, and `name`-like filters): case-insensitive, on `what`.
+ * Bounded: a longer value is a 400, where SQLite would refuse the LIKE pattern (over 50,000 bytes)
+ * with a 500; no search needs more than a URL's length.
+ */
+export const Search = (what: string, maxLength = 200) =>
+  Type.String({ minLength: 1, maxLength, description: `Case-insensitive partial match on ${what}.` });

@@ -1,5 +1,13 @@
 import { type Static, Type } from '@sinclair/typebox';
-import { Id, ListQuery, ListResponse, Nullable, QueryBoolean, Timestamp } from '../../http/schemas.js';
+import {
+  Id,
+  ListQuery,
+  ListResponse,
+  Nullable,
+  QueryBoolean,
+  Search,
+  Timestamp,
+} from '../../http/schemas.js';
 import { MIN_PASSWORD_LENGTH } from '../../lib/email.js';
 
 const Email = Type.String({ minLength: 1, maxLength: 320 });
@@ -207,7 +215,7 @@ export const DevicePatchBody = Type.Object(
 );
 export const DeviceListQuery = ListQuery(
   ['created_at', 'updated_at', 'name', 'last_login_at'],
-  { user_id: Type.Optional(Id), search: Type.Optional(Type.String({ maxLength: 200 })) },
+  { user_id: Type.Optional(Id), search: Type.Optional(Search('the name')) },
   { sortBy: 'created_at' },
 );
 export type DeviceListQuery = Static<typeof DeviceListQuery>;

@@ -6,6 +6,7 @@ import {
   ListResponse,
   Nullable,
   QueryBoolean,
+  Search,
   TimeRanges,
   Timestamp,
 } from '../../http/schemas.js';
@@ -151,9 +152,7 @@ export const EventDefinitionQuery = ListQuery(
     event_type: Type.Optional(Type.String({ minLength: 1, description: 'Exact event type.' })),
     deprecated: Type.Optional(QueryBoolean),
     builtin: Type.Optional(QueryBoolean),
-    search: Type.Optional(
-      Type.String({ minLength: 1, description: 'Case-insensitive partial match on type and description.' }),
-    ),
+    search: Type.Optional(Search('type and description')),
   },
   { sortBy: 'event_type', sortDir: 'asc' },
 );

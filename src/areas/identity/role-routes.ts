@@ -2,7 +2,7 @@ import { Type } from '@sinclair/typebox';
 import { anyScope } from '../../http/access.js';
 import type { App } from '../../http/app.js';
 import { envelope, splitListQuery } from '../../http/list.js';
-import { IdParams, ListQuery, ListResponse, MessageBody, QueryBoolean } from '../../http/schemas.js';
+import { IdParams, ListQuery, ListResponse, MessageBody, QueryBoolean, Search } from '../../http/schemas.js';
 import {
   CreateRoleBody,
   CreateUserRoleBody,
@@ -34,7 +34,7 @@ export function registerRoleRoutes(app: App, { identity }: { identity: IdentityS
           {
             key: Type.Optional(Type.String()),
             is_builtin: Type.Optional(QueryBoolean),
-            search: Type.Optional(Type.String()),
+            search: Type.Optional(Search('key and name')),
           },
           { sortBy: 'key', sortDir: 'asc' },
         ),

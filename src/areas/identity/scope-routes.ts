@@ -3,7 +3,7 @@ import { anyScope } from '../../http/access.js';
 import type { App } from '../../http/app.js';
 import { envelope, splitListQuery } from '../../http/list.js';
 import { sendJsonBytes } from '../../http/reply.js';
-import { IdParams, ListQuery, ListResponse, MessageBody } from '../../http/schemas.js';
+import { IdParams, ListQuery, ListResponse, MessageBody, Search } from '../../http/schemas.js';
 import { CreateRoleScopeBody, RoleScopeEntry, Scope } from './schemas.js';
 import type { IdentityService } from './service.js';
 
@@ -67,7 +67,7 @@ export function registerScopeRoutes(app: App, { identity }: { identity: Identity
           {
             role_id: Type.Optional(Type.String()),
             scope_key: Type.Optional(Type.String()),
-            search: Type.Optional(Type.String()),
+            search: Type.Optional(Search('scope_key')),
           },
           { sortBy: 'created_at' },
         ),

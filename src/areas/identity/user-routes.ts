@@ -2,7 +2,7 @@ import { Type } from '@sinclair/typebox';
 import { anyScope, authenticated } from '../../http/access.js';
 import type { App } from '../../http/app.js';
 import { envelope, splitListQuery } from '../../http/list.js';
-import { IdParams, ListQuery, ListResponse } from '../../http/schemas.js';
+import { IdParams, ListQuery, ListResponse, Search } from '../../http/schemas.js';
 import { CreateUserBody, CurrentUser, UpdateUserBody, User } from './schemas.js';
 import type { IdentityService } from './service.js';
 
@@ -24,7 +24,7 @@ export function registerUserRoutes(app: App, { identity }: { identity: IdentityS
           ['email', 'name', ...AUDIT_SORT],
           {
             email: Type.Optional(Type.String()),
-            search: Type.Optional(Type.String()),
+            search: Type.Optional(Search('email and name')),
             role_id: Type.Optional(Type.String()),
           },
           { sortBy: 'created_at' },

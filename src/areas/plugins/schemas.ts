@@ -7,6 +7,7 @@ import {
   ListResponse,
   Nullable,
   QueryBoolean,
+  Search,
   Timestamp,
 } from '../../http/schemas.js';
 
@@ -47,17 +48,11 @@ export const PluginDefinitionSchema = Type.Object(
   { $id: 'PluginDefinition', additionalProperties: false },
 );
 
-const Search = Type.String({
-  minLength: 1,
-  maxLength: 200,
-  description: 'case-insensitive partial match on name',
-});
-
 export const DefinitionListQuery = ListQuery(
   ['name', 'version', 'runtime', 'plugin_key', 'enabled', 'created_at', 'updated_at'] as const,
   {
     name: Type.Optional(Type.String({ minLength: 1, maxLength: 200, description: 'exact name' })),
-    search: Type.Optional(Search),
+    search: Type.Optional(Search('name')),
     plugin_key: Type.Optional(
       Type.String({ minLength: 1, maxLength: 2000, description: 'exact plugin_key' }),
     ),
@@ -133,13 +128,7 @@ export const InstanceListQuery = ListQuery(
       Type.String({ minLength: 1, maxLength: 200, description: 'exact display name' }),
     ),
     enabled: Type.Optional(QueryBoolean),
-    search: Type.Optional(
-      Type.String({
-        minLength: 1,
-        maxLength: 200,
-        description: 'case-insensitive partial match on display_name',
-      }),
-    ),
+    search: Type.Optional(Search('display_name')),
   },
   { sortBy: 'created_at', sortDir: 'desc' },
 );

@@ -1,5 +1,5 @@
 import { Type } from '@sinclair/typebox';
-import { AuditFields, Id, JsonObject, Nullable, TimeRanges, Timestamp } from '../../http/schemas.js';
+import { AuditFields, Id, JsonObject, Nullable, Search, TimeRanges, Timestamp } from '../../http/schemas.js';
 
 /** TypeBox schemas of the questionnaire catalogue: requests, responses, OpenAPI (docs/platform.md). */
 
@@ -35,7 +35,6 @@ const Ref = text({ minLength: 1, maxLength: 200 });
 export const Params = Type.Object({ id: Ref }, { additionalProperties: false });
 const Name = text({ minLength: 1, maxLength: 200 });
 const Description = Nullable(text({ maxLength: 4000 }));
-const Search = text({ maxLength: 200 });
 const Audit = { ...AuditFields, created_by: Nullable(Type.String()) };
 
 /** The questionnaire without its three content documents: list rows of the tree. */
@@ -193,8 +192,8 @@ export const questionnaireFilters = {
   status: Type.Optional(QuestionnaireStatus),
   folder_id: Type.Optional(Ref),
   lineage_root_id: Type.Optional(Ref),
-  name: Type.Optional(Search),
-  search: Type.Optional(Search),
+  name: Type.Optional(Search('the name')),
+  search: Type.Optional(Search('name and description')),
   created_by: Type.Optional(Ref),
   ...TimeRanges('created_at', 'updated_at'),
 };
@@ -248,8 +247,8 @@ export const UpdateFolderBody = Type.Object(
 export const folderFilters = {
   parent_id: Type.Optional(Ref),
   root: Type.Optional(Type.Boolean({ description: 'true: only top-level folders; false: only subfolders' })),
-  name: Type.Optional(Search),
-  search: Type.Optional(Search),
+  name: Type.Optional(Search('the name')),
+  search: Type.Optional(Search('name and description')),
 };
 
 export const TreeNode = Type.Recursive(

@@ -7,6 +7,7 @@ import {
   ListResponse,
   Nullable,
   QueryBoolean,
+  Search,
   Timestamp,
 } from '../../http/schemas.js';
 
@@ -100,9 +101,7 @@ export const ScheduleQuery = ListQuery(
   {
     enabled: Type.Optional(QueryBoolean),
     event_type: Type.Optional(Type.String({ minLength: 1, description: 'Exact event type.' })),
-    search: Type.Optional(
-      Type.String({ minLength: 1, description: 'Case-insensitive partial match on the name.' }),
-    ),
+    search: Type.Optional(Search('the name')),
   },
   { sortBy: 'created_at', sortDir: 'desc' },
 );

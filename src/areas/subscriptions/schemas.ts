@@ -6,6 +6,7 @@ import {
   ListResponse,
   Nullable,
   QueryBoolean,
+  Search,
   Timestamp,
   Warnings,
 } from '../../http/schemas.js';
@@ -87,8 +88,8 @@ export const SubscriptionQuery = ListQuery(
   {
     event_type: Type.Optional(Type.String({ minLength: 1 })),
     enabled: Type.Optional(QueryBoolean),
-    name: Type.Optional(Type.String({ minLength: 1 })),
-    search: Type.Optional(Type.String({ minLength: 1 })),
+    name: Type.Optional(Search('the name')),
+    search: Type.Optional(Search('the name')),
   },
   { sortBy: 'created_at', sortDir: 'desc' },
 );

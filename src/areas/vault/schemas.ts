@@ -1,5 +1,13 @@
 import { type Static, Type } from '@sinclair/typebox';
-import { AuditFields, Id, ListQuery, ListResponse, Nullable, QueryBoolean } from '../../http/schemas.js';
+import {
+  AuditFields,
+  Id,
+  ListQuery,
+  ListResponse,
+  Nullable,
+  QueryBoolean,
+  Search,
+} from '../../http/schemas.js';
 
 /** Key characters of SPEC Vault references: `[a-zA-Z0-9_]`. */
 export const VAULT_KEY_PATTERN = '^[a-zA-Z0-9_]+$';
@@ -70,17 +78,9 @@ export const VaultListQuery = ListQuery(
   VAULT_SORTABLE,
   {
     kind: Type.Optional(Kind),
-    key: Type.Optional(
-      Type.String({ minLength: 1, maxLength: 200, description: 'case-insensitive partial match' }),
-    ),
+    key: Type.Optional(Search('the key')),
     enabled: Type.Optional(QueryBoolean),
-    search: Type.Optional(
-      Type.String({
-        minLength: 1,
-        maxLength: 200,
-        description: 'case-insensitive partial match on key and description',
-      }),
-    ),
+    search: Type.Optional(Search('key and description')),
   },
   { sortBy: 'key', sortDir: 'asc' },
 );

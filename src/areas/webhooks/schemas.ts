@@ -7,6 +7,7 @@ import {
   ListResponse,
   Nullable,
   QueryBoolean,
+  Search,
   TimeRanges,
   Timestamp,
   Warnings,
@@ -98,17 +99,14 @@ export const UpdateWebhook = Type.Object(
 );
 export type UpdateWebhook = Static<typeof UpdateWebhook>;
 
-const Partial = (what: string) =>
-  Type.String({ minLength: 1, maxLength: 2048, description: `case-insensitive partial match on ${what}` });
-
 export const WEBHOOK_SORTABLE = ['created_at', 'updated_at', 'name', 'url', 'enabled'] as const;
 export const WebhookListQuery = ListQuery(
   WEBHOOK_SORTABLE,
   {
     enabled: Type.Optional(QueryBoolean),
-    name: Type.Optional(Partial('name')),
-    url: Type.Optional(Partial('url')),
-    search: Type.Optional(Partial('name, url and description')),
+    name: Type.Optional(Search('name', 2048)),
+    url: Type.Optional(Search('url', 2048)),
+    search: Type.Optional(Search('name, url and description', 2048)),
   },
   { sortBy: 'created_at', sortDir: 'desc' },
 );

@@ -54,7 +54,7 @@ export function registerHttpMetrics(app: FastifyInstance, registry: Registry): v
 
 /**
  * Statements and transactions the store has run, read at each scrape: divided by the work done, they
- * are the per-execution counts of docs/performance.md. (BEGIN and COMMIT are not statements here.)
+ * are the per-execution counts of docs/performance.md. (Transaction control, BEGIN, COMMIT and savepoints, is not counted as statements.)
  */
 export function registerStoreMetrics(registry: Registry, activity: StoreActivity): void {
   const series = [

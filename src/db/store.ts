@@ -3,7 +3,6 @@ import { dirname } from 'node:path';
 import SQLite from 'better-sqlite3';
 import {
   CompiledQuery,
-  type DatabaseConnection,
   Kysely,
   type Dialect as KyselyDialect,
   PostgresDialect,
@@ -55,31 +54,20 @@ export interface StoreActivity {
   transactions: number;
 }
 
+/** Transaction control (BEGIN, COMMIT, ROLLBACK, savepoints): not counted as statements. */
+const CONTROL = /^(?:begin|start transaction|commit|rollback|savepoint|release)\b/i;
+
+/** Counts a statement about to run; every SQL text passes here (withStatementCache, withPreparedStatements). */
+function countStatement(activity: StoreActivity, sqlText: string): void {
+  if (!CONTROL.test(sqlText)) activity.statements++;
+}
+
 /**
  * Refuses a connection to code running inside a transaction callback: such code must use `tx.db`.
  * On SQLite (one connection) the query would wait forever for the connection the transaction holds;
  * on PostgreSQL it would silently run outside the transaction. Failing loudly beats both.
  */
 function guarded(dialect: KyselyDialect, activity: StoreActivity, beginSql?: string): KyselyDialect {
-  // Each connection is wrapped once, to count the statements it runs; the driver gets its own back.
-  const counted = new WeakMap<DatabaseConnection, DatabaseConnection>();
-  const original = new WeakMap<DatabaseConnection, DatabaseConnection>();
-  const own = (conn: DatabaseConnection) => original.get(conn) ?? conn;
-  const count = (conn: DatabaseConnection): DatabaseConnection => {
-    let wrapped = counted.get(conn);
-    if (!wrapped) {
-      wrapped = {
-        executeQuery(query) {
-          activity.statements++;
-          return conn.executeQuery(query);
-        },
-        streamQuery: (query, chunkSize) => conn.streamQuery(query, chunkSize),
-      };
-      counted.set(conn, wrapped);
-      original.set(wrapped, conn);
-    }
-    return wrapped;
-  };
   return {
     createAdapter: () => dialect.createAdapter(),
     createQueryCompiler: () => dialect.createQueryCompiler(),
@@ -90,16 +78,16 @@ function guarded(dialect: KyselyDialect, activity: StoreActivity, beginSql?: str
         init: () => driver.init(),
         acquireConnection() {
           if (insideTransaction.getStore()?.open) return Promise.reject(new Error(NESTED));
-          return driver.acquireConnection().then(count);
+          return driver.acquireConnection();
         },
         beginTransaction: async (conn, settings) => {
           activity.transactions++;
-          if (beginSql) await own(conn).executeQuery(CompiledQuery.raw(beginSql));
-          else await driver.beginTransaction(own(conn), settings);
+          if (beginSql) await conn.executeQuery(CompiledQuery.raw(beginSql));
+          else await driver.beginTransaction(conn, settings);
         },
-        commitTransaction: (conn) => driver.commitTransaction(own(conn)),
-        rollbackTransaction: (conn) => driver.rollbackTransaction(own(conn)),
-        releaseConnection: (conn) => driver.releaseConnection(own(conn)),
+        commitTransaction: (conn) => driver.commitTransaction(conn),
+        rollbackTransaction: (conn) => driver.rollbackTransaction(conn),
+        releaseConnection: (conn) => driver.releaseConnection(conn),
         destroy: () => driver.destroy(),
       };
     },
@@ -158,7 +146,11 @@ function openSqlite(url: string, guard: boolean): Store {
   // unaffected (WAL).
   const activity: StoreActivity = { statements: 0, transactions: 0 };
   const db = new Kysely<Database>({
-    dialect: guarded(new SqliteDialect({ database: withStatementCache(conn) }), activity, 'begin immediate'),
+    dialect: guarded(
+      new SqliteDialect({ database: withStatementCache(conn, activity) }),
+      activity,
+      'begin immediate',
+    ),
   });
   const store = makeStore(db, 'sqlite', url, guard, activity);
   // An in-memory database is one connection's own; only a file can be read from a second one.
@@ -169,11 +161,10 @@ function openSqlite(url: string, guard: boolean): Store {
   const reader = new SQLite(path);
   reader.pragma('busy_timeout = 5000');
   // Batched credential checks come in many shapes (one per batch size): room for all of them.
-  const statements = withStatementCache(reader, 256);
+  const statements = withStatementCache(reader, activity, 256);
   return {
     ...store,
     async readCommitted<R>(query: CompiledQuery<R>) {
-      activity.statements++;
       return statements.prepare(query.sql).all(query.parameters as unknown[]) as R[];
     },
     async close() {
@@ -191,11 +182,13 @@ function openSqlite(url: string, guard: boolean): Store {
  * Safe because every query runs to completion (`all`/`run`) under Kysely's connection mutex; nothing
  * here streams (`iterate`) on SQLite.
  */
-function withStatementCache(conn: SQLite.Database, size = 256) {
+function withStatementCache(conn: SQLite.Database, activity: StoreActivity, size = 256) {
   const cache = new Map<string, SQLite.Statement>();
   return {
     close: () => conn.close(),
+    // Kysely's SQLite driver prepares every statement it runs: the one place to count them.
     prepare(sqlText: string) {
+      countStatement(activity, sqlText);
       let stmt = cache.get(sqlText);
       if (!stmt) {
         stmt = conn.prepare(sqlText);
@@ -229,7 +222,7 @@ function openPostgres(url: string, guard: boolean): Store {
   });
   const activity: StoreActivity = { statements: 0, transactions: 0 };
   const db = new Kysely<Database>({
-    dialect: guarded(new PostgresDialect({ pool: withPreparedStatements(pool) }), activity),
+    dialect: guarded(new PostgresDialect({ pool: withPreparedStatements(pool, activity) }), activity),
   });
   return makeStore(db, 'postgres', url, guard, activity);
 }
@@ -243,7 +236,7 @@ function openPostgres(url: string, guard: boolean): Store {
  * `;` may be several statements, which cannot be prepared: those run unnamed. Kysely passes every
  * value as a parameter, so a `;` in a value never reaches the text.
  */
-function withPreparedStatements(pool: pg.Pool, limit = 1000): PostgresPool {
+function withPreparedStatements(pool: pg.Pool, activity: StoreActivity, limit = 1000): PostgresPool {
   const names = new Map<string, string>();
   const nameOf = (text: string): string | undefined => {
     let name = names.get(text);
@@ -259,6 +252,7 @@ function withPreparedStatements(pool: pg.Pool, limit = 1000): PostgresPool {
       return {
         query: ((textOrCursor: unknown, values?: readonly unknown[]) => {
           if (typeof textOrCursor !== 'string') return client.query(textOrCursor as never);
+          countStatement(activity, textOrCursor);
           const name = nameOf(textOrCursor);
           return name === undefined
             ? client.query(textOrCursor, values as unknown[])
@@ -287,9 +281,7 @@ function makeStore(
     // PostgreSQL runs transactions side by side on its pool, and its WAL writer already flushes the
     // commits that arrive together in one go; SQLite has one connection, so it groups them itself.
     transaction:
-      dialect === 'sqlite'
-        ? groupCommit(db, guard, activity)
-        : (fn) => oneTransaction(db, dialect, guard, fn),
+      dialect === 'sqlite' ? groupCommit(db, guard) : (fn) => oneTransaction(db, dialect, guard, fn),
     async readCommitted<R>(query: CompiledQuery<R>) {
       return (await db.executeQuery(query)).rows;
     },

@@ -1,7 +1,7 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
 import { type ControlledTransaction, type Kysely, sql } from 'kysely';
 import type { Database } from './schema.js';
-import type { Dialect, Store, StoreActivity, Tx } from './store.js';
+import type { Dialect, Store, Tx } from './store.js';
 
 // How `Store.transaction` runs callbacks: one transaction each (PostgreSQL), or group commit (SQLite).
 
@@ -67,21 +67,11 @@ interface Queued {
  * transaction with it (SQLite rolls back everything on SQLITE_FULL or an I/O error), every callback
  * of the group is rejected: none of them was committed.
  */
-export function groupCommit(
-  db: Kysely<Database>,
-  guard: boolean,
-  activity: StoreActivity,
-): Store['transaction'] {
+export function groupCommit(db: Kysely<Database>, guard: boolean): Store['transaction'] {
   const queue: Queued[] = [];
   let running = false;
-  /** A savepoint command: transaction control like BEGIN and COMMIT, so not counted as a statement. */
-  const control = async (
-    trx: ControlledTransaction<Database>,
-    command: 'savepoint' | 'release' | 'rollback to',
-  ) => {
-    await sql.raw(`${command} svc_tx`).execute(trx);
-    activity.statements--;
-  };
+  const control = (trx: ControlledTransaction<Database>, command: 'savepoint' | 'release' | 'rollback to') =>
+    sql.raw(`${command} svc_tx`).execute(trx);
 
   async function runGroup(): Promise<void> {
     let trx: ControlledTransaction<Database>;

@@ -111,6 +111,8 @@ describe(`concurrent transactions (${dialectName})`, () => {
         ),
       );
       const commits = store.activity.transactions - before.transactions;
+      // One statement each: BEGIN, COMMIT and the group's savepoints are not counted as statements.
+      expect(store.activity.statements - before.statements).toBe(50);
       if (onPostgres) expect(commits).toBe(50);
       else {
         expect(commits).toBeGreaterThanOrEqual(1);

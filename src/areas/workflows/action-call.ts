@@ -58,12 +58,11 @@ export function createActionCaller(deps: ActionCallDeps) {
     } catch (err) {
       describeError = errorText(err);
     }
-    const description = prepared?.description;
     // The run ended while the action was being looked up (another branch failed, an END was reached).
     if (!machine.accepts(state)) return;
     if (b.interrupted) {
       const attempt = `attempt ${state.attempts} was in flight when its worker stopped and may have reached the plugin`;
-      if (!description) {
+      if (!prepared) {
         machine.attemptFailed(
           node,
           state,
@@ -73,7 +72,7 @@ export function createActionCaller(deps: ActionCallDeps) {
         );
         return;
       }
-      if (!description.idempotent) {
+      if (!prepared.description.idempotent) {
         machine.attemptFailed(
           node,
           state,
@@ -96,10 +95,11 @@ export function createActionCaller(deps: ActionCallDeps) {
       machine.markInterrupted(state);
     }
     machine.beginAttempt(state, deps.clock.now());
-    if (!prepared || !description) {
+    if (!prepared) {
       machine.attemptFailed(node, state, describeError as string, deps.clock.now());
       return;
     }
+    const { description } = prepared;
     // The attempt is durable (running, input, attempts) before the plugin can see it.
     await deps.persistAttempt(machine);
     const actionMs = description.timeout_seconds * 1000;

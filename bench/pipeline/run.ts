@@ -276,8 +276,8 @@ async function setUp(base: string, receiverUrl: string) {
   await putGraph(0);
   /** Subscriptions of another event type (never routed here): the cost model's routing load. */
   let others = 0;
-  const addOtherSubscriptions = async (n: number) => {
-    for (let i = 0; i < n; i++, others++)
+  const otherSubscriptions = async (total: number) => {
+    for (; others < total; others++)
       await call(
         'POST',
         '/event_subscription',
@@ -298,7 +298,7 @@ async function setUp(base: string, receiverUrl: string) {
       body: JSON.stringify({ questionnaire_id: q.id, answers: ANSWERS }),
     },
     putGraph,
-    addOtherSubscriptions,
+    otherSubscriptions,
   };
 }
 
@@ -428,10 +428,11 @@ async function costModel(kind: string) {
       stored = Math.max(stored, target);
       await row(`${target.toLocaleString('en')} stored runs`);
     }
-    await setup.addOtherSubscriptions(9);
-    await row('10 subscriptions of another type');
-    await setup.addOtherSubscriptions(90);
-    await row('100 subscriptions of another type');
+    // Besides the measured subscription: 1, then 10, then 100 of another event type.
+    for (const total of [1, 10, 100]) {
+      await setup.otherSubscriptions(total);
+      await row(`${total} subscription${total > 1 ? 's' : ''} of another type`);
+    }
     for (const extra of [4, 9]) {
       await setup.putGraph(extra);
       await row(`${extra + 2} nodes per graph`);

@@ -7,7 +7,7 @@ import { defineConfig } from 'vitest/config';
 // them explicitly and its PostgreSQL pass runs them.
 export default defineConfig({
   test: {
-    include: ['test/**/*.test.ts'],
+    include: ['test/**/*.test.ts', 'console/test/**/*.test.ts'],
     globalSetup: ['test/helpers/global-setup.ts'],
     pool: 'forks',
     testTimeout: 30_000,

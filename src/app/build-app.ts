@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import fastifyCookie from '@fastify/cookie';
 import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
 import Fastify, { type FastifyReply, type FastifyRequest, LogController } from 'fastify';
@@ -11,6 +12,7 @@ import { hardenedJsonParser, nulCharacter } from '../http/json-body.js';
 import { describeOperation, docsPageOptions, openapiOptions } from '../http/openapi.js';
 import { ErrorBody } from '../http/schemas.js';
 import { causationFromHeaders } from '../lib/causation.js';
+import { registerConsole } from './console.js';
 import { handleClientError, handleError, handleFrameworkError } from './errors.js';
 import { registerHttpMetrics } from './metrics.js';
 import { registerAreaRoutes } from './routes.js';
@@ -114,6 +116,8 @@ export async function buildApp(ctx: AppContext): Promise<BuiltApp> {
   registerHttpMetrics(app as never, ctx.services.metrics);
   await app.register(swagger, openapiOptions);
   await app.register(swaggerUi, docsPageOptions);
+  await app.register(fastifyCookie);
+  await registerConsole(app, ctx.config.consoleDir);
 
   app.get('/healthz', { schema: { hide: true }, config: { access: { kind: 'public' } } }, async () => ({
     status: 'ok',
@@ -140,8 +144,8 @@ export async function buildApp(ctx: AppContext): Promise<BuiltApp> {
   return { app, routes };
 }
 
-/** Probes and the docs page's files: routine, so their lines are debug; the API's requests are info. */
-const ROUTINE = /^\/(healthz|readyz|metrics|docs)(\/|\?|$)/;
+/** Probes and the docs' and console's files: routine, so their lines are debug; the API's requests are info. */
+const ROUTINE = /^\/(healthz|readyz|metrics|docs|console)(\/|\?|$)/;
 
 /**
  * One log line per answered request (Fastify writes two: received and completed): method, path,

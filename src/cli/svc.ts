@@ -127,7 +127,7 @@ async function serve(ctx: AppContext, withWorker: boolean): Promise<number> {
     port: ctx.config.port,
     host: ctx.config.host,
     listenTextResolver: (address) =>
-      `svc ${VERSION} listening on ${address} (docs at ${address}/docs, store: ${ctx.store.dialect}, ` +
+      `svc ${VERSION} listening on ${address} (console at ${address}/console, docs at ${address}/docs, store: ${ctx.store.dialect}, ` +
       `worker: ${worker ? 'in-process' : 'off'})`,
   });
   worker?.start();

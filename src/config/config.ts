@@ -59,6 +59,8 @@ export interface Config {
   bodyLimitBytes: number;
   /** Where generated development secrets and the default SQLite file live. */
   dataDir: string;
+  /** SVC_CONSOLE_DIR: the built console served at /console; by default dist/console of this package. */
+  consoleDir: string | undefined;
   /** SVC_PLUGIN_DIR: folder of package plugins (docs/plugins.md); none when unset. */
   pluginDir: string | undefined;
   /** SVC_PLUGIN_SERVICES: base URLs of service plugins, comma-separated. */
@@ -298,6 +300,7 @@ export function loadConfig(env: Env = process.env): Config {
     accessTokenTtlSeconds: boundedInt(env, 'SVC_ACCESS_TOKEN_TTL_SECONDS', 900, 60, YEAR_S),
     bodyLimitBytes: boundedInt(env, 'SVC_BODY_LIMIT_BYTES', 1_048_576, 1024, 1_073_741_824),
     dataDir: str(env, 'SVC_DATA_DIR') ?? './data',
+    consoleDir: str(env, 'SVC_CONSOLE_DIR'),
     pluginDir: str(env, 'SVC_PLUGIN_DIR'),
     pluginServices: pluginServiceUrls(env),
     analytics: analyticsConfig(env),

@@ -38,7 +38,12 @@ export const TokenResponse = Type.Object(
     access_token: Type.String(),
     token_type: Type.Literal('bearer'),
     expires_in: Type.Integer({ description: 'access token lifetime, seconds' }),
-    refresh_token: Type.String(),
+    refresh_token: Type.Optional(
+      Type.String({
+        description:
+          'always present, unless the request asked for cookie delivery (`Svc-Refresh-Cookie: true`, docs/console.md)',
+      }),
+    ),
     refresh_expires_at: Timestamp,
     refresh_expires_in: Type.Integer({ description: 'refresh token lifetime, seconds' }),
   },
@@ -59,7 +64,12 @@ export const MfaVerifyLoginBody = Type.Object(
 );
 
 export const RefreshBody = Type.Object(
-  { refresh_token: OpaqueToken },
+  {
+    refresh_token: Type.Optional({
+      ...OpaqueToken,
+      description: 'required, unless the request asks for cookie delivery and carries the svc_refresh cookie',
+    }),
+  },
   { examples: [{ refresh_token: 'rt_5Yb0nP2qXv8Lm3Rk9Tc1Hs7Wd4Fg6Aj' }], additionalProperties: false },
 );
 
@@ -196,6 +206,8 @@ export const DeviceLoginBody = Type.Object(
 );
 export const DeviceLoginResponse = Type.Object({
   ...TokenResponse.properties,
+  // Devices are not browsers: their refresh token is always in the body.
+  refresh_token: Type.String(),
   device_id: Type.String(),
 });
 export const DeviceConsentBody = Type.Object(

@@ -1,5 +1,6 @@
 import { authenticated, publicAccess } from '../../http/access.js';
 import type { App } from '../../http/app.js';
+import { clearRefreshCookie, deliverTokens, presentedRefreshToken } from './refresh-cookie.js';
 import { requestMeta } from './request-meta.js';
 import {
   ChangePasswordBody,
@@ -38,7 +39,10 @@ export function registerSignInRoutes(app: App, { auth }: { auth: AuthService }):
       },
       config: publicAccess(),
     },
-    async (req) => auth.loginWithCredentials(req.body.email, req.body.password, requestMeta(req)),
+    async (req, reply) => {
+      const answer = await auth.loginWithCredentials(req.body.email, req.body.password, requestMeta(req));
+      return 'access_token' in answer ? deliverTokens(req, reply, answer) : answer;
+    },
   );
   for (const [url, operationId, alias] of [
     ['/auth/login/mfa_verify', 'verifyMfaLogin', ''],
@@ -57,7 +61,12 @@ export function registerSignInRoutes(app: App, { auth }: { auth: AuthService }):
         },
         config: publicAccess(),
       },
-      async (req) => auth.verifyMfaLogin(req.body.mfa_token, req.body.code, requestMeta(req)),
+      async (req, reply) =>
+        deliverTokens(
+          req,
+          reply,
+          await auth.verifyMfaLogin(req.body.mfa_token, req.body.code, requestMeta(req)),
+        ),
     );
   }
   app.post(
@@ -73,7 +82,8 @@ export function registerSignInRoutes(app: App, { auth }: { auth: AuthService }):
       },
       config: publicAccess(),
     },
-    async (req) => auth.loginWithExternalIdp(req.body.id_token, requestMeta(req)),
+    async (req, reply) =>
+      deliverTokens(req, reply, await auth.loginWithExternalIdp(req.body.id_token, requestMeta(req))),
   );
   app.post(
     '/auth/refresh',
@@ -82,13 +92,17 @@ export function registerSignInRoutes(app: App, { auth }: { auth: AuthService }):
         operationId: 'refreshTokens',
         summary: 'Exchange a refresh token for a new token pair',
         tags,
-        description: 'Rotates a refresh token. A used token presented again ends its whole session.',
+        description:
+          'Rotates a refresh token. A used token presented again ends its whole session. Browser clients may ask for the refresh token as an HttpOnly cookie instead of in the body: `Svc-Refresh-Cookie: true` on sign-in and refresh (docs/console.md).',
         body: RefreshBody,
         response: { 200: TokenResponse },
       },
       config: publicAccess(),
     },
-    async (req) => auth.refresh(req.body.refresh_token, requestMeta(req)),
+    async (req, reply) => {
+      const token = presentedRefreshToken(req, req.body.refresh_token);
+      return deliverTokens(req, reply, await auth.refresh(token, requestMeta(req)));
+    },
   );
   app.post(
     '/auth/logout',
@@ -102,7 +116,10 @@ export function registerSignInRoutes(app: App, { auth }: { auth: AuthService }):
       },
       config: authenticated(),
     },
-    async (req) => auth.logout(req.principal),
+    async (req, reply) => {
+      clearRefreshCookie(req, reply);
+      return auth.logout(req.principal);
+    },
   );
 
   // ---- MFA

@@ -18,7 +18,8 @@ import {
 } from './token-store.js';
 
 /** CONTRACTS §3 token response. */
-export type TokenResponse = Static<typeof TokenResponseSchema>;
+/** What sign-in issues: the refresh token is always there (only cookie delivery moves it out of the body). */
+export type TokenResponse = Static<typeof TokenResponseSchema> & { refresh_token: string };
 
 export interface RequestMeta {
   ip: string | null;

@@ -144,7 +144,13 @@ export const PutGraphBody = Type.Object(
           {
             key: 'derive',
             type: 'COMPUTE',
-            config: { logic: { doubled: { '*': [{ var: 'event.data.answers.score' }, 2] } } },
+            // Two keys: a template of named results (one key would read as an operator).
+            config: {
+              logic: {
+                score: { var: 'event.data.answers.score' },
+                doubled: { '*': [{ var: 'event.data.answers.score' }, 2] },
+              },
+            },
           },
           { key: 'done', type: 'END' },
         ],

@@ -1,0 +1,116 @@
+import { type JSX, render } from 'preact';
+import { useEffect, useLayoutEffect, useState } from 'preact/hooks';
+import { allows, CanContext } from './access';
+import { whenSignedOut } from './api/client';
+import { href, matchRoute, navigate, onLinkClick, useLocation } from './router';
+import { RunScreen } from './screens/Run';
+import { Runs } from './screens/Runs';
+import { SignIn } from './screens/SignIn';
+import { SubscriptionScreen } from './screens/Subscription';
+import { Subscriptions } from './screens/Subscriptions';
+import { type CurrentUser, currentUser, resume, signOut } from './session';
+import './styles.css';
+
+/** Each screen with the operation that opens it: the nav shows only what the user's scopes allow. */
+const SCREENS = [
+  { path: '/subscriptions', label: 'Subscriptions', needs: 'GET /api/v1/event_subscription' },
+  { path: '/runs', label: 'Runs', needs: 'GET /api/v1/workflow_run' },
+] as const;
+
+type Theme = 'light' | 'dark';
+function initialTheme(): Theme {
+  const saved = localStorage.getItem('svc-theme');
+  if (saved === 'light' || saved === 'dark') return saved;
+  return matchMedia('(prefers-color-scheme: dark)').matches ? 'dark' : 'light';
+}
+
+function App() {
+  const [user, setUser] = useState<CurrentUser | null | undefined>(undefined);
+  const [theme, setTheme] = useState<Theme>(initialTheme);
+  const { path, query } = useLocation();
+  const load = async () => setUser((await resume()) ? await currentUser() : null);
+  useEffect(() => {
+    whenSignedOut(() => setUser(null));
+    load().catch(() => setUser(null));
+  }, []);
+  useLayoutEffect(() => {
+    document.documentElement.dataset.theme = theme;
+    localStorage.setItem('svc-theme', theme);
+  }, [theme]);
+
+  if (user === undefined) return <p class="muted">Loading…</p>;
+  if (user === null) return <SignIn onSignedIn={() => currentUser().then(setUser)} />;
+
+  const can = (operation: string) => allows(user.scopes, operation);
+  const screens = SCREENS.filter((s) => can(s.needs));
+  if (path === '/' && screens[0]) navigate(screens[0].path, true);
+
+  return (
+    <CanContext.Provider value={can}>
+      <a class="skip" href="#content">
+        Skip to content
+      </a>
+      <header class="top">
+        <a class="brand" href={href('/')}>
+          svc
+        </a>
+        <nav class="main" aria-label="main">
+          {screens.map((s) => (
+            <a key={s.path} href={href(s.path)} aria-current={path.startsWith(s.path) ? 'page' : undefined}>
+              {s.label}
+            </a>
+          ))}
+        </nav>
+        <button
+          type="button"
+          onClick={() => setTheme(theme === 'dark' ? 'light' : 'dark')}
+          aria-label="switch theme"
+        >
+          {theme === 'dark' ? 'Light' : 'Dark'} theme
+        </button>
+        <span class="muted">{user.email}</span>
+        <button type="button" onClick={() => signOut().finally(() => setUser(null))}>
+          Sign out
+        </button>
+      </header>
+      <main id="content">
+        <Screen path={path} query={query} can={can} />
+      </main>
+    </CanContext.Provider>
+  );
+}
+
+/** The console's routes: the first whose pattern matches the path renders. */
+const ROUTES: Array<
+  [string, (p: Record<string, string>, query: URLSearchParams, can: (op: string) => boolean) => JSX.Element]
+> = [
+  ['/subscriptions', (_p, _q, can) => <Subscriptions canCreate={can('POST /api/v1/event_subscription')} />],
+  ['/subscriptions/new', () => <SubscriptionScreen id={null} />],
+  ['/subscriptions/:id', (p) => <SubscriptionScreen key={p.id} id={p.id} />],
+  ['/runs', (_p, query) => <Runs query={query} />],
+  ['/runs/:id', (p) => <RunScreen key={p.id} id={p.id} />],
+];
+
+function Screen({
+  path,
+  query,
+  can,
+}: {
+  path: string;
+  query: URLSearchParams;
+  can: (op: string) => boolean;
+}) {
+  for (const [pattern, render] of ROUTES) {
+    const params = matchRoute(pattern, path);
+    if (params) return render(params, query, can);
+  }
+  if (path === '/') return <p class="muted">Your scopes open none of the console's screens.</p>;
+  return (
+    <p>
+      Nothing here. <a href={href('/')}>Back to the start</a>
+    </p>
+  );
+}
+
+document.addEventListener('click', onLinkClick);
+render(<App />, document.getElementById('app') as HTMLElement);

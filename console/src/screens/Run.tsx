@@ -1,0 +1,188 @@
+import { useMemo, useState } from 'preact/hooks';
+import { useCan } from '../access';
+import { api, ok, type Schemas } from '../api/client';
+import { GraphView } from '../graph/GraphView';
+import { drawableFromRecord } from '../graph/model';
+import { href, navigate } from '../router';
+import { formatDuration, runActions, timeline } from '../runs/timeline';
+import { ErrorNote, Json, Panel, Status, when } from '../ui/bits';
+import { Table } from '../ui/list';
+import { useAsync } from '../ui/use-async';
+
+type RunNode = Schemas['WorkflowRunNode'];
+const live = (status: string | undefined) =>
+  status === undefined || status === 'pending' || status === 'running';
+
+/** One run: its timeline per node, the graph coloured by node status, each node's data, and run control. */
+export function RunScreen({ id }: { id: string }) {
+  const can = useCan();
+  const [selected, setSelected] = useState<string | null>(null);
+  const [actionError, setActionError] = useState<unknown>(null);
+  const view = useAsync(
+    async () => {
+      const [run, nodes] = await Promise.all([
+        ok(api.GET('/api/v1/workflow_run/{id}', { params: { path: { id } } })),
+        ok(api.GET('/api/v1/workflow_run/{id}/node', { params: { path: { id } } })),
+      ]);
+      return { run, nodes: nodes.nodes };
+    },
+    [id],
+    { everyMs: 1000, keepPolling: (data) => live(data?.run.status) },
+  );
+  const subscriptionId = view.data?.run.event_subscription_id;
+  const graph = useAsync(
+    () =>
+      subscriptionId && can('GET /api/v1/event_subscription/{id}/graph')
+        ? ok(api.GET('/api/v1/event_subscription/{id}/graph', { params: { path: { id: subscriptionId } } }))
+        : Promise.resolve(null),
+    [subscriptionId],
+  );
+  const drawable = useMemo(() => (graph.data ? drawableFromRecord(graph.data) : null), [graph.data]);
+  if (view.error && !view.data) return <ErrorNote error={view.error} />;
+  if (!view.data) return <p class="muted">Loading…</p>;
+  const { run, nodes } = view.data;
+  const { rows } = timeline(nodes, Date.now());
+  const status = Object.fromEntries(nodes.map((n) => [n.node_key, n.status]));
+  const node = nodes.find((n) => n.node_key === selected) ?? null;
+  const actions = runActions(run.status);
+  const control = async (what: 'cancel' | 'rerun' | 'retry') => {
+    setActionError(null);
+    try {
+      const params = { params: { path: { id } } };
+      if (what === 'cancel') await ok(api.POST('/api/v1/workflow_run/{id}/cancel', params));
+      if (what === 'retry') await ok(api.POST('/api/v1/workflow_run/{id}/retry', params));
+      if (what === 'rerun') {
+        const next = await ok(api.POST('/api/v1/workflow_run/{id}/rerun', params));
+        navigate(`/runs/${next.id}`);
+        return;
+      }
+      view.reload();
+    } catch (err) {
+      setActionError(err);
+    }
+  };
+  const may = can('POST /api/v1/workflow_run/{id}/cancel');
+
+  return (
+    <>
+      <p>
+        <a href={href('/runs')}>Runs</a> /
+      </p>
+      <div class="row" style={{ justifyContent: 'space-between' }}>
+        <h1>
+          Run <code>{run.id}</code> <Status status={run.status} />
+        </h1>
+        {may && (
+          <div class="row">
+            {actions.cancel && (
+              <button type="button" class="danger" onClick={() => control('cancel')}>
+                Cancel
+              </button>
+            )}
+            {actions.retry && (
+              <button type="button" onClick={() => control('retry')}>
+                Retry failed nodes
+              </button>
+            )}
+            {actions.rerun && (
+              <button type="button" onClick={() => control('rerun')}>
+                Re-run
+              </button>
+            )}
+          </div>
+        )}
+      </div>
+      <ErrorNote error={actionError} />
+      <Panel>
+        <p>
+          <a href={href(`/subscriptions/${run.event_subscription_id}`)}>Subscription</a> · event{' '}
+          <code>{run.event_type}</code> · graph version {run.graph_version} · started {when(run.started_at)} ·
+          completed {when(run.completed_at)}
+          {run.rerun_of && (
+            <>
+              {' '}
+              · re-run of <a href={href(`/runs/${run.rerun_of}`)}>{run.rerun_of.slice(0, 13)}…</a>
+            </>
+          )}
+        </p>
+        {run.error && <p class="error">{run.error}</p>}
+      </Panel>
+      <div class="split">
+        <Panel title="Timeline">
+          <div class="timeline">
+            <Table label="run timeline" head={['Node', 'Status', 'Attempts', 'Duration', '']}>
+              {rows.map(({ node: n, offset, width, durationMs }) => (
+                <tr key={n.id} class={n.node_key === selected ? 'selected' : ''} data-node-row={n.node_key}>
+                  <td>
+                    <button
+                      type="button"
+                      onClick={() => setSelected(n.node_key)}
+                      aria-pressed={n.node_key === selected}
+                    >
+                      {n.node_key}
+                    </button>{' '}
+                    <span class="muted">{n.node_type}</span>
+                  </td>
+                  <td>
+                    <Status status={n.status} />
+                  </td>
+                  <td>{n.attempts}</td>
+                  <td>{formatDuration(durationMs)}</td>
+                  <td style={{ width: '35%' }}>
+                    <div class="bar-track" title={`${when(n.started_at)} → ${when(n.completed_at)}`}>
+                      <div
+                        class={`bar status-${n.status}`}
+                        style={{ left: `${offset}%`, width: `${width}%` }}
+                      />
+                    </div>
+                  </td>
+                </tr>
+              ))}
+            </Table>
+          </div>
+        </Panel>
+        <Panel title="Graph">
+          {drawable ? (
+            <GraphView
+              {...drawable}
+              status={status}
+              selected={selected}
+              onSelect={setSelected}
+              label="run graph"
+            />
+          ) : (
+            <p class="muted">The graph is not readable with your scopes.</p>
+          )}
+        </Panel>
+      </div>
+      {node && <NodeDetail node={node} />}
+      <Panel title="Trigger event">
+        <Json value={run.trigger_event} label="trigger event" />
+      </Panel>
+    </>
+  );
+}
+
+function NodeDetail({ node }: { node: RunNode }) {
+  return (
+    <Panel title={`Node ${node.node_key}`}>
+      <p>
+        <Status status={node.status} /> {node.node_type} · attempts {node.attempts} · started{' '}
+        {when(node.started_at)} · completed {when(node.completed_at)}
+        {node.resume_at && <> · resumes {when(node.resume_at)}</>}
+      </p>
+      {node.error && <p class="error">{node.error}</p>}
+      {node.skip_reason && <p class="muted">Skipped: {node.skip_reason.message}</p>}
+      <section class="split" aria-label={`node ${node.node_key}`}>
+        <div>
+          <h2>Input</h2>
+          <Json value={node.input} label="node input" />
+        </div>
+        <div>
+          <h2>Output</h2>
+          <Json value={node.output} label="node output" />
+        </div>
+      </section>
+    </Panel>
+  );
+}

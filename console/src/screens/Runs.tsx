@@ -1,0 +1,108 @@
+import { useState } from 'preact/hooks';
+import { api, ok } from '../api/client';
+import { href, navigate } from '../router';
+import { ErrorNote, Panel, Status, when } from '../ui/bits';
+import { Pager, Table } from '../ui/list';
+import { useAsync } from '../ui/use-async';
+
+const STATUSES = ['pending', 'running', 'completed', 'failed', 'skipped', 'cancelled'] as const;
+type RunStatus = (typeof STATUSES)[number];
+
+/** Runs with the API's filters (status, subscription, start time range), refreshed live. */
+export function Runs({ query }: { query: URLSearchParams }) {
+  const [offset, setOffset] = useState(0);
+  const [live, setLive] = useState(true);
+  const filters = {
+    status: (query.get('status') || undefined) as RunStatus | undefined,
+    event_subscription_id: query.get('event_subscription_id') || undefined,
+    started_at_gte: query.get('started_at_gte') || undefined,
+    started_at_lte: query.get('started_at_lte') || undefined,
+  };
+  const list = useAsync(
+    () => ok(api.GET('/api/v1/workflow_run', { params: { query: { ...filters, offset, limit: 25 } } })),
+    [query.toString(), offset],
+    { everyMs: 2000, keepPolling: () => live },
+  );
+  const apply = (ev: Event) => {
+    ev.preventDefault();
+    const form = new FormData(ev.currentTarget as HTMLFormElement);
+    const next = new URLSearchParams();
+    for (const name of ['status', 'event_subscription_id']) {
+      const v = String(form.get(name) ?? '').trim();
+      if (v) next.set(name, v);
+    }
+    for (const name of ['started_at_gte', 'started_at_lte']) {
+      const v = String(form.get(name) ?? '');
+      if (v) next.set(name, new Date(v).toISOString());
+    }
+    setOffset(0);
+    navigate(`/runs${next.size ? `?${next}` : ''}`, true);
+  };
+  // datetime-local fields hold local time without a zone; the API takes UTC instants.
+  const local = (iso: string | undefined) => {
+    if (!iso) return '';
+    const d = new Date(iso);
+    return new Date(d.getTime() - d.getTimezoneOffset() * 60_000).toISOString().slice(0, 16);
+  };
+  return (
+    <>
+      <h1>Runs</h1>
+      <Panel>
+        <form class="row" onSubmit={apply} aria-label="filter runs">
+          <label>
+            Status
+            <select name="status" value={filters.status ?? ''}>
+              <option value="">any</option>
+              {STATUSES.map((s) => (
+                <option key={s} value={s}>
+                  {s}
+                </option>
+              ))}
+            </select>
+          </label>
+          <label>
+            Subscription id
+            <input name="event_subscription_id" value={filters.event_subscription_id ?? ''} />
+          </label>
+          <label>
+            Started from
+            <input name="started_at_gte" type="datetime-local" value={local(filters.started_at_gte)} />
+          </label>
+          <label>
+            Started until
+            <input name="started_at_lte" type="datetime-local" value={local(filters.started_at_lte)} />
+          </label>
+          <button type="submit">Filter</button>
+          <label class="inline">
+            <input
+              type="checkbox"
+              checked={live}
+              onChange={(ev) => setLive((ev.currentTarget as HTMLInputElement).checked)}
+            />{' '}
+            Live
+          </label>
+        </form>
+        <ErrorNote error={list.error} />
+        <Table label="runs" head={['Run', 'Status', 'Event type', 'Started', 'Completed', 'Error']}>
+          {list.data?.runs.map((r) => (
+            <tr key={r.id}>
+              <td>
+                <a href={href(`/runs/${r.id}`)}>{r.id.slice(0, 13)}…</a>
+              </td>
+              <td>
+                <Status status={r.status} />
+              </td>
+              <td>
+                <code>{r.event_type}</code>
+              </td>
+              <td>{when(r.started_at)}</td>
+              <td>{when(r.completed_at)}</td>
+              <td class="muted">{r.error ?? ''}</td>
+            </tr>
+          ))}
+        </Table>
+        <Pager page={list.data} onOffset={setOffset} />
+      </Panel>
+    </>
+  );
+}

@@ -1,0 +1,70 @@
+import type { ComponentChildren } from 'preact';
+import type { ApiFailure } from '../api/client';
+
+/** The contract's error body as the user should read it: code, message, and where (details.field). */
+export function ErrorNote({ error }: { error: unknown }) {
+  if (!error) return null;
+  const e = error as Partial<ApiFailure>;
+  const field = typeof e.details?.field === 'string' ? e.details.field : undefined;
+  return (
+    <div class="error" role="alert">
+      <strong>{e.code ?? 'Error'}</strong>: {e.message ?? String(error)}
+      {field && (
+        <div>
+          at <code>{field}</code>
+        </div>
+      )}
+    </div>
+  );
+}
+
+export function Json({ value, label }: { value: unknown; label?: string }) {
+  return (
+    <section aria-label={label}>
+      <pre class="json">{value === undefined ? '—' : JSON.stringify(value, null, 2)}</pre>
+    </section>
+  );
+}
+
+export function Status({ status }: { status: string }) {
+  return <span class={`status status-${status}`}>{status}</span>;
+}
+
+export function Panel({
+  title,
+  children,
+  actions,
+}: {
+  title?: string;
+  children: ComponentChildren;
+  actions?: ComponentChildren;
+}) {
+  return (
+    <section class="panel" aria-label={title}>
+      {(title || actions) && (
+        <div class="row" style={{ justifyContent: 'space-between' }}>
+          {title && <h2 style={{ margin: 0 }}>{title}</h2>}
+          {actions && <div class="row">{actions}</div>}
+        </div>
+      )}
+      {children}
+    </section>
+  );
+}
+
+export function when(iso: string | null | undefined): string {
+  if (!iso) return '—';
+  return new Date(iso).toLocaleString();
+}
+
+/** Parses a JSON text field; the message names the field when it is not JSON. */
+export function parseJson(text: string, field: string): unknown {
+  if (text.trim() === '') return null;
+  try {
+    return JSON.parse(text);
+  } catch (err) {
+    throw Object.assign(new Error(`${field} is not valid JSON: ${(err as Error).message}`), {
+      code: 'INVALID_JSON',
+    });
+  }
+}

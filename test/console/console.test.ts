@@ -1,0 +1,297 @@
+import { mkdirSync } from 'node:fs';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import type { Browser, Page, Response } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { hasBrowser, launchBrowser } from '../helpers/browser.js';
+import { ADMIN, type ConsoleServer, startConsoleServer } from '../helpers/console.js';
+
+/** Screenshots of the main screens, written by every run (never committed; docs/console.md). */
+export const SHOTS = fileURLToPath(new URL('../../.console-screenshots/', import.meta.url));
+
+const EVENT_TYPE = 'com.example.console.order';
+const GRAPH = {
+  nodes: [
+    {
+      key: 'derive',
+      type: 'COMPUTE',
+      config: {
+        logic: { total: { var: 'event.data.total' }, doubled: { '*': [{ var: 'event.data.total' }, 2] } },
+      },
+    },
+    {
+      key: 'label',
+      type: 'COMPUTE',
+      config: { logic: { cat: ['order:', { var: 'nodes.derive.output.doubled' }] } },
+    },
+    { key: 'done', type: 'END' },
+  ],
+  edges: [
+    { from_node_id: 'derive', to_node_id: 'label' },
+    { from_node_id: 'label', to_node_id: 'done' },
+  ],
+};
+
+/**
+ * The console in a real browser (Debian's chromium through playwright-core) against a real `svc
+ * serve` with its worker: sign in, build and test a graph, publish a real event, watch its run.
+ */
+describe.skipIf(!hasBrowser)('the console at /console', () => {
+  let server: ConsoleServer;
+  let browser: Browser;
+  beforeAll(async () => {
+    mkdirSync(SHOTS, { recursive: true });
+    server = await startConsoleServer();
+    browser = await launchBrowser();
+    const type = await server.api('POST', '/event_definition', {
+      event_type: EVENT_TYPE,
+      description: 'An order, for the console tests',
+      data_schema: { type: 'object', properties: { total: { type: 'number' } }, required: ['total'] },
+      examples: [
+        { specversion: '1.0', id: 'order-1', source: '/shop', type: EVENT_TYPE, data: { total: 21 } },
+      ],
+    });
+    expect(type.status).toBe(200);
+  }, 120_000);
+  afterAll(async () => {
+    await browser?.close();
+    await server?.close();
+  });
+
+  /** A page that records every response it received, to prove secrets never reached it. */
+  async function openPage(width = 1280, height = 800): Promise<{ page: Page; bodies: string[] }> {
+    const page = await browser.newPage({ viewport: { width, height }, colorScheme: 'light' });
+    const bodies: string[] = [];
+    page.on('response', (res: Response) => {
+      if (res.url().includes('/api/'))
+        res.text().then(
+          (t) => bodies.push(t),
+          () => {},
+        );
+    });
+    return { page, bodies };
+  }
+
+  async function signIn(page: Page): Promise<void> {
+    await page.goto(`${server.base}/console/`);
+    await page.getByLabel('Email').fill(ADMIN.email);
+    await page.getByLabel('Password').fill(ADMIN.password);
+    await page.getByRole('button', { name: 'Sign in' }).click();
+    await page.getByRole('navigation', { name: 'main' }).waitFor();
+  }
+
+  it('is served with a strict CSP, immutable hashed assets, pre-compressed, and a fallback to the page', async () => {
+    const page = await fetch(`${server.base}/console/runs/some-id`);
+    expect(page.status).toBe(200);
+    expect(page.headers.get('cache-control')).toBe('no-cache');
+    const csp = page.headers.get('content-security-policy') ?? '';
+    expect(csp).toContain("script-src 'self'");
+    expect(csp).toContain("frame-ancestors 'none'");
+    expect(csp).not.toContain('unsafe-inline');
+    const html = await page.text();
+    const script = /src="(\/console\/assets\/[^"]+\.js)"/.exec(html)?.[1];
+    expect(script).toBeDefined();
+    const asset = await fetch(`${server.base}${script}`, { headers: { 'accept-encoding': 'br' } });
+    expect(asset.status).toBe(200);
+    expect(asset.headers.get('cache-control')).toBe('public, max-age=31536000, immutable');
+    expect(asset.headers.get('content-encoding')).toBe('br');
+    expect((await fetch(`${server.base}/console/assets/nothing.js`)).status).toBe(404);
+    const redirect = await fetch(`${server.base}/console`, { redirect: 'manual' });
+    expect(redirect.status).toBe(301);
+    expect(redirect.headers.get('location')).toBe('/console/');
+  });
+
+  it('signs in with the refresh token only in an HttpOnly cookie, and a reload keeps the session', async () => {
+    const { page, bodies } = await openPage();
+    await signIn(page);
+    expect(await page.evaluate('document.cookie')).not.toContain('svc_refresh');
+    const cookies = await page.context().cookies();
+    const refresh = cookies.find((c) => c.name === 'svc_refresh');
+    expect(refresh).toMatchObject({ httpOnly: true, sameSite: 'Strict', path: '/api/v1/auth' });
+    expect(bodies.join('\n')).not.toContain(refresh!.value);
+    expect(bodies.join('\n')).not.toContain('"refresh_token"');
+    await page.reload();
+    await page.getByRole('navigation', { name: 'main' }).waitFor();
+    expect(await page.getByRole('link', { name: 'Subscriptions' }).count()).toBe(1);
+    await page.getByRole('button', { name: 'Sign out' }).click();
+    await page.getByRole('button', { name: 'Sign in' }).waitFor();
+    await page.reload();
+    await page.getByRole('button', { name: 'Sign in' }).waitFor();
+    await page.close();
+  });
+
+  it('creates a subscription with a 3-node graph, marks a bad node, tests it, runs a real event and shows the run', {
+    timeout: 120_000,
+  }, async () => {
+    const { page } = await openPage();
+    await signIn(page);
+    await page.getByRole('link', { name: 'Subscriptions' }).click();
+    await page.getByRole('link', { name: 'New subscription' }).click();
+    await page.getByLabel('Name', { exact: true }).fill('Orders doubled');
+    await page.getByLabel('Event type').fill(EVENT_TYPE);
+    await page.getByRole('button', { name: 'Create' }).click();
+    await page.waitForURL(/\/console\/subscriptions\/(?!new$)[^/]+$/, { waitUntil: 'commit' });
+    const subscriptionId = page.url().split('/').pop()!;
+
+    // A graph whose second node has no usable config: the server's 400 marks that node.
+    const graph = page.getByLabel(/^Graph JSON/);
+    const broken = structuredClone(GRAPH);
+    (broken.nodes[1] as { config: unknown }).config = { logic: { nope: [1] } };
+    await graph.fill(JSON.stringify(broken, null, 2));
+    await page.getByRole('button', { name: 'Save graph' }).click();
+    await page.getByRole('alert').filter({ hasText: 'WORKFLOW.INVALID_GRAPH' }).waitFor();
+    await page.locator('svg.graph g.node.invalid[data-node="label"]').waitFor();
+    expect(await page.locator('svg.graph g.node.invalid').count()).toBe(1);
+
+    await graph.fill(JSON.stringify(GRAPH, null, 2));
+    await page.getByRole('button', { name: 'Save graph' }).click();
+    await page.getByText('Saved', { exact: true }).waitFor();
+    await expect.poll(() => page.locator('svg[aria-label="subscription graph"] g.node').count()).toBe(3);
+    await expect.poll(() => page.locator('svg[aria-label="subscription graph"] g.edge').count()).toBe(2);
+    await page.screenshot({ path: join(SHOTS, 'subscription.png'), fullPage: true });
+
+    // Test: prefilled from the type's example (total 21): every node completes, outputs visible.
+    await page.getByRole('button', { name: 'Run test' }).click();
+    await page.getByRole('table', { name: 'test nodes' }).waitFor();
+    await page.getByRole('button', { name: 'label', exact: true }).click();
+    const output = page.getByLabel('output', { exact: true });
+    await expect.poll(() => output.innerText()).toContain('order:42');
+    // The playground: a path offered by the node, evaluated on the server.
+    await page.getByRole('button', { name: 'nodes.derive.output.doubled', exact: true }).click();
+    await page.getByRole('button', { name: 'Evaluate' }).click();
+    await expect.poll(() => page.getByLabel('expression result').innerText()).toBe('42');
+
+    // A real event: the run appears in the list and completes in the run view.
+    const eventBox = page.getByLabel(/^Event \(a CloudEvent/);
+    const event = JSON.parse(await eventBox.inputValue());
+    await eventBox.fill(JSON.stringify({ ...event, id: 'order-real-1', data: { total: 5 } }));
+    await page.getByRole('button', { name: 'Publish as a real event' }).click();
+    await page.getByRole('status').getByRole('link', { name: 'Runs of this subscription' }).click();
+    const runLink = page.getByRole('table', { name: 'runs' }).getByRole('link').first();
+    await runLink.waitFor({ timeout: 15_000 });
+    expect(page.url()).toContain(`event_subscription_id=${subscriptionId}`);
+    await page.screenshot({ path: join(SHOTS, 'runs.png'), fullPage: true });
+    await runLink.click();
+    await page.locator('h1 .status-completed').waitFor({ timeout: 15_000 });
+    await expect
+      .poll(() => page.locator('svg[aria-label="run graph"] g.node.status-completed').count())
+      .toBe(3);
+    await page.getByRole('button', { name: 'label', exact: true }).click();
+    await expect.poll(() => page.getByLabel('node output').innerText()).toContain('order:10');
+    await page.screenshot({ path: join(SHOTS, 'run.png'), fullPage: true });
+
+    // Re-run from the run view: a new run of the same event, which completes too.
+    const firstRun = page.url();
+    await page.getByRole('button', { name: 'Re-run' }).click();
+    await page.waitForURL((url) => url.href !== firstRun, { waitUntil: 'commit' });
+    await page.locator('h1 .status-completed').waitFor({ timeout: 15_000 });
+    expect(await page.getByText('re-run of').count()).toBe(1);
+    await page.close();
+  });
+
+  it('shows only what the scopes allow, and works at a narrow width in the dark theme', async () => {
+    const role = await server.api('POST', '/role', { key: 'console_reader', name: 'Console reader' });
+    expect(role.status).toBe(200);
+    const scopes = await server.api('PUT', `/role/${role.body.id}/scope`, { scope_keys: ['workflow:read'] });
+    expect(scopes.status).toBe(200);
+    const user = await server.api('POST', '/user', {
+      email: 'reader@example.test',
+      password: 'reader-password-1',
+    });
+    expect(user.status).toBe(200);
+    expect(
+      (await server.api('POST', '/user_role', { user_id: user.body.id, role_id: role.body.id })).status,
+    ).toBe(200);
+
+    const { page } = await openPage(390, 800);
+    await page.goto(`${server.base}/console/`);
+    await page.getByLabel('Email').fill('reader@example.test');
+    await page.getByLabel('Password').fill('reader-password-1');
+    await page.getByRole('button', { name: 'Sign in' }).click();
+    const nav = page.getByRole('navigation', { name: 'main' });
+    await nav.waitFor();
+    expect(await nav.getByRole('link').allInnerTexts()).toEqual(['Runs']);
+    await page.waitForURL(/\/console\/runs$/, { waitUntil: 'commit' });
+    // Keyboard: the skip link is the first stop and leads to the content.
+    await page.reload();
+    await nav.waitFor();
+    await page.keyboard.press('Tab');
+    expect(await page.evaluate('document.activeElement?.textContent')).toBe('Skip to content');
+    await page.getByRole('button', { name: 'switch theme' }).click();
+    await expect.poll(() => page.evaluate('document.documentElement.dataset.theme')).toBe('dark');
+    const width = await page.evaluate('document.documentElement.scrollWidth');
+    expect(width).toBeLessThanOrEqual(390);
+    await page.screenshot({ path: join(SHOTS, 'runs-narrow-dark.png'), fullPage: true });
+    await page.close();
+  });
+
+  it('first load: the JS and CSS the browser fetched, compressed, fit in 300 KB (printed)', async () => {
+    const { page } = await openPage();
+    await page.goto(`${server.base}/console/`);
+    await page.getByRole('button', { name: 'Sign in' }).waitFor();
+    const sizes = (await page.evaluate(
+      `performance.getEntriesByType('resource').map((e) => ({ name: e.name, bytes: e.encodedBodySize }))`,
+    )) as Array<{ name: string; bytes: number }>;
+    const assets = sizes.filter((s) => /\.(js|css)$/.test(new URL(s.name).pathname));
+    const total = assets.reduce((sum, s) => sum + s.bytes, 0);
+    console.log(
+      `console first load: ${(total / 1024).toFixed(1)} KB of compressed JS and CSS in ${assets.length} files (budget 300 KB)`,
+    );
+    expect(assets.length).toBeGreaterThanOrEqual(2);
+    expect(total).toBeGreaterThan(0);
+    expect(total).toBeLessThanOrEqual(300 * 1024);
+    await page.close();
+  });
+
+  it('renders the run view of a 50-node run (time printed, not asserted)', { timeout: 120_000 }, async () => {
+    const nodes = Array.from({ length: 49 }, (_, i) => ({
+      key: `step_${i}`,
+      type: 'COMPUTE',
+      config: { logic: { '+': [{ var: 'event.data.total' }, i] } },
+    }));
+    nodes.push({ key: 'end', type: 'END' } as never);
+    const edges = nodes.slice(1).map((n, i) => ({ from_node_id: nodes[i].key, to_node_id: n.key }));
+    const sub = await server.api('POST', '/event_subscription', { name: 'fifty', event_type: EVENT_TYPE });
+    expect(sub.status).toBe(200);
+    expect(
+      (await server.api('PUT', `/event_subscription/${sub.body.id}/graph`, { nodes, edges })).status,
+    ).toBe(200);
+    const event = {
+      specversion: '1.0',
+      id: 'order-fifty',
+      source: '/shop',
+      type: EVENT_TYPE,
+      data: { total: 1 },
+    };
+    expect((await server.api('POST', '/event', event)).status).toBe(202);
+    let runId = '';
+    await expect
+      .poll(
+        async () => {
+          const runs = await server.api('GET', `/workflow_run?event_subscription_id=${sub.body.id}`);
+          runId = runs.body.runs[0]?.id ?? '';
+          return runs.body.runs[0]?.status;
+        },
+        { timeout: 30_000 },
+      )
+      .toBe('completed');
+
+    const { page } = await openPage();
+    await signIn(page);
+    await page.goto(`${server.base}/console/runs?event_subscription_id=${sub.body.id}`);
+    const link = page.getByRole('table', { name: 'runs' }).getByRole('link').first();
+    await link.waitFor();
+    const started = Date.now();
+    await link.click();
+    await page.waitForFunction(
+      `document.querySelectorAll('[data-node-row]').length === 50 && document.querySelectorAll('svg[aria-label="run graph"] g.node').length === 50`,
+    );
+    const ms = Date.now() - started;
+    console.log(
+      `run view of a 50-node run: ${ms} ms from the click to 50 timeline rows and 50 graph nodes (goal 200 ms)`,
+    );
+    expect(page.url()).toContain(runId);
+    await page.screenshot({ path: join(SHOTS, 'run-50-nodes.png'), fullPage: true });
+    await page.close();
+  });
+});

@@ -3,11 +3,18 @@ import { useEffect, useLayoutEffect, useState } from 'preact/hooks';
 import { allows, CanContext } from './access';
 import { whenSignedOut } from './api/client';
 import { href, matchRoute, navigate, onLinkClick, useLocation } from './router';
+import { ApiKeys } from './screens/ApiKeys';
+import { EventType, EventTypes } from './screens/EventTypes';
+import { Outbox } from './screens/Outbox';
+import { PluginDefinition, PluginInstance, Plugins } from './screens/Plugins';
 import { RunScreen } from './screens/Run';
 import { Runs } from './screens/Runs';
 import { SignIn } from './screens/SignIn';
 import { SubscriptionScreen } from './screens/Subscription';
 import { Subscriptions } from './screens/Subscriptions';
+import { Vault } from './screens/Vault';
+import { WebhookDetail } from './screens/WebhookDetail';
+import { Webhooks } from './screens/Webhooks';
 import { type CurrentUser, currentUser, resume, signOut } from './session';
 import './styles.css';
 
@@ -15,6 +22,12 @@ import './styles.css';
 const SCREENS = [
   { path: '/subscriptions', label: 'Subscriptions', needs: 'GET /api/v1/event_subscription' },
   { path: '/runs', label: 'Runs', needs: 'GET /api/v1/workflow_run' },
+  { path: '/webhooks', label: 'Webhooks', needs: 'GET /api/v1/webhook' },
+  { path: '/vault', label: 'Vault', needs: 'GET /api/v1/vault_entry' },
+  { path: '/api-keys', label: 'API keys', needs: 'GET /api/v1/api_key' },
+  { path: '/plugins', label: 'Plugins', needs: 'GET /api/v1/plugin_definition' },
+  { path: '/event-types', label: 'Event types', needs: 'GET /api/v1/event_definition' },
+  { path: '/outbox', label: 'Outbox', needs: 'GET /api/v1/event_delivery_task' },
 ] as const;
 
 type Theme = 'light' | 'dark';
@@ -74,35 +87,39 @@ function App() {
         </button>
       </header>
       <main id="content">
-        <Screen path={path} query={query} can={can} />
+        <Screen path={path} query={query} user={user} />
       </main>
     </CanContext.Provider>
   );
 }
 
 /** The console's routes: the first whose pattern matches the path renders. */
-const ROUTES: Array<
-  [string, (p: Record<string, string>, query: URLSearchParams, can: (op: string) => boolean) => JSX.Element]
-> = [
-  ['/subscriptions', (_p, _q, can) => <Subscriptions canCreate={can('POST /api/v1/event_subscription')} />],
+type Render = (p: Record<string, string>, query: URLSearchParams, user: CurrentUser) => JSX.Element;
+const ROUTES: Array<[string, Render]> = [
+  [
+    '/subscriptions',
+    (_p, _q, user) => <Subscriptions canCreate={allows(user.scopes, 'POST /api/v1/event_subscription')} />,
+  ],
   ['/subscriptions/new', () => <SubscriptionScreen id={null} />],
   ['/subscriptions/:id', (p) => <SubscriptionScreen key={p.id} id={p.id} />],
   ['/runs', (_p, query) => <Runs query={query} />],
   ['/runs/:id', (p) => <RunScreen key={p.id} id={p.id} />],
+  ['/webhooks', () => <Webhooks />],
+  ['/webhooks/:id', (p) => <WebhookDetail key={p.id} id={p.id} />],
+  ['/vault', () => <Vault />],
+  ['/api-keys', (_p, _q, user) => <ApiKeys scopes={user.scopes} />],
+  ['/plugins', () => <Plugins />],
+  ['/plugins/definitions/:id', (p) => <PluginDefinition key={p.id} id={p.id} />],
+  ['/plugins/instances/:id', (p) => <PluginInstance key={p.id} id={p.id} />],
+  ['/event-types', () => <EventTypes />],
+  ['/event-types/:type', (p) => <EventType key={p.type} type={p.type} />],
+  ['/outbox', () => <Outbox />],
 ];
 
-function Screen({
-  path,
-  query,
-  can,
-}: {
-  path: string;
-  query: URLSearchParams;
-  can: (op: string) => boolean;
-}) {
+function Screen({ path, query, user }: { path: string; query: URLSearchParams; user: CurrentUser }) {
   for (const [pattern, render] of ROUTES) {
     const params = matchRoute(pattern, path);
-    if (params) return render(params, query, can);
+    if (params) return render(params, query, user);
   }
   if (path === '/') return <p class="muted">Your scopes open none of the console's screens.</p>;
   return (

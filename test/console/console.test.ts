@@ -1,4 +1,6 @@
 import { mkdirSync } from 'node:fs';
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { Browser, Page, Response } from 'playwright-core';
@@ -39,9 +41,27 @@ const GRAPH = {
 describe.skipIf(!hasBrowser)('the console at /console', () => {
   let server: ConsoleServer;
   let browser: Browser;
+  // A receiver for webhooks and the http plugin: answers 500 until told to recover.
+  let receiver: Server;
+  let receiverUrl = '';
+  let receiverHealthy = false;
+  const received: string[] = [];
   beforeAll(async () => {
     mkdirSync(SHOTS, { recursive: true });
-    server = await startConsoleServer();
+    receiver = createServer((req, res) => {
+      received.push(`${req.method} ${req.url}`);
+      req.resume();
+      req.on('end', () =>
+        res.writeHead(receiverHealthy || req.url === '/ping' ? 200 : 500).end('{"ok":true}'),
+      );
+    });
+    await new Promise<void>((resolve) => receiver.listen(0, '127.0.0.1', resolve));
+    receiverUrl = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}`;
+    // Failed webhook attempts are retried at once, so a delivery fails for good within the test.
+    server = await startConsoleServer({
+      SVC_WEBHOOK_BACKOFF_BASE_SECONDS: '0',
+      SVC_WEBHOOK_RETRY_INTERVAL_MS: '100',
+    });
     browser = await launchBrowser();
     const type = await server.api('POST', '/event_definition', {
       event_type: EVENT_TYPE,
@@ -56,6 +76,7 @@ describe.skipIf(!hasBrowser)('the console at /console', () => {
   afterAll(async () => {
     await browser?.close();
     await server?.close();
+    receiver?.close();
   });
 
   /** A page that records every response it received, to prove secrets never reached it. */
@@ -283,15 +304,149 @@ describe.skipIf(!hasBrowser)('the console at /console', () => {
     await link.waitFor();
     const started = Date.now();
     await link.click();
-    await page.waitForFunction(
-      `document.querySelectorAll('[data-node-row]').length === 50 && document.querySelectorAll('svg[aria-label="run graph"] g.node').length === 50`,
-    );
+    await page.locator('[data-node-row]').nth(49).waitFor();
+    await page.locator('svg[aria-label="run graph"] g.node').nth(49).waitFor();
     const ms = Date.now() - started;
     console.log(
       `run view of a 50-node run: ${ms} ms from the click to 50 timeline rows and 50 graph nodes (goal 200 ms)`,
     );
     expect(page.url()).toContain(runId);
+    expect(await page.locator('[data-node-row]').count()).toBe(50);
     await page.screenshot({ path: join(SHOTS, 'run-50-nodes.png'), fullPage: true });
+    await page.close();
+  });
+
+  it('creates a webhook (secret shown once), watches a delivery fail, and retries it to success', {
+    timeout: 120_000,
+  }, async () => {
+    const { page, bodies } = await openPage();
+    await signIn(page);
+    await page.getByRole('link', { name: 'Webhooks' }).click();
+    const form = page.getByRole('form', { name: 'new webhook' });
+    await form.getByLabel('Name').fill('Orders out');
+    await form.getByLabel('URL').fill(`${receiverUrl}/hook`);
+    await form.getByLabel(/^Event types/).fill(EVENT_TYPE);
+    await form.getByRole('button', { name: 'Create webhook' }).click();
+    const secret = page
+      .getByRole('region', { name: 'Signing secret (Standard Webhooks form)' })
+      .locator('code');
+    await expect.poll(() => secret.innerText()).toMatch(/^whsec_/);
+    expect(await page.getByText('Verify a delivery').count()).toBeGreaterThan(0);
+    await page.getByRole('link', { name: 'Open Orders out' }).click();
+    // The secret is not shown again: not on the webhook's page, not in its answer.
+    const whsec = await page.evaluate('document.body.innerText.match(/whsec_\\S+/)');
+    expect(whsec).toBeNull();
+
+    await page.getByRole('button', { name: 'Send test event' }).click();
+    const row = page.getByRole('table', { name: 'deliveries' }).locator('tr[data-delivery]').first();
+    await row.locator('.status-failed').waitFor({ timeout: 30_000 });
+    receiverHealthy = true;
+    await row.getByRole('button', { name: 'Retry' }).click();
+    await row.locator('.status-success').waitFor({ timeout: 30_000 });
+    await row.getByRole('button', { name: EVENT_TYPE }).click();
+    const attempts = page.getByRole('table', { name: 'attempts' });
+    await attempts.waitFor();
+    expect(await attempts.locator('.status-failed').count()).toBe(5);
+    expect(await attempts.locator('.status-success').count()).toBe(1);
+    expect(received.filter((r) => r === 'POST /hook')).toHaveLength(6);
+    await page.screenshot({ path: join(SHOTS, 'webhook.png'), fullPage: true });
+    // Rotating shows the new secret once.
+    await page.getByRole('button', { name: 'Rotate secret' }).click();
+    await expect
+      .poll(() =>
+        page
+          .getByRole('region', { name: 'Signing secret (hex, for X-Signature)' })
+          .locator('code')
+          .innerText(),
+      )
+      .toMatch(/^[0-9a-f]{64}$/);
+    expect(bodies.length).toBeGreaterThan(0);
+    await page.close();
+  });
+
+  it('keeps a vault SECRET out of the DOM and out of every response the page received', async () => {
+    const value = 'S3cr3t-console-value-91';
+    const { page, bodies } = await openPage();
+    await signIn(page);
+    await page.getByRole('link', { name: 'Vault' }).click();
+    const form = page.getByRole('form', { name: 'new vault entry' });
+    await form.getByLabel('Key').fill('console_secret');
+    await form.getByLabel('Value').fill(value);
+    await form.getByRole('button', { name: 'Create entry' }).click();
+    const row = page.getByRole('row', { name: /console_secret/ });
+    await row.waitFor();
+    expect(await row.innerText()).toContain('set (never shown)');
+    await row.getByRole('button', { name: 'Replace value' }).click();
+    await row.getByLabel('New value').fill(`${value}-2`);
+    await row.getByRole('button', { name: 'Save' }).click();
+    await row.getByRole('button', { name: 'Replace value' }).waitFor();
+    await page.reload();
+    await page.getByRole('row', { name: /console_secret/ }).waitFor();
+    const inputs = (await page.evaluate(
+      `[...document.querySelectorAll('input, textarea')].map((e) => e.value).join('\\n')`,
+    )) as string;
+    expect(await page.content()).not.toContain(value);
+    expect(inputs).not.toContain(value);
+    expect(bodies.join('\n')).not.toContain(value);
+    expect(bodies.join('\n')).toContain('******');
+    await page.close();
+  });
+
+  it('creates an API key with scopes picked from the user’s own (token once), and revokes it', async () => {
+    const { page } = await openPage();
+    await signIn(page);
+    await page.getByRole('link', { name: 'API keys' }).click();
+    const form = page.getByRole('form', { name: 'new api key' });
+    await form.getByLabel('Name').fill('console-ci');
+    await form.getByLabel('workflow:read', { exact: true }).check();
+    await form.getByRole('button', { name: 'Create key' }).click();
+    const token = await page.getByRole('region', { name: 'API key token' }).locator('code').innerText();
+    expect(token).toMatch(/^svc_key_[0-9A-Za-z]{43}$/);
+    const runs = await fetch(`${server.base}/api/v1/workflow_run`, { headers: { 'x-api-key': token } });
+    expect(runs.status).toBe(200);
+    const row = page.getByRole('row', { name: /console-ci/ });
+    expect(await row.innerText()).toContain('workflow:read');
+    await row.getByRole('button', { name: 'Revoke' }).click();
+    await expect.poll(() => row.innerText()).toContain('revoked');
+    expect(
+      (await fetch(`${server.base}/api/v1/workflow_run`, { headers: { 'x-api-key': token } })).status,
+    ).toBe(401);
+    await page.close();
+  });
+
+  it('makes a plugin instance from a form generated by its config schema and invokes an action', async () => {
+    const { page } = await openPage();
+    await signIn(page);
+    await page.getByRole('link', { name: 'Plugins' }).click();
+    await page
+      .getByRole('table', { name: 'plugin definitions' })
+      .getByRole('link', { name: 'http', exact: true })
+      .click();
+    await page.getByLabel('Display name').fill('Receiver');
+    const config = page.getByRole('form', { name: 'instance config' });
+    await config.getByLabel(/^base_url/).fill(receiverUrl);
+    await config.getByRole('button', { name: 'Create instance' }).click();
+    await page.getByRole('heading', { name: 'Receiver' }).waitFor();
+    const invoke = page.getByRole('form', { name: 'invoke payload' });
+    await invoke.getByLabel(/^method/).selectOption('GET');
+    await invoke.getByLabel(/^url/).fill('/ping');
+    await invoke.getByRole('button', { name: 'Invoke' }).click();
+    await expect.poll(() => page.getByLabel('invoke output').innerText()).toContain('200');
+    expect(received).toContain('GET /ping');
+    await page.screenshot({ path: join(SHOTS, 'plugin.png'), fullPage: true });
+    await page.close();
+  });
+
+  it('lists event types with their schema and examples, and the outbox tasks', async () => {
+    const { page } = await openPage();
+    await signIn(page);
+    await page.getByRole('link', { name: 'Event types' }).click();
+    await page.getByRole('link', { name: EVENT_TYPE }).click();
+    await expect.poll(() => page.getByLabel('data schema', { exact: true }).innerText()).toContain('"total"');
+    expect(await page.getByLabel('example 1', { exact: true }).innerText()).toContain('order-1');
+    await page.getByRole('link', { name: 'Outbox' }).click();
+    const table = page.getByRole('table', { name: 'outbox tasks' });
+    await table.locator('.status-done').first().waitFor();
     await page.close();
   });
 });

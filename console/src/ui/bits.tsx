@@ -27,7 +27,7 @@ export function Json({ value, label }: { value: unknown; label?: string }) {
 }
 
 export function Status({ status }: { status: string }) {
-  return <span class={`status status-${status}`}>{status}</span>;
+  return <span class={`status status-${status.toLowerCase()}`}>{status}</span>;
 }
 
 export function Panel({

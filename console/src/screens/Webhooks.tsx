@@ -1,0 +1,149 @@
+import { useState } from 'preact/hooks';
+import { useCan } from '../access';
+import { api, ok, type Schemas } from '../api/client';
+import { href } from '../router';
+import { ErrorNote, Panel, when } from '../ui/bits';
+import { ShownOnce } from '../ui/copy';
+import { Pager, Table } from '../ui/list';
+import { useAsync } from '../ui/use-async';
+import { SignatureSnippet } from './WebhookDetail';
+
+const splitTypes = (text: string) =>
+  text
+    .split(/[\s,]+/)
+    .map((t) => t.trim())
+    .filter(Boolean);
+
+/** Webhooks: the list, and a form to create one (its secret shown once, with how to verify it). */
+export function Webhooks() {
+  const can = useCan();
+  const [offset, setOffset] = useState(0);
+  const [search, setSearch] = useState<string | undefined>(undefined);
+  const [created, setCreated] = useState<Schemas['WebhookWithSecret'] | null>(null);
+  const [error, setError] = useState<unknown>(null);
+  const list = useAsync(
+    () => ok(api.GET('/api/v1/webhook', { params: { query: { offset, limit: 25, search } } })),
+    [offset, search],
+  );
+  const create = async (ev: Event) => {
+    ev.preventDefault();
+    const form = ev.currentTarget as HTMLFormElement;
+    const data = new FormData(form);
+    setError(null);
+    try {
+      const answer = await ok(
+        api.POST('/api/v1/webhook', {
+          body: {
+            name: String(data.get('name')).trim(),
+            url: String(data.get('url')).trim(),
+            event_types: splitTypes(String(data.get('event_types'))),
+            description: String(data.get('description') ?? '').trim() || null,
+            enabled: data.get('enabled') === 'on',
+          },
+        }),
+      );
+      setCreated(answer);
+      form.reset();
+      list.reload();
+    } catch (err) {
+      setError(err);
+    }
+  };
+  return (
+    <>
+      <h1>Webhooks</h1>
+      {created && (
+        <Panel title={`Created ${created.name}`}>
+          <ShownOnce
+            label="Signing secret (Standard Webhooks form)"
+            value={created.standard_webhooks_secret}
+          />
+          <ShownOnce label="Signing secret (hex, for X-Signature)" value={created.secret} />
+          <SignatureSnippet />
+          <p>
+            <a href={href(`/webhooks/${created.id}`)}>Open {created.name}</a>
+          </p>
+        </Panel>
+      )}
+      <Panel>
+        <form
+          class="row"
+          aria-label="search webhooks"
+          onSubmit={(ev) => {
+            ev.preventDefault();
+            const text = String(new FormData(ev.currentTarget as HTMLFormElement).get('search') ?? '').trim();
+            setOffset(0);
+            setSearch(text || undefined);
+          }}
+        >
+          <label>
+            Name or URL contains
+            <input name="search" maxLength={2048} />
+          </label>
+          <button type="submit">Search</button>
+        </form>
+        <ErrorNote error={list.error} />
+        <Table label="webhooks" head={['Name', 'URL', 'Event types', 'State', 'Secret', 'Updated']}>
+          {list.data?.webhooks.map((w) => (
+            <tr key={w.id}>
+              <td>
+                <a href={href(`/webhooks/${w.id}`)}>{w.name}</a>
+              </td>
+              <td>
+                <code>{w.url}</code>
+              </td>
+              <td>{w.event_types.join(', ')}</td>
+              <td>{w.enabled ? 'enabled' : 'disabled'}</td>
+              <td>
+                <code>{w.secret_hint}</code>
+              </td>
+              <td>{when(w.updated_at)}</td>
+            </tr>
+          ))}
+        </Table>
+        <Pager page={list.data} onOffset={setOffset} />
+      </Panel>
+      {can('POST /api/v1/webhook') && (
+        <Panel title="New webhook">
+          <form onSubmit={create} aria-label="new webhook">
+            <div class="split">
+              <div>
+                <label>
+                  Name
+                  <input name="name" required maxLength={200} />
+                </label>
+                <label>
+                  URL
+                  <input
+                    name="url"
+                    type="url"
+                    required
+                    maxLength={2048}
+                    placeholder="https://example.com/hooks/svc"
+                  />
+                </label>
+              </div>
+              <div>
+                <label>
+                  Event types (comma or space separated; * for all)
+                  <input name="event_types" required placeholder="svc.submission.created" />
+                </label>
+                <label>
+                  Description
+                  <input name="description" maxLength={2000} />
+                </label>
+                <label class="inline">
+                  <input type="checkbox" name="enabled" checked /> Enabled
+                </label>
+              </div>
+            </div>
+            <ErrorNote error={error} />
+            <button class="primary" type="submit">
+              Create webhook
+            </button>
+          </form>
+        </Panel>
+      )}
+    </>
+  );
+}

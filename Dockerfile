@@ -1,4 +1,4 @@
-# svc in a container: a build stage compiles (better-sqlite3's native addon and the TypeScript),
+# svc in a container: a build stage compiles (better-sqlite3's native addon, the TypeScript, the console),
 # a slim runtime stage runs as the unprivileged `node` user. Not built in this project's CI (no Docker
 # engine there): keep it plain. `docker build -t svc .` then see compose.yaml.
 
@@ -10,7 +10,9 @@ RUN apt-get update \
   && rm -rf /var/lib/apt/lists/*
 COPY package.json package-lock.json tsconfig.json tsconfig.build.json ./
 COPY src ./src
-# `npm ci` runs the build (the `prepare` script); then only production dependencies are kept.
+COPY console ./console
+# `npm ci` runs the build (the `prepare` script: the server and the console, into dist/); then only
+# production dependencies are kept.
 RUN npm ci --no-audit --no-fund && npm prune --omit=dev --no-audit --no-fund
 
 FROM node:22-slim

@@ -212,7 +212,7 @@ describe.skipIf(!hasBrowser)('the console at /console', () => {
     await page.getByRole('button', { name: 'Run test' }).click();
     await page.getByRole('table', { name: 'test nodes' }).waitFor();
     await page.getByRole('button', { name: 'label', exact: true }).click();
-    const output = page.getByLabel('output', { exact: true });
+    const output = page.getByLabel('node output', { exact: true });
     await expect.poll(() => output.innerText()).toContain('order:42');
     // The playground: a path offered by the node, evaluated on the server.
     await page.getByRole('button', { name: 'nodes.derive.output.doubled', exact: true }).click();

@@ -1,9 +1,11 @@
 import { useState } from 'preact/hooks';
 import { useCan } from '../access';
 import { api, ok, type Schemas } from '../api/client';
-import { ErrorNote, Panel, when } from '../ui/bits';
+import { CreateForm, ErrorNote, Panel, when } from '../ui/bits';
 import { ShownOnce } from '../ui/copy';
+import { TextField } from '../ui/fields';
 import { Pager, Table } from '../ui/list';
+import { useAction } from '../ui/use-action';
 import { useAsync } from '../ui/use-async';
 
 const LIFETIMES = [
@@ -18,17 +20,17 @@ export function ApiKeys({ scopes }: { scopes: readonly string[] }) {
   const can = useCan();
   const [offset, setOffset] = useState(0);
   const [created, setCreated] = useState<Schemas['CreatedApiKey'] | null>(null);
-  const [error, setError] = useState<unknown>(null);
+  const [error, run] = useAction();
+  const [createError, runCreate] = useAction();
   const list = useAsync(
     () => ok(api.GET('/api/v1/api_key', { params: { query: { offset, limit: 25 } } })),
     [offset],
   );
-  const create = async (ev: Event) => {
+  const create = (ev: Event) => {
     ev.preventDefault();
     const form = ev.currentTarget as HTMLFormElement;
     const data = new FormData(form);
-    setError(null);
-    try {
+    runCreate(async () => {
       const answer = await ok(
         api.POST('/api/v1/api_key', {
           body: {
@@ -42,19 +44,13 @@ export function ApiKeys({ scopes }: { scopes: readonly string[] }) {
       setCreated(answer);
       form.reset();
       list.reload();
-    } catch (err) {
-      setError(err);
-    }
+    });
   };
-  const revoke = async (id: string) => {
-    setError(null);
-    try {
+  const revoke = (id: string) =>
+    run(async () => {
       await ok(api.DELETE('/api/v1/api_key/{id}', { params: { path: { id } } }));
       list.reload();
-    } catch (err) {
-      setError(err);
-    }
-  };
+    });
   return (
     <>
       <h1>API keys</h1>
@@ -93,45 +89,38 @@ export function ApiKeys({ scopes }: { scopes: readonly string[] }) {
         <Pager page={list.data} onOffset={setOffset} />
       </Panel>
       {can('POST /api/v1/api_key') && (
-        <Panel title="New API key">
-          <form onSubmit={create} aria-label="new api key">
-            <div class="split">
-              <div>
-                <label>
-                  Name
-                  <input name="name" required maxLength={200} />
+        <CreateForm
+          title="New API key"
+          label="new api key"
+          submit="Create key"
+          onSubmit={create}
+          error={createError}
+        >
+          <div>
+            <TextField label="Name" name="name" required maxLength={200} />
+            <TextField label="Description" name="description" maxLength={2000} />
+            <label>
+              Expires in
+              <select name="expires_in">
+                {LIFETIMES.map(([label, seconds]) => (
+                  <option key={seconds} value={seconds}>
+                    {label}
+                  </option>
+                ))}
+              </select>
+            </label>
+          </div>
+          <fieldset>
+            <legend>Scopes (from your own: a key never holds more than its creator)</legend>
+            <div class="chips">
+              {scopes.map((s) => (
+                <label key={s} class="inline">
+                  <input type="checkbox" name="scope" value={s} /> {s}
                 </label>
-                <label>
-                  Description
-                  <input name="description" maxLength={2000} />
-                </label>
-                <label>
-                  Expires in
-                  <select name="expires_in">
-                    {LIFETIMES.map(([label, seconds]) => (
-                      <option key={seconds} value={seconds}>
-                        {label}
-                      </option>
-                    ))}
-                  </select>
-                </label>
-              </div>
-              <fieldset>
-                <legend>Scopes (from your own: a key never holds more than its creator)</legend>
-                <div class="chips">
-                  {scopes.map((s) => (
-                    <label key={s} class="inline">
-                      <input type="checkbox" name="scope" value={s} /> {s}
-                    </label>
-                  ))}
-                </div>
-              </fieldset>
+              ))}
             </div>
-            <button class="primary" type="submit">
-              Create key
-            </button>
-          </form>
-        </Panel>
+          </fieldset>
+        </CreateForm>
       )}
     </>
   );

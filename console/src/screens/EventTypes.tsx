@@ -2,6 +2,7 @@ import { useState } from 'preact/hooks';
 import { api, ok } from '../api/client';
 import { href } from '../router';
 import { ErrorNote, Json, Panel } from '../ui/bits';
+import { SearchForm } from '../ui/fields';
 import { Pager, Table } from '../ui/list';
 import { useAsync } from '../ui/use-async';
 
@@ -17,22 +18,14 @@ export function EventTypes() {
     <>
       <h1>Event types</h1>
       <Panel>
-        <form
-          class="row"
-          aria-label="search event types"
-          onSubmit={(ev) => {
-            ev.preventDefault();
-            const text = String(new FormData(ev.currentTarget as HTMLFormElement).get('search') ?? '').trim();
+        <SearchForm
+          label="Type contains"
+          formLabel="search event types"
+          onSearch={(text) => {
             setOffset(0);
-            setSearch(text || undefined);
+            setSearch(text);
           }}
-        >
-          <label>
-            Type contains
-            <input name="search" maxLength={200} />
-          </label>
-          <button type="submit">Search</button>
-        </form>
+        />
         <ErrorNote error={list.error} />
         <Table label="event types" head={['Type', 'Description', 'Version', 'Kind']}>
           {list.data?.event_definitions.map((d) => (

@@ -4,6 +4,7 @@ import { type ApiFailure, api, ok, type Schemas } from '../api/client';
 import { GraphView } from '../graph/GraphView';
 import { drawableFromInput, inputFromRecord, nodesOfGraphError } from '../graph/model';
 import { ErrorNote, Panel } from '../ui/bits';
+import { useAction } from '../ui/use-action';
 import { useAsync } from '../ui/use-async';
 
 /**
@@ -20,7 +21,7 @@ export function GraphEditor({ subscription }: { subscription: Schemas['EventSubs
   const [draft, setDraft] = useState<string | null>(null);
   // The graph as last saved here (the PUT's answer), so the drawing never falls back to the old one.
   const [saved, setSavedGraph] = useState<Schemas['WorkflowGraph'] | null>(null);
-  const [error, setError] = useState<unknown>(null);
+  const [error, run] = useAction();
   const [invalid, setInvalid] = useState<string[]>([]);
   const [justSaved, setJustSaved] = useState(false);
 
@@ -35,28 +36,28 @@ export function GraphEditor({ subscription }: { subscription: Schemas['EventSubs
   }, [text]);
   const drawable = useMemo(() => drawableFromInput(parsed.value), [parsed.value]);
 
-  const save = async () => {
-    setError(null);
+  const save = () => {
     setInvalid([]);
     setJustSaved(false);
-    if (parsed.problem) {
-      setError({ code: 'INVALID_JSON', message: `The graph is not valid JSON: ${parsed.problem}` });
-      return;
-    }
-    try {
-      const answer = await ok(
-        api.PUT('/api/v1/event_subscription/{id}/graph', {
-          params: { path: { id: subscription.id } },
-          body: parsed.value as never,
-        }),
-      );
-      setSavedGraph(answer);
-      setDraft(null);
-      setJustSaved(true);
-    } catch (err) {
-      setError(err);
-      setInvalid(nodesOfGraphError((err as ApiFailure).details, parsed.value));
-    }
+    return run(async () => {
+      if (parsed.problem) {
+        throw { code: 'INVALID_JSON', message: `The graph is not valid JSON: ${parsed.problem}` };
+      }
+      try {
+        const answer = await ok(
+          api.PUT('/api/v1/event_subscription/{id}/graph', {
+            params: { path: { id: subscription.id } },
+            body: parsed.value as never,
+          }),
+        );
+        setSavedGraph(answer);
+        setDraft(null);
+        setJustSaved(true);
+      } catch (err) {
+        setInvalid(nodesOfGraphError((err as ApiFailure).details, parsed.value));
+        throw err;
+      }
+    });
   };
 
   return (

@@ -2,7 +2,9 @@ import { useState } from 'preact/hooks';
 import { useCan } from '../access';
 import { api, ok } from '../api/client';
 import { ErrorNote, Json, Panel, Status, when } from '../ui/bits';
+import { SelectFilter } from '../ui/fields';
 import { Pager, Table } from '../ui/list';
+import { useAction } from '../ui/use-action';
 import { useAsync } from '../ui/use-async';
 
 const STATUSES = ['PENDING', 'IN_PROGRESS', 'DONE', 'FAILED'] as const;
@@ -14,46 +16,31 @@ export function Outbox() {
   const [status, setStatus] = useState<TaskStatus | undefined>(undefined);
   const [offset, setOffset] = useState(0);
   const [open, setOpen] = useState<string | null>(null);
-  const [error, setError] = useState<unknown>(null);
+  const [error, run] = useAction();
   const list = useAsync(
     () => ok(api.GET('/api/v1/event_delivery_task', { params: { query: { status, offset, limit: 25 } } })),
     [status, offset],
   );
-  const retry = async (id: string) => {
-    setError(null);
-    try {
-      await ok(api.POST('/api/v1/event_delivery_task/{id}/retry', { params: { path: { id } } }));
-      list.reload();
-    } catch (err) {
-      setError(err);
-    }
-  };
+  const retry = (id: string) =>
+    run(() => ok(api.POST('/api/v1/event_delivery_task/{id}/retry', { params: { path: { id } } }))).then(
+      (done) => done && list.reload(),
+    );
   return (
     <>
       <h1>Outbox tasks</h1>
       <ErrorNote error={error} />
       <Panel
         actions={
-          <label class="inline">
-            Status{' '}
-            <select
-              name="status"
-              value={status ?? ''}
-              onChange={(ev) => {
-                setOffset(0);
-                setStatus(
-                  ((ev.currentTarget as HTMLSelectElement).value || undefined) as TaskStatus | undefined,
-                );
-              }}
-            >
-              <option value="">any</option>
-              {STATUSES.map((s) => (
-                <option key={s} value={s}>
-                  {s}
-                </option>
-              ))}
-            </select>
-          </label>
+          <SelectFilter
+            label="Status"
+            name="status"
+            value={status}
+            options={STATUSES}
+            onChange={(next) => {
+              setOffset(0);
+              setStatus(next);
+            }}
+          />
         }
       >
         <ErrorNote error={list.error} />

@@ -1,18 +1,19 @@
 import { useEffect, useState } from 'preact/hooks';
 import { api, ok } from '../api/client';
 import { ErrorNote, Json, parseJson } from '../ui/bits';
+import { CodeArea } from '../ui/fields';
+import { useAction } from '../ui/use-action';
 
 /** JSONLogic tried against a node's context on `/workflow/evaluate`; its paths are one click away. */
 export function Playground({ data, paths }: { data: unknown; paths: readonly string[] }) {
   const [expression, setExpression] = useState('{"var": "event.type"}');
   const [dataText, setDataText] = useState(() => JSON.stringify(data, null, 2));
   const [result, setResult] = useState<{ value: unknown } | null>(null);
-  const [error, setError] = useState<unknown>(null);
+  const [error, run] = useAction();
   useEffect(() => setDataText(JSON.stringify(data, null, 2)), [data]);
-  const evaluate = async () => {
-    setError(null);
+  const evaluate = () => {
     setResult(null);
-    try {
+    return run(async () => {
       const answer = await ok(
         api.POST('/api/v1/workflow/evaluate', {
           body: {
@@ -25,23 +26,18 @@ export function Playground({ data, paths }: { data: unknown; paths: readonly str
       const result = answer.result as Record<string, unknown>;
       const keys = Object.keys(result);
       setResult({ value: keys.length === 1 && keys[0] === 'value' ? result.value : result });
-    } catch (err) {
-      setError(err);
-    }
+    });
   };
   return (
     <section aria-label="expression playground">
       <h2>Expression playground</h2>
-      <label>
-        Expression (JSONLogic)
-        <textarea
-          name="expression"
-          rows={4}
-          spellcheck={false}
-          value={expression}
-          onInput={(ev) => setExpression((ev.currentTarget as HTMLTextAreaElement).value)}
-        />
-      </label>
+      <CodeArea
+        label="Expression (JSONLogic)"
+        name="expression"
+        rows={4}
+        value={expression}
+        onChange={setExpression}
+      />
       {paths.length > 0 && (
         <section class="chips" aria-label="available paths">
           {paths.map((p) => (
@@ -56,16 +52,7 @@ export function Playground({ data, paths }: { data: unknown; paths: readonly str
           ))}
         </section>
       )}
-      <label>
-        Data
-        <textarea
-          name="data"
-          rows={6}
-          spellcheck={false}
-          value={dataText}
-          onInput={(ev) => setDataText((ev.currentTarget as HTMLTextAreaElement).value)}
-        />
-      </label>
+      <CodeArea label="Data" name="data" rows={6} value={dataText} onChange={setDataText} />
       <button type="button" onClick={evaluate}>
         Evaluate
       </button>

@@ -5,6 +5,7 @@ import { href, navigate } from '../router';
 import { ErrorNote, Json, Panel, when } from '../ui/bits';
 import { Table } from '../ui/list';
 import { SchemaForm } from '../ui/SchemaForm';
+import { useAction } from '../ui/use-action';
 import { useAsync } from '../ui/use-async';
 
 /** Plugin definitions (with their actions) and instances. */
@@ -63,7 +64,7 @@ export function Plugins() {
 /** A definition: its config schema and actions, and a form generated from the schema for a new instance. */
 export function PluginDefinition({ id }: { id: string }) {
   const can = useCan();
-  const [error, setError] = useState<unknown>(null);
+  const [error, run] = useAction();
   const [name, setName] = useState('');
   const def = useAsync(
     () => ok(api.GET('/api/v1/plugin_definition/{id}', { params: { path: { id } } })),
@@ -72,9 +73,8 @@ export function PluginDefinition({ id }: { id: string }) {
   if (def.error) return <ErrorNote error={def.error} />;
   const d = def.data;
   if (!d) return <p class="muted">Loading…</p>;
-  const create = async (config: Record<string, unknown>) => {
-    setError(null);
-    try {
+  const create = (config: Record<string, unknown>) =>
+    run(async () => {
       const made = await ok(
         api.POST('/api/v1/plugin_instance', {
           body: {
@@ -86,10 +86,7 @@ export function PluginDefinition({ id }: { id: string }) {
         }),
       );
       navigate(`/plugins/instances/${made.id}`);
-    } catch (err) {
-      setError(err);
-    }
-  };
+    });
   return (
     <>
       <p>
@@ -146,7 +143,7 @@ export function PluginDefinition({ id }: { id: string }) {
 /** An instance: its config (form from the definition's schema) and an invoke form per action. */
 export function PluginInstance({ id }: { id: string }) {
   const can = useCan();
-  const [error, setError] = useState<unknown>(null);
+  const [error, run] = useAction();
   const [saved, setSaved] = useState(false);
   const [action, setAction] = useState<string | null>(null);
   const [output, setOutput] = useState<{ value: unknown } | null>(null);
@@ -161,10 +158,9 @@ export function PluginInstance({ id }: { id: string }) {
   if (!view.data) return <p class="muted">Loading…</p>;
   const { instance, definition } = view.data;
   const chosen = definition.actions.find((a) => a.name === (action ?? definition.actions[0]?.name));
-  const save = async (config: Record<string, unknown>) => {
-    setError(null);
+  const save = (config: Record<string, unknown>) => {
     setSaved(false);
-    try {
+    return run(async () => {
       await ok(
         api.PATCH('/api/v1/plugin_instance/{id}', {
           params: { path: { id } },
@@ -173,14 +169,11 @@ export function PluginInstance({ id }: { id: string }) {
       );
       setSaved(true);
       view.reload();
-    } catch (err) {
-      setError(err);
-    }
+    });
   };
-  const invoke = async (payload: Record<string, unknown>) => {
-    setError(null);
+  const invoke = (payload: Record<string, unknown>) => {
     setOutput(null);
-    try {
+    return run(async () => {
       const answer = await ok(
         api.POST('/api/v1/plugin_instance/{id}/invoke', {
           params: { path: { id } },
@@ -188,9 +181,7 @@ export function PluginInstance({ id }: { id: string }) {
         }),
       );
       setOutput({ value: answer.output });
-    } catch (err) {
-      setError(err);
-    }
+    });
   };
   return (
     <>

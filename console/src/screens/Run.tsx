@@ -6,8 +6,11 @@ import { drawableFromRecord } from '../graph/model';
 import { href, navigate } from '../router';
 import { formatDuration, runActions, timeline } from '../runs/timeline';
 import { ErrorNote, Json, Panel, Status, when } from '../ui/bits';
+import { SelectButton } from '../ui/fields';
 import { Table } from '../ui/list';
+import { useAction } from '../ui/use-action';
 import { useAsync } from '../ui/use-async';
+import { NodeData } from './NodeData';
 
 type RunNode = Schemas['WorkflowRunNode'];
 const live = (status: string | undefined) =>
@@ -17,7 +20,7 @@ const live = (status: string | undefined) =>
 export function RunScreen({ id }: { id: string }) {
   const can = useCan();
   const [selected, setSelected] = useState<string | null>(null);
-  const [actionError, setActionError] = useState<unknown>(null);
+  const [actionError, act] = useAction();
   const view = useAsync(
     async () => {
       const [run, nodes] = await Promise.all([
@@ -45,22 +48,18 @@ export function RunScreen({ id }: { id: string }) {
   const status = Object.fromEntries(nodes.map((n) => [n.node_key, n.status]));
   const node = nodes.find((n) => n.node_key === selected) ?? null;
   const actions = runActions(run.status);
-  const control = async (what: 'cancel' | 'rerun' | 'retry') => {
-    setActionError(null);
-    try {
+  const control = (what: 'cancel' | 'rerun' | 'retry') =>
+    act(async () => {
       const params = { params: { path: { id } } };
-      if (what === 'cancel') await ok(api.POST('/api/v1/workflow_run/{id}/cancel', params));
-      if (what === 'retry') await ok(api.POST('/api/v1/workflow_run/{id}/retry', params));
       if (what === 'rerun') {
         const next = await ok(api.POST('/api/v1/workflow_run/{id}/rerun', params));
         navigate(`/runs/${next.id}`);
         return;
       }
+      if (what === 'cancel') await ok(api.POST('/api/v1/workflow_run/{id}/cancel', params));
+      if (what === 'retry') await ok(api.POST('/api/v1/workflow_run/{id}/retry', params));
       view.reload();
-    } catch (err) {
-      setActionError(err);
-    }
-  };
+    });
   const may = can('POST /api/v1/workflow_run/{id}/cancel');
 
   return (
@@ -114,13 +113,9 @@ export function RunScreen({ id }: { id: string }) {
               {rows.map(({ node: n, offset, width, durationMs }) => (
                 <tr key={n.id} class={n.node_key === selected ? 'selected' : ''} data-node-row={n.node_key}>
                   <td>
-                    <button
-                      type="button"
-                      onClick={() => setSelected(n.node_key)}
-                      aria-pressed={n.node_key === selected}
-                    >
+                    <SelectButton selected={n.node_key === selected} onSelect={() => setSelected(n.node_key)}>
                       {n.node_key}
-                    </button>{' '}
+                    </SelectButton>{' '}
                     <span class="muted">{n.node_type}</span>
                   </td>
                   <td>
@@ -171,18 +166,7 @@ function NodeDetail({ node }: { node: RunNode }) {
         {when(node.started_at)} · completed {when(node.completed_at)}
         {node.resume_at && <> · resumes {when(node.resume_at)}</>}
       </p>
-      {node.error && <p class="error">{node.error}</p>}
-      {node.skip_reason && <p class="muted">Skipped: {node.skip_reason.message}</p>}
-      <section class="split" aria-label={`node ${node.node_key}`}>
-        <div>
-          <h2>Input</h2>
-          <Json value={node.input} label="node input" />
-        </div>
-        <div>
-          <h2>Output</h2>
-          <Json value={node.output} label="node output" />
-        </div>
-      </section>
+      <NodeData node={node} />
     </Panel>
   );
 }

@@ -2,6 +2,7 @@ import { useState } from 'preact/hooks';
 import { api, ok } from '../api/client';
 import { href, navigate } from '../router';
 import { ErrorNote, Panel, Status, when } from '../ui/bits';
+import { SelectFilter } from '../ui/fields';
 import { Pager, Table } from '../ui/list';
 import { useAsync } from '../ui/use-async';
 
@@ -27,10 +28,9 @@ export function Runs({ query }: { query: URLSearchParams }) {
     ev.preventDefault();
     const form = new FormData(ev.currentTarget as HTMLFormElement);
     const next = new URLSearchParams();
-    for (const name of ['status', 'event_subscription_id']) {
-      const v = String(form.get(name) ?? '').trim();
-      if (v) next.set(name, v);
-    }
+    if (filters.status) next.set('status', filters.status);
+    const subscription = String(form.get('event_subscription_id') ?? '').trim();
+    if (subscription) next.set('event_subscription_id', subscription);
     for (const name of ['started_at_gte', 'started_at_lte']) {
       const v = String(form.get(name) ?? '');
       if (v) next.set(name, new Date(v).toISOString());
@@ -49,17 +49,19 @@ export function Runs({ query }: { query: URLSearchParams }) {
       <h1>Runs</h1>
       <Panel>
         <form class="row" onSubmit={apply} aria-label="filter runs">
-          <label>
-            Status
-            <select name="status" value={filters.status ?? ''}>
-              <option value="">any</option>
-              {STATUSES.map((s) => (
-                <option key={s} value={s}>
-                  {s}
-                </option>
-              ))}
-            </select>
-          </label>
+          <SelectFilter
+            label="Status"
+            name="status"
+            value={filters.status}
+            options={STATUSES}
+            onChange={(status) => {
+              const next = new URLSearchParams(query);
+              if (status) next.set('status', status);
+              else next.delete('status');
+              setOffset(0);
+              navigate(`/runs${next.size ? `?${next}` : ''}`, true);
+            }}
+          />
           <label>
             Subscription id
             <input name="event_subscription_id" value={filters.event_subscription_id ?? ''} />

@@ -1,19 +1,19 @@
 import { useState } from 'preact/hooks';
 import { signIn, verifyMfa } from '../session';
 import { ErrorNote } from '../ui/bits';
+import { useAction } from '../ui/use-action';
 
 /** Email and password, then a TOTP code when the account has MFA (the API's own two steps). */
 export function SignIn({ onSignedIn }: { onSignedIn: () => void }) {
   const [mfaToken, setMfaToken] = useState<string | null>(null);
-  const [error, setError] = useState<unknown>(null);
+  const [error, run] = useAction();
   const [busy, setBusy] = useState(false);
 
   const submit = async (ev: Event) => {
     ev.preventDefault();
     const form = new FormData(ev.currentTarget as HTMLFormElement);
     setBusy(true);
-    setError(null);
-    try {
+    await run(async () => {
       if (mfaToken) {
         await verifyMfa(mfaToken, String(form.get('code')));
         onSignedIn();
@@ -22,11 +22,8 @@ export function SignIn({ onSignedIn }: { onSignedIn: () => void }) {
         if (result.kind === 'mfa') setMfaToken(result.mfaToken);
         else onSignedIn();
       }
-    } catch (err) {
-      setError(err);
-    } finally {
-      setBusy(false);
-    }
+    });
+    setBusy(false);
   };
 
   return (

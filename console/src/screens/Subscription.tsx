@@ -3,6 +3,7 @@ import { useCan } from '../access';
 import { api, ok, type Schemas } from '../api/client';
 import { href, navigate } from '../router';
 import { ErrorNote, Panel, parseJson, when } from '../ui/bits';
+import { useAction } from '../ui/use-action';
 import { useAsync } from '../ui/use-async';
 import { GraphEditor } from './GraphEditor';
 import { TestPanel } from './TestPanel';
@@ -55,16 +56,15 @@ function MetadataForm({
   editable: boolean;
   onSaved: (saved: Subscription) => void;
 }) {
-  const [error, setError] = useState<unknown>(null);
+  const [error, run] = useAction();
   const [saved, setSaved] = useState(false);
-  const submit = async (ev: Event) => {
+  const submit = (ev: Event) => {
     ev.preventDefault();
     const form = new FormData(ev.currentTarget as HTMLFormElement);
     const text = (name: string) => String(form.get(name) ?? '').trim();
     const orNull = (name: string) => text(name) || null;
-    setError(null);
     setSaved(false);
-    try {
+    return run(async () => {
       const body = {
         name: text('name'),
         event_type: text('event_type'),
@@ -84,9 +84,7 @@ function MetadataForm({
         : await ok(api.POST('/api/v1/event_subscription', { body }));
       setSaved(true);
       onSaved(result);
-    } catch (err) {
-      setError(err);
-    }
+    });
   };
   return (
     <Panel title="Subscription">

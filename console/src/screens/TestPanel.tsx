@@ -5,8 +5,11 @@ import { GraphView } from '../graph/GraphView';
 import { drawableFromRecord } from '../graph/model';
 import { href } from '../router';
 import { ErrorNote, Json, Panel, parseJson, Status } from '../ui/bits';
+import { CodeArea, SelectButton } from '../ui/fields';
 import { Table } from '../ui/list';
+import { useAction } from '../ui/use-action';
 import { useAsync } from '../ui/use-async';
+import { NodeData } from './NodeData';
 import { Playground } from './Playground';
 
 type TestResult = NonNullable<
@@ -25,7 +28,7 @@ export function TestPanel({ subscription }: { subscription: Schemas['EventSubscr
   const can = useCan();
   const [eventText, setEventText] = useState('');
   const [result, setResult] = useState<TestResult | null>(null);
-  const [error, setError] = useState<unknown>(null);
+  const [error, run] = useAction();
   const [selected, setSelected] = useState<string | null>(null);
   const graph = useAsync(
     () => ok(api.GET('/api/v1/event_subscription/{id}/graph', { params: { path: { id: subscription.id } } })),
@@ -50,10 +53,9 @@ export function TestPanel({ subscription }: { subscription: Schemas['EventSubscr
   }, [example.data]);
 
   const [published, setPublished] = useState<string | null>(null);
-  const publish = async () => {
-    setError(null);
+  const publish = () => {
     setPublished(null);
-    try {
+    return run(async () => {
       const event = parseJson(eventText, 'event') as never;
       const answer = await ok(api.POST('/api/v1/event', { body: event }));
       if ('id' in answer) {
@@ -61,14 +63,10 @@ export function TestPanel({ subscription }: { subscription: Schemas['EventSubscr
           answer.duplicate ? `${answer.id} before: a duplicate id starts nothing; change the id` : answer.id,
         );
       }
-    } catch (err) {
-      setError(err);
-    }
+    });
   };
-
-  const run = async () => {
-    setError(null);
-    try {
+  const test = () =>
+    run(async () => {
       const event = parseJson(eventText, 'event') as never;
       const answer = await ok(
         api.POST('/api/v1/event_subscription/{id}/test', {
@@ -78,10 +76,7 @@ export function TestPanel({ subscription }: { subscription: Schemas['EventSubscr
       );
       setResult(answer);
       setSelected(answer.nodes[0]?.key ?? null);
-    } catch (err) {
-      setError(err);
-    }
-  };
+    });
   const node = result?.nodes.find((n) => n.key === selected) ?? null;
   const status = Object.fromEntries((result?.nodes ?? []).map((n) => [n.key, n.status]));
 
@@ -90,7 +85,7 @@ export function TestPanel({ subscription }: { subscription: Schemas['EventSubscr
       title="Test with an event"
       actions={
         <>
-          <button class="primary" type="button" onClick={run}>
+          <button class="primary" type="button" onClick={test}>
             Run test
           </button>
           {can('POST /api/v1/event') && (
@@ -114,16 +109,13 @@ export function TestPanel({ subscription }: { subscription: Schemas['EventSubscr
         </p>
       )}
       <div class="split">
-        <label>
-          Event (a CloudEvent; nothing is stored, no ACTION is called)
-          <textarea
-            name="test-event"
-            rows={12}
-            spellcheck={false}
-            value={eventText}
-            onInput={(ev) => setEventText((ev.currentTarget as HTMLTextAreaElement).value)}
-          />
-        </label>
+        <CodeArea
+          label="Event (a CloudEvent; nothing is stored, no ACTION is called)"
+          name="test-event"
+          rows={12}
+          value={eventText}
+          onChange={setEventText}
+        />
         <div>
           <ErrorNote error={error} />
           {result && (
@@ -139,13 +131,9 @@ export function TestPanel({ subscription }: { subscription: Schemas['EventSubscr
                 {result.nodes.map((n) => (
                   <tr key={n.key} class={n.key === selected ? 'selected' : ''}>
                     <td>
-                      <button
-                        type="button"
-                        onClick={() => setSelected(n.key)}
-                        aria-pressed={n.key === selected}
-                      >
+                      <SelectButton selected={n.key === selected} onSelect={() => setSelected(n.key)}>
                         {n.key}
-                      </button>
+                      </SelectButton>
                     </td>
                     <td>{n.type}</td>
                     <td>
@@ -171,14 +159,9 @@ export function TestPanel({ subscription }: { subscription: Schemas['EventSubscr
       {node && (
         <section class="split" aria-label={`test node ${node.key}`}>
           <div>
-            <h2>Input</h2>
-            <Json value={node.input} label="input" />
-            <h2>Output</h2>
-            <Json value={node.output} label="output" />
-            {node.error && <p class="error">{node.error}</p>}
-            {node.skip_reason && <p class="muted">Skipped: {node.skip_reason.message}</p>}
+            <NodeData node={node} />
             <h2>Context</h2>
-            <Json value={node.context} label="context" />
+            <Json value={node.context} label="node context" />
           </div>
           <Playground data={node.context ?? {}} paths={node.available_paths} />
         </section>

@@ -1,8 +1,10 @@
 import { useState } from 'preact/hooks';
 import { useCan } from '../access';
 import { api, ok, type Schemas } from '../api/client';
-import { ErrorNote, Panel, when } from '../ui/bits';
+import { CreateForm, ErrorNote, Panel, when } from '../ui/bits';
+import { TextField } from '../ui/fields';
 import { Pager, Table } from '../ui/list';
+import { useAction } from '../ui/use-action';
 import { useAsync } from '../ui/use-async';
 
 type Entry = Schemas['VaultEntry'];
@@ -14,41 +16,38 @@ type Entry = Schemas['VaultEntry'];
 export function Vault() {
   const can = useCan();
   const [offset, setOffset] = useState(0);
-  const [error, setError] = useState<unknown>(null);
+  const [error, act] = useAction();
+  const [createError, actCreate] = useAction();
   const [editing, setEditing] = useState<string | null>(null);
   const list = useAsync(
     () => ok(api.GET('/api/v1/vault_entry', { params: { query: { offset, limit: 25 } } })),
     [offset],
   );
-  const run = async (what: () => Promise<unknown>, form?: HTMLFormElement) => {
-    setError(null);
-    try {
+  const run = (what: () => Promise<unknown>, form?: HTMLFormElement) =>
+    act(async () => {
       await what();
       form?.reset();
       setEditing(null);
       list.reload();
-    } catch (err) {
-      setError(err);
-    }
-  };
+    });
   const create = (ev: Event) => {
     ev.preventDefault();
     const form = ev.currentTarget as HTMLFormElement;
     const data = new FormData(form);
-    run(
-      () =>
-        ok(
-          api.POST('/api/v1/vault_entry', {
-            body: {
-              key: String(data.get('key')).trim(),
-              kind: String(data.get('kind')) as Entry['kind'],
-              value: String(data.get('value')),
-              description: String(data.get('description') ?? '').trim() || null,
-            },
-          }),
-        ),
-      form,
-    );
+    actCreate(async () => {
+      await ok(
+        api.POST('/api/v1/vault_entry', {
+          body: {
+            key: String(data.get('key')).trim(),
+            kind: String(data.get('kind')) as Entry['kind'],
+            value: String(data.get('value')),
+            description: String(data.get('description') ?? '').trim() || null,
+          },
+        }),
+      );
+      form.reset();
+      list.reload();
+    });
   };
   const replace = (entry: Entry) => (ev: Event) => {
     ev.preventDefault();
@@ -119,44 +118,31 @@ export function Vault() {
         <Pager page={list.data} onOffset={setOffset} />
       </Panel>
       {can('POST /api/v1/vault_entry') && (
-        <Panel title="New entry">
-          <form onSubmit={create} aria-label="new vault entry" autoComplete="off">
-            <div class="split">
-              <div>
-                <label>
-                  Key
-                  <input name="key" required maxLength={200} pattern="[A-Za-z0-9_]+" />
-                </label>
-                <label>
-                  Kind
-                  <select name="kind">
-                    <option value="SECRET">SECRET (encrypted, write-only)</option>
-                    <option value="VAR">VAR (plain text)</option>
-                  </select>
-                </label>
-              </div>
-              <div>
-                <label>
-                  Value
-                  <input
-                    name="value"
-                    type="password"
-                    required
-                    maxLength={65536}
-                    autoComplete="new-password"
-                  />
-                </label>
-                <label>
-                  Description
-                  <input name="description" maxLength={2000} />
-                </label>
-              </div>
-            </div>
-            <button class="primary" type="submit">
-              Create entry
-            </button>
-          </form>
-        </Panel>
+        <CreateForm
+          title="New entry"
+          label="new vault entry"
+          submit="Create entry"
+          onSubmit={create}
+          error={createError}
+        >
+          <div>
+            <TextField label="Key" name="key" required maxLength={200} pattern="[A-Za-z0-9_]+" />
+            <label>
+              Kind
+              <select name="kind">
+                <option value="SECRET">SECRET (encrypted, write-only)</option>
+                <option value="VAR">VAR (plain text)</option>
+              </select>
+            </label>
+          </div>
+          <div>
+            <label>
+              Value
+              <input name="value" type="password" required maxLength={65536} autoComplete="new-password" />
+            </label>
+            <TextField label="Description" name="description" maxLength={2000} />
+          </div>
+        </CreateForm>
       )}
     </>
   );

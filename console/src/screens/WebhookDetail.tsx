@@ -4,7 +4,9 @@ import { api, ok } from '../api/client';
 import { href } from '../router';
 import { ErrorNote, Json, Panel, Status, when } from '../ui/bits';
 import { ShownOnce } from '../ui/copy';
+import { SelectFilter } from '../ui/fields';
 import { Pager, Table } from '../ui/list';
+import { useAction } from '../ui/use-action';
 import { useAsync } from '../ui/use-async';
 
 const DELIVERY_STATUSES = ['PENDING', 'SUCCESS', 'FAILED'] as const;
@@ -33,7 +35,7 @@ export function WebhookDetail({ id }: { id: string }) {
   const [offset, setOffset] = useState(0);
   const [open, setOpen] = useState<string | null>(null);
   const [secret, setSecret] = useState<{ hex: string; standard: string } | null>(null);
-  const [error, setError] = useState<unknown>(null);
+  const [error, run] = useAction();
   const hook = useAsync(() => ok(api.GET('/api/v1/webhook/{id}', { params: { path: { id } } })), [id]);
   const deliveries = useAsync(
     () =>
@@ -45,15 +47,7 @@ export function WebhookDetail({ id }: { id: string }) {
     [id, status, offset],
     { everyMs: 2000, keepPolling: (d) => !!d?.deliveries.some((x) => x.status === 'PENDING') },
   );
-  const act = async (what: () => Promise<unknown>) => {
-    setError(null);
-    try {
-      await what();
-      deliveries.reload();
-    } catch (err) {
-      setError(err);
-    }
-  };
+  const act = (what: () => Promise<unknown>) => run(what).then((done) => done && deliveries.reload());
   const rotate = () =>
     act(async () => {
       const answer = await ok(api.POST('/api/v1/webhook/{id}/rotate_secret', { params: { path: { id } } }));
@@ -111,26 +105,16 @@ export function WebhookDetail({ id }: { id: string }) {
       <Panel
         title="Deliveries"
         actions={
-          <label class="inline">
-            Status{' '}
-            <select
-              name="status"
-              value={status ?? ''}
-              onChange={(ev) => {
-                setOffset(0);
-                setStatus(
-                  ((ev.currentTarget as HTMLSelectElement).value || undefined) as DeliveryStatus | undefined,
-                );
-              }}
-            >
-              <option value="">any</option>
-              {DELIVERY_STATUSES.map((s) => (
-                <option key={s} value={s}>
-                  {s}
-                </option>
-              ))}
-            </select>
-          </label>
+          <SelectFilter
+            label="Status"
+            name="status"
+            value={status}
+            options={DELIVERY_STATUSES}
+            onChange={(next) => {
+              setOffset(0);
+              setStatus(next);
+            }}
+          />
         }
       >
         <ErrorNote error={deliveries.error} />

@@ -2,9 +2,11 @@ import { useState } from 'preact/hooks';
 import { useCan } from '../access';
 import { api, ok, type Schemas } from '../api/client';
 import { href } from '../router';
-import { ErrorNote, Panel, when } from '../ui/bits';
+import { CreateForm, ErrorNote, Panel, when } from '../ui/bits';
 import { ShownOnce } from '../ui/copy';
+import { SearchForm, TextField } from '../ui/fields';
 import { Pager, Table } from '../ui/list';
+import { useAction } from '../ui/use-action';
 import { useAsync } from '../ui/use-async';
 import { SignatureSnippet } from './WebhookDetail';
 
@@ -20,17 +22,16 @@ export function Webhooks() {
   const [offset, setOffset] = useState(0);
   const [search, setSearch] = useState<string | undefined>(undefined);
   const [created, setCreated] = useState<Schemas['WebhookWithSecret'] | null>(null);
-  const [error, setError] = useState<unknown>(null);
+  const [error, run] = useAction();
   const list = useAsync(
     () => ok(api.GET('/api/v1/webhook', { params: { query: { offset, limit: 25, search } } })),
     [offset, search],
   );
-  const create = async (ev: Event) => {
+  const create = (ev: Event) => {
     ev.preventDefault();
     const form = ev.currentTarget as HTMLFormElement;
     const data = new FormData(form);
-    setError(null);
-    try {
+    run(async () => {
       const answer = await ok(
         api.POST('/api/v1/webhook', {
           body: {
@@ -45,9 +46,7 @@ export function Webhooks() {
       setCreated(answer);
       form.reset();
       list.reload();
-    } catch (err) {
-      setError(err);
-    }
+    });
   };
   return (
     <>
@@ -66,22 +65,15 @@ export function Webhooks() {
         </Panel>
       )}
       <Panel>
-        <form
-          class="row"
-          aria-label="search webhooks"
-          onSubmit={(ev) => {
-            ev.preventDefault();
-            const text = String(new FormData(ev.currentTarget as HTMLFormElement).get('search') ?? '').trim();
+        <SearchForm
+          label="Name or URL contains"
+          formLabel="search webhooks"
+          maxLength={2048}
+          onSearch={(text) => {
             setOffset(0);
-            setSearch(text || undefined);
+            setSearch(text);
           }}
-        >
-          <label>
-            Name or URL contains
-            <input name="search" maxLength={2048} />
-          </label>
-          <button type="submit">Search</button>
-        </form>
+        />
         <ErrorNote error={list.error} />
         <Table label="webhooks" head={['Name', 'URL', 'Event types', 'State', 'Secret', 'Updated']}>
           {list.data?.webhooks.map((w) => (
@@ -104,45 +96,38 @@ export function Webhooks() {
         <Pager page={list.data} onOffset={setOffset} />
       </Panel>
       {can('POST /api/v1/webhook') && (
-        <Panel title="New webhook">
-          <form onSubmit={create} aria-label="new webhook">
-            <div class="split">
-              <div>
-                <label>
-                  Name
-                  <input name="name" required maxLength={200} />
-                </label>
-                <label>
-                  URL
-                  <input
-                    name="url"
-                    type="url"
-                    required
-                    maxLength={2048}
-                    placeholder="https://example.com/hooks/svc"
-                  />
-                </label>
-              </div>
-              <div>
-                <label>
-                  Event types (comma or space separated; * for all)
-                  <input name="event_types" required placeholder="svc.submission.created" />
-                </label>
-                <label>
-                  Description
-                  <input name="description" maxLength={2000} />
-                </label>
-                <label class="inline">
-                  <input type="checkbox" name="enabled" checked /> Enabled
-                </label>
-              </div>
-            </div>
-            <ErrorNote error={error} />
-            <button class="primary" type="submit">
-              Create webhook
-            </button>
-          </form>
-        </Panel>
+        <CreateForm
+          title="New webhook"
+          label="new webhook"
+          submit="Create webhook"
+          onSubmit={create}
+          error={error}
+        >
+          <div>
+            <TextField label="Name" name="name" required maxLength={200} />
+            <TextField
+              label="URL"
+              name="url"
+              type="url"
+              required
+              maxLength={2048}
+              placeholder="https://example.com/hooks/svc"
+            />
+          </div>
+          <div>
+            <TextField
+              label="Event types (comma or space separated; * for all)"
+              name="event_types"
+              required
+              maxLength={4000}
+              placeholder="svc.submission.created"
+            />
+            <TextField label="Description" name="description" maxLength={2000} />
+            <label class="inline">
+              <input type="checkbox" name="enabled" checked /> Enabled
+            </label>
+          </div>
+        </CreateForm>
       )}
     </>
   );

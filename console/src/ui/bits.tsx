@@ -68,3 +68,32 @@ export function parseJson(text: string, field: string): unknown {
     });
   }
 }
+
+/** A panel holding one create form: its fields in two columns, then its error and its submit button. */
+export function CreateForm({
+  title,
+  label,
+  submit,
+  onSubmit,
+  error,
+  children,
+}: {
+  title: string;
+  label: string;
+  submit: string;
+  onSubmit: (ev: Event) => void;
+  error: unknown;
+  children: ComponentChildren;
+}) {
+  return (
+    <Panel title={title}>
+      <form onSubmit={onSubmit} aria-label={label} autoComplete="off">
+        <div class="split">{children}</div>
+        <ErrorNote error={error} />
+        <button class="primary" type="submit">
+          {submit}
+        </button>
+      </form>
+    </Panel>
+  );
+}

@@ -1,0 +1,143 @@
+import type { ComponentChildren } from 'preact';
+
+/** A filter choice: "any" (undefined) or one of `options`. */
+export function SelectFilter<T extends string>({
+  label,
+  name,
+  value,
+  options,
+  onChange,
+}: {
+  label: string;
+  name: string;
+  value: T | undefined;
+  options: readonly T[];
+  onChange: (value: T | undefined) => void;
+}) {
+  return (
+    <label class="inline">
+      {label}{' '}
+      <select
+        name={name}
+        value={value ?? ''}
+        onChange={(ev) =>
+          onChange(((ev.currentTarget as HTMLSelectElement).value || undefined) as T | undefined)
+        }
+      >
+        <option value="">any</option>
+        {options.map((o) => (
+          <option key={o} value={o}>
+            {o}
+          </option>
+        ))}
+      </select>
+    </label>
+  );
+}
+
+/** A one-field search: the trimmed text, or undefined for an empty one (the API refuses empty searches). */
+export function SearchForm({
+  label,
+  formLabel,
+  maxLength = 200,
+  onSearch,
+}: {
+  label: string;
+  formLabel: string;
+  maxLength?: number;
+  onSearch: (text: string | undefined) => void;
+}) {
+  return (
+    <form
+      class="row"
+      aria-label={formLabel}
+      onSubmit={(ev) => {
+        ev.preventDefault();
+        const text = String(new FormData(ev.currentTarget as HTMLFormElement).get('search') ?? '').trim();
+        onSearch(text || undefined);
+      }}
+    >
+      <label>
+        {label}
+        <input name="search" maxLength={maxLength} />
+      </label>
+      <button type="submit">Search</button>
+    </form>
+  );
+}
+
+/** A monospace text area for JSON, bound to a string. */
+export function CodeArea({
+  label,
+  name,
+  rows,
+  value,
+  onChange,
+  readOnly,
+}: {
+  label: ComponentChildren;
+  name: string;
+  rows: number;
+  value: string;
+  onChange: (text: string) => void;
+  readOnly?: boolean;
+}) {
+  return (
+    <label>
+      {label}
+      <textarea
+        name={name}
+        rows={rows}
+        spellcheck={false}
+        readOnly={readOnly}
+        value={value}
+        onInput={(ev) => onChange((ev.currentTarget as HTMLTextAreaElement).value)}
+      />
+    </label>
+  );
+}
+
+/** The button that selects a row (a node of a run or a test): pressed while selected. */
+export function SelectButton({
+  selected,
+  onSelect,
+  children,
+}: {
+  selected: boolean;
+  onSelect: () => void;
+  children: ComponentChildren;
+}) {
+  return (
+    <button type="button" onClick={onSelect} aria-pressed={selected}>
+      {children}
+    </button>
+  );
+}
+
+/** A labelled text input of a form read with FormData (`name` is the field). */
+export function TextField({
+  label,
+  name,
+  required,
+  maxLength,
+  type = 'text',
+  placeholder,
+  pattern,
+}: {
+  label: string;
+  name: string;
+  required?: boolean;
+  maxLength: number;
+  type?: 'text' | 'url';
+  placeholder?: string;
+  pattern?: string;
+}) {
+  const common = { name, required, maxLength, placeholder, pattern };
+  return (
+    // biome-ignore lint/a11y/noLabelWithoutControl: the input is one of the two below
+    <label>
+      {label}
+      {type === 'url' ? <input type="url" {...common} /> : <input {...common} />}
+    </label>
+  );
+}

@@ -62,6 +62,9 @@ describe(`refresh tokens as an HttpOnly cookie (${dialectName})`, () => {
     expectError(again, 401, 'AUTH.REFRESH_TOKEN_REUSED');
     const after = await call(t, 'POST', '/auth/refresh', {}, { ...COOKIE, cookie: `svc_refresh=${second}` });
     expectError(after, 401, 'AUTH.REFRESH_TOKEN_INVALID');
+    // Neither cookie reached the logs.
+    expect(t.logText()).not.toContain(first);
+    expect(t.logText()).not.toContain(second);
   });
 
   it('the cookie alone is never enough (CSRF): without the header it is ignored', async () => {

@@ -94,9 +94,13 @@ export function RunScreen({ id }: { id: string }) {
       <ErrorNote error={actionError} />
       <Panel>
         <p>
-          <a href={href(`/subscriptions/${run.event_subscription_id}`)}>Subscription</a> · event{' '}
-          <code>{run.event_type}</code> · graph version {run.graph_version} · started {when(run.started_at)} ·
-          completed {when(run.completed_at)}
+          {can('GET /api/v1/event_subscription/{id}') && (
+            <>
+              <a href={href(`/subscriptions/${run.event_subscription_id}`)}>Subscription</a> ·{' '}
+            </>
+          )}
+          event <code>{run.event_type}</code> · graph version {run.graph_version} · started{' '}
+          {when(run.started_at)} · completed {when(run.completed_at)}
           {run.rerun_of && (
             <>
               {' '}

@@ -7,7 +7,7 @@ import {
   nodesOfGraphError,
 } from '../src/graph/model';
 import { matchRoute } from '../src/router';
-import { formatDuration, runActions, timeline } from '../src/runs/timeline';
+import { formatDuration, runActions, sameNodes, timeline } from '../src/runs/timeline';
 
 const record = {
   subscription: {} as never,
@@ -139,6 +139,14 @@ describe('run timeline', () => {
     expect(runActions('running')).toEqual({ cancel: true, rerun: false, retry: false });
     expect(runActions('failed')).toEqual({ cancel: false, rerun: true, retry: true });
     expect(runActions('completed')).toEqual({ cancel: false, rerun: true, retry: false });
+  });
+
+  it("tells when the subscription's graph is no longer the one the run ran", () => {
+    const ran = [{ node_key: 'a' }, { node_key: 'b' }];
+    expect(sameNodes(['b', 'a'], ran)).toBe(true);
+    expect(sameNodes(['a'], ran)).toBe(false);
+    expect(sameNodes(['a', 'b', 'c'], ran)).toBe(false);
+    expect(sameNodes(['a', 'c'], ran)).toBe(false);
   });
 });
 

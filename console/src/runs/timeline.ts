@@ -65,3 +65,9 @@ export function runActions(status: string): { cancel: boolean; rerun: boolean; r
   const finished = ['completed', 'failed', 'cancelled', 'skipped'].includes(status);
   return { cancel: !finished, rerun: finished, retry: status === 'failed' };
 }
+
+/** Whether a graph's node keys are exactly a run's (else the subscription's graph changed since the run). */
+export function sameNodes(graphKeys: readonly string[], ran: readonly { node_key: string }[]): boolean {
+  const keys = new Set(graphKeys);
+  return keys.size === ran.length && ran.every((n) => keys.has(n.node_key));
+}

@@ -1,10 +1,10 @@
-import { useMemo, useState } from 'preact/hooks';
+import { useMemo, useRef, useState } from 'preact/hooks';
 import { useCan } from '../access';
 import { api, ok, type Schemas } from '../api/client';
 import { GraphView } from '../graph/GraphView';
 import { drawableFromRecord } from '../graph/model';
 import { href, navigate } from '../router';
-import { formatDuration, runActions, timeline } from '../runs/timeline';
+import { formatDuration, runActions, sameNodes, timeline } from '../runs/timeline';
 import { ErrorNote, Json, Panel, Status, when } from '../ui/bits';
 import { SelectButton } from '../ui/fields';
 import { Table } from '../ui/list';
@@ -13,6 +13,7 @@ import { useAsync } from '../ui/use-async';
 import { NodeData } from './NodeData';
 
 type RunNode = Schemas['WorkflowRunNode'];
+type GraphRecord = Schemas['WorkflowGraph'];
 const live = (status: string | undefined) =>
   status === undefined || status === 'pending' || status === 'running';
 
@@ -21,26 +22,34 @@ export function RunScreen({ id }: { id: string }) {
   const can = useCan();
   const [selected, setSelected] = useState<string | null>(null);
   const [actionError, act] = useAction();
+  // The graph is read once per subscription, in parallel with the run's nodes; polls read the run only.
+  const graphs = useRef(new Map<string, Promise<GraphRecord | null>>());
+  const graphOf = (subscriptionId: string) => {
+    let graph = graphs.current.get(subscriptionId);
+    if (!graph) {
+      graph = can('GET /api/v1/event_subscription/{id}/graph')
+        ? ok(api.GET('/api/v1/event_subscription/{id}/graph', { params: { path: { id: subscriptionId } } }))
+        : Promise.resolve(null);
+      graphs.current.set(subscriptionId, graph);
+    }
+    return graph;
+  };
   const view = useAsync(
     async () => {
-      const [run, nodes] = await Promise.all([
-        ok(api.GET('/api/v1/workflow_run/{id}', { params: { path: { id } } })),
+      const runRead = ok(api.GET('/api/v1/workflow_run/{id}', { params: { path: { id } } }));
+      const graphRead = runRead.then((run) => graphOf(run.event_subscription_id));
+      const [run, nodes, graph] = await Promise.all([
+        runRead,
         ok(api.GET('/api/v1/workflow_run/{id}/node', { params: { path: { id } } })),
+        graphRead,
       ]);
-      return { run, nodes: nodes.nodes };
+      return { run, nodes: nodes.nodes, graph };
     },
     [id],
     { everyMs: 1000, keepPolling: (data) => live(data?.run.status) },
   );
-  const subscriptionId = view.data?.run.event_subscription_id;
-  const graph = useAsync(
-    () =>
-      subscriptionId && can('GET /api/v1/event_subscription/{id}/graph')
-        ? ok(api.GET('/api/v1/event_subscription/{id}/graph', { params: { path: { id: subscriptionId } } }))
-        : Promise.resolve(null),
-    [subscriptionId],
-  );
-  const drawable = useMemo(() => (graph.data ? drawableFromRecord(graph.data) : null), [graph.data]);
+  const graph = view.data?.graph ?? null;
+  const drawable = useMemo(() => (graph ? drawableFromRecord(graph) : null), [graph]);
   if (view.error && !view.data) return <ErrorNote error={view.error} />;
   if (!view.data) return <p class="muted">Loading…</p>;
   const { run, nodes } = view.data;
@@ -141,6 +150,16 @@ export function RunScreen({ id }: { id: string }) {
           </div>
         </Panel>
         <Panel title="Graph">
+          {drawable &&
+            !sameNodes(
+              drawable.nodes.map((n) => n.key),
+              nodes,
+            ) && (
+              <p class="muted">
+                The graph has changed since this run (it ran on version {run.graph_version}): drawn is the
+                current one.
+              </p>
+            )}
           {drawable ? (
             <GraphView
               {...drawable}

@@ -7,6 +7,8 @@
  * 3. No cycle between areas (area A imports B, directly or not, while B imports A).
  * 4. No function longer than 300 lines; no file longer than 400 lines unless it says why in a line
  *    starting `// Long file:`.
+ * 5. The console (console/src) reaches svc only through the public API: it imports nothing from
+ *    src/ and no Node module; its files keep the same 400-line limit (the generated api/ excepted).
  *
  * Duplicated code is checked with the `duplicates` tool of the development machines (not in CI).
  */
@@ -118,6 +120,29 @@ for (const [path, sf] of sources) {
   visit(sf);
 }
 
+// The console: a browser program talking to the public API only.
+const CONSOLE = join(ROOT, 'console', 'src');
+const GENERATED = join(CONSOLE, 'api');
+const consoleFiles = (function walk(dir: string): string[] {
+  return readdirSync(dir).flatMap((name) => {
+    const path = join(dir, name);
+    return statSync(path).isDirectory() ? walk(path) : /\.tsx?$/.test(path) ? [path] : [];
+  });
+})(CONSOLE);
+for (const path of consoleFiles) {
+  const text = readFileSync(path, 'utf8');
+  for (const [, spec] of text.matchAll(/(?:from|import)\s+['"]([^'"]+)['"]/g)) {
+    const target = spec.startsWith('.') ? resolve(dirname(path), spec) : '';
+    if (spec.startsWith('node:') || (target && !target.startsWith(CONSOLE))) {
+      problems.push(`${rel(path)}: imports ${spec} (the console talks to svc through its public API only)`);
+    }
+  }
+  const lines = text.split('\n').length;
+  if (!path.startsWith(GENERATED) && lines > MAX_FILE_LINES && !/^\s*\/\/ Long file:/m.test(text)) {
+    problems.push(`${rel(path)}: ${lines} lines, over ${MAX_FILE_LINES} without a "// Long file:" reason`);
+  }
+}
+
 // Cycles between areas: a depth-first search over the area import graph.
 const seen = new Set<string>();
 const reported = new Set<string>();
@@ -142,5 +167,6 @@ if (problems.length > 0) {
   process.exit(1);
 }
 console.log(
-  `house rules hold: ${sources.size} files, ${owners.size} tables owned by their areas, no area cycles`,
+  `house rules hold: ${sources.size} files, ${owners.size} tables owned by their areas, no area cycles, ` +
+    `${consoleFiles.length} console files on the public API only`,
 );

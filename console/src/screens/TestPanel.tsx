@@ -1,6 +1,7 @@
 import { useEffect, useState } from 'preact/hooks';
 import { useCan } from '../access';
 import { api, ok, type Schemas } from '../api/client';
+import type { paths } from '../api/schema';
 import { GraphView } from '../graph/GraphView';
 import { drawableFromRecord } from '../graph/model';
 import { href } from '../router';
@@ -12,16 +13,8 @@ import { useAsync } from '../ui/use-async';
 import { NodeData } from './NodeData';
 import { Playground } from './Playground';
 
-type TestResult = NonNullable<
-  Awaited<
-    ReturnType<
-      typeof api.POST<
-        '/api/v1/event_subscription/{id}/test',
-        { params: { path: { id: string } }; body: { event: never } }
-      >
-    >
-  >['data']
->;
+type TestResult =
+  paths['/api/v1/event_subscription/{id}/test']['post']['responses'][200]['content']['application/json'];
 
 /** A dry run on an event (prefilled from the event type's examples): per node status, data and paths. */
 export function TestPanel({ subscription }: { subscription: Schemas['EventSubscription'] }) {

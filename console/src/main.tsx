@@ -9,6 +9,7 @@ import { Outbox } from './screens/Outbox';
 import { PluginDefinition, PluginInstance, Plugins } from './screens/Plugins';
 import { RunScreen } from './screens/Run';
 import { Runs } from './screens/Runs';
+import { Schedules } from './screens/Schedules';
 import { SignIn } from './screens/SignIn';
 import { SubscriptionScreen } from './screens/Subscription';
 import { Subscriptions } from './screens/Subscriptions';
@@ -26,6 +27,7 @@ const SCREENS = [
   { path: '/vault', label: 'Vault', needs: 'GET /api/v1/vault_entry' },
   { path: '/api-keys', label: 'API keys', needs: 'GET /api/v1/api_key' },
   { path: '/plugins', label: 'Plugins', needs: 'GET /api/v1/plugin_definition' },
+  { path: '/schedules', label: 'Schedules', needs: 'GET /api/v1/schedule' },
   { path: '/event-types', label: 'Event types', needs: 'GET /api/v1/event_definition' },
   { path: '/outbox', label: 'Outbox', needs: 'GET /api/v1/event_delivery_task' },
 ] as const;
@@ -111,6 +113,7 @@ const ROUTES: Array<[string, Render]> = [
   ['/plugins', () => <Plugins />],
   ['/plugins/definitions/:id', (p) => <PluginDefinition key={p.id} id={p.id} />],
   ['/plugins/instances/:id', (p) => <PluginInstance key={p.id} id={p.id} />],
+  ['/schedules', () => <Schedules />],
   ['/event-types', () => <EventTypes />],
   ['/event-types/:type', (p) => <EventType key={p.type} type={p.type} />],
   ['/outbox', () => <Outbox />],

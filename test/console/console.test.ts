@@ -495,4 +495,49 @@ describe.skipIf(!hasBrowser)('the console at /console', () => {
     await table.locator('.status-done').first().waitFor();
     await page.close();
   });
+
+  it('creates, disables and deletes a schedule', async () => {
+    const { page } = await openPage();
+    await signIn(page);
+    await page.getByRole('link', { name: 'Schedules' }).click();
+    const form = page.getByRole('form', { name: 'new schedule' });
+    await form.getByLabel('Name').fill('New year');
+    await form.getByLabel(/^Cron/).fill('0 0 1 1 *');
+    await form.getByLabel(/^Time zone/).fill('Europe/Berlin');
+    await form.getByLabel(/^Event type/).fill(EVENT_TYPE);
+    await form.getByLabel('Event data (JSON)').fill('{"total": 1}');
+    await form.getByRole('button', { name: 'Create schedule' }).click();
+    const row = page.getByRole('row', { name: /New year/ });
+    await row.waitFor();
+    expect(await row.innerText()).toContain('Europe/Berlin');
+    expect(await row.innerText()).toMatch(/\d{1,2}\/\d{1,2}\/20\d\d/); // the next fire times, in the browser's locale
+    await row.getByRole('button', { name: 'Disable' }).click();
+    await expect.poll(() => row.innerText()).toContain('disabled');
+    await row.getByRole('button', { name: 'Delete' }).click();
+    await expect.poll(() => page.getByRole('row', { name: /New year/ }).count()).toBe(0);
+    await page.close();
+  });
+
+  it("replays the last hour's events to a subscription made after them", { timeout: 60_000 }, async () => {
+    await completedRun('before-replay', GRAPH);
+    const later = await server.api('POST', '/event_subscription', {
+      name: 'made later',
+      event_type: EVENT_TYPE,
+    });
+    expect((await server.api('PUT', `/event_subscription/${later.body.id}/graph`, GRAPH)).status).toBe(200);
+    const { page } = await openPage();
+    await signIn(page);
+    await page.goto(`${server.base}/console/subscriptions/${later.body.id}`);
+    const replay = page.getByRole('form', { name: 'replay' });
+    await replay.getByRole('button', { name: 'Replay' }).click();
+    const status = page.getByRole('status').filter({ hasText: 'new run' });
+    await expect.poll(() => status.innerText()).toMatch(/^[1-9]\d* new runs?/);
+    await status.getByRole('link', { name: 'Runs of this subscription' }).click();
+    await page
+      .getByRole('table', { name: 'runs' })
+      .locator('.status-completed')
+      .first()
+      .waitFor({ timeout: 15_000 });
+    await page.close();
+  });
 });

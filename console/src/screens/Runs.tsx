@@ -1,7 +1,7 @@
 import { useState } from 'preact/hooks';
 import { api, ok } from '../api/client';
 import { href, navigate } from '../router';
-import { ErrorNote, Panel, Status, when } from '../ui/bits';
+import { ErrorNote, Panel, Status, toInstant, toLocalField, when } from '../ui/bits';
 import { SelectFilter } from '../ui/fields';
 import { Pager, Table } from '../ui/list';
 import { useAsync } from '../ui/use-async';
@@ -33,17 +33,13 @@ export function Runs({ query }: { query: URLSearchParams }) {
     if (subscription) next.set('event_subscription_id', subscription);
     for (const name of ['started_at_gte', 'started_at_lte']) {
       const v = String(form.get(name) ?? '');
-      if (v) next.set(name, new Date(v).toISOString());
+      if (v) next.set(name, toInstant(v));
     }
     setOffset(0);
     navigate(`/runs${next.size ? `?${next}` : ''}`, true);
   };
-  // datetime-local fields hold local time without a zone; the API takes UTC instants.
-  const local = (iso: string | undefined) => {
-    if (!iso) return '';
-    const d = new Date(iso);
-    return new Date(d.getTime() - d.getTimezoneOffset() * 60_000).toISOString().slice(0, 16);
-  };
+  const local = (iso: string | undefined) => (iso ? toLocalField(iso) : '');
+
   return (
     <>
       <h1>Runs</h1>

@@ -6,6 +6,7 @@ import { ErrorNote, Panel, parseJson, when } from '../ui/bits';
 import { useAction } from '../ui/use-action';
 import { useAsync } from '../ui/use-async';
 import { GraphEditor } from './GraphEditor';
+import { ReplayPanel } from './Replay';
 import { TestPanel } from './TestPanel';
 
 type Subscription = Schemas['EventSubscription'];
@@ -36,6 +37,9 @@ export function SubscriptionScreen({ id }: { id: string | null }) {
       />
       {record && can('GET /api/v1/event_subscription/{id}/graph') && <GraphEditor subscription={record} />}
       {record && can('POST /api/v1/event_subscription/{id}/test') && <TestPanel subscription={record} />}
+      {record && can('POST /api/v1/event_subscription/{id}/replay') && (
+        <ReplayPanel subscriptionId={record.id} />
+      )}
       {record && can('GET /api/v1/workflow_run') && (
         <p>
           <a href={href(`/runs?event_subscription_id=${encodeURIComponent(record.id)}`)}>

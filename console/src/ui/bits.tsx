@@ -57,6 +57,13 @@ export function when(iso: string | null | undefined): string {
   return new Date(iso).toLocaleString();
 }
 
+/** datetime-local fields hold local time without a zone; the API takes UTC instants. */
+export const toInstant = (local: string) => new Date(local).toISOString();
+export function toLocalField(iso: string): string {
+  const d = new Date(iso);
+  return new Date(d.getTime() - d.getTimezoneOffset() * 60_000).toISOString().slice(0, 16);
+}
+
 /** Parses a JSON text field; the message names the field when it is not JSON. */
 export function parseJson(text: string, field: string): unknown {
   if (text.trim() === '') return null;

@@ -540,4 +540,70 @@ describe.skipIf(!hasBrowser)('the console at /console', () => {
       .waitFor({ timeout: 15_000 });
     await page.close();
   });
+
+  it('registers a custom event type with its schema and an example', async () => {
+    const { page } = await openPage();
+    await signIn(page);
+    await page.getByRole('link', { name: 'Event types' }).click();
+    const form = page.getByRole('form', { name: 'new event type' });
+    await form.getByLabel(/^Type/).fill('com.example.console.refund');
+    await form.getByLabel('Description').fill('A refund');
+    await form
+      .getByLabel(/^Data schema/)
+      .fill('{"type":"object","required":["amount"],"properties":{"amount":{"type":"number"}}}');
+    await form
+      .getByLabel(/^Examples/)
+      .fill(
+        '[{"specversion":"1.0","id":"refund-1","source":"/shop","type":"com.example.console.refund","data":{"amount":3}}]',
+      );
+    await form.getByRole('button', { name: 'Register type' }).click();
+    await page.getByRole('heading', { name: 'com.example.console.refund' }).waitFor();
+    expect(await page.getByLabel('data schema', { exact: true }).innerText()).toContain('"amount"');
+    expect(await page.getByLabel('example 1', { exact: true }).innerText()).toContain('refund-1');
+    // An example that does not match the schema is refused with the API's 400, shown on the form.
+    await page.getByRole('navigation', { name: 'main' }).getByRole('link', { name: 'Event types' }).click();
+    await form.getByLabel(/^Type/).fill('com.example.console.bad');
+    await form.getByLabel(/^Data schema/).fill('{"type":"object","required":["amount"]}');
+    await form
+      .getByLabel(/^Examples/)
+      .fill('[{"specversion":"1.0","id":"x","source":"/s","type":"com.example.console.bad","data":{}}]');
+    await form.getByRole('button', { name: 'Register type' }).click();
+    await form.getByRole('alert').waitFor();
+    await page.close();
+  });
+
+  it('cancels every pending and running run of a subscription at once', { timeout: 60_000 }, async () => {
+    const sub = await server.api('POST', '/event_subscription', { name: 'waits', event_type: EVENT_TYPE });
+    const graph = {
+      nodes: [
+        { key: 'wait', type: 'DELAY', config: { delay_ms: 600_000 } },
+        { key: 'end', type: 'END' },
+      ],
+      edges: [{ from_node_id: 'wait', to_node_id: 'end' }],
+    };
+    expect((await server.api('PUT', `/event_subscription/${sub.body.id}/graph`, graph)).status).toBe(200);
+    for (const id of ['wait-1', 'wait-2']) {
+      const event = { specversion: '1.0', id, source: '/shop', type: EVENT_TYPE, data: { total: 2 } };
+      expect((await server.api('POST', '/event', event)).status).toBe(202);
+    }
+    await expect
+      .poll(
+        async () =>
+          (await server.api('GET', `/workflow_run?event_subscription_id=${sub.body.id}&status=running`)).body
+            .total,
+        { timeout: 30_000 },
+      )
+      .toBe(2);
+    const { page } = await openPage();
+    await signIn(page);
+    await page.goto(`${server.base}/console/runs?event_subscription_id=${sub.body.id}`);
+    await page
+      .getByRole('button', { name: 'Cancel every pending and running run of this subscription' })
+      .click();
+    await expect.poll(() => page.getByRole('status').innerText()).toBe('2 runs cancelled');
+    await expect
+      .poll(() => page.getByRole('table', { name: 'runs' }).locator('.status-cancelled').count())
+      .toBe(2);
+    await page.close();
+  });
 });

@@ -1,13 +1,35 @@
 import { useState } from 'preact/hooks';
+import { useCan } from '../access';
 import { api, ok } from '../api/client';
-import { href } from '../router';
-import { ErrorNote, Json, Panel } from '../ui/bits';
-import { SearchForm } from '../ui/fields';
+import { href, navigate } from '../router';
+import { CreateForm, ErrorNote, Json, Panel, parseJson } from '../ui/bits';
+import { SearchForm, TextField } from '../ui/fields';
 import { Pager, Table } from '../ui/list';
+import { useAction } from '../ui/use-action';
 import { useAsync } from '../ui/use-async';
 
 /** The event definition registry: svc's own types and the custom ones, with schemas and examples. */
 export function EventTypes() {
+  const can = useCan();
+  const [createError, runCreate] = useAction();
+  const create = (ev: Event) => {
+    ev.preventDefault();
+    const data = new FormData(ev.currentTarget as HTMLFormElement);
+    const text = (name: string) => String(data.get(name) ?? '').trim();
+    runCreate(async () => {
+      const made = await ok(
+        api.POST('/api/v1/event_definition', {
+          body: {
+            event_type: text('event_type'),
+            description: text('description') || undefined,
+            data_schema: parseJson(text('data_schema'), 'data schema') as Record<string, unknown> | null,
+            examples: (parseJson(text('examples'), 'examples') ?? []) as Record<string, unknown>[],
+          },
+        }),
+      );
+      navigate(`/event-types/${encodeURIComponent(made.event_type)}`);
+    });
+  };
   const [offset, setOffset] = useState(0);
   const [search, setSearch] = useState<string | undefined>(undefined);
   const list = useAsync(
@@ -44,6 +66,36 @@ export function EventTypes() {
         </Table>
         <Pager page={list.data} onOffset={setOffset} />
       </Panel>
+      {can('POST /api/v1/event_definition') && (
+        <CreateForm
+          title="New custom type"
+          label="new event type"
+          submit="Register type"
+          onSubmit={create}
+          error={createError}
+        >
+          <div>
+            <TextField
+              label="Type (reverse DNS, e.g. com.example.order.created)"
+              name="event_type"
+              required
+              maxLength={200}
+              pattern="[A-Za-z0-9][A-Za-z0-9._:-]*"
+            />
+            <TextField label="Description" name="description" maxLength={2000} />
+            <label>
+              Data schema (JSON Schema; empty: any data)
+              <textarea name="data_schema" rows={6} spellcheck={false} />
+            </label>
+          </div>
+          <div>
+            <label>
+              Examples (a JSON list of complete CloudEvents; the test bench starts from the first)
+              <textarea name="examples" rows={10} spellcheck={false} value="[]" />
+            </label>
+          </div>
+        </CreateForm>
+      )}
     </>
   );
 }

@@ -1,9 +1,11 @@
 import { useState } from 'preact/hooks';
+import { useCan } from '../access';
 import { api, ok } from '../api/client';
 import { href, navigate } from '../router';
 import { ErrorNote, Panel, Status, toInstant, toLocalField, when } from '../ui/bits';
 import { SelectFilter } from '../ui/fields';
 import { Pager, Table } from '../ui/list';
+import { useAction } from '../ui/use-action';
 import { useAsync } from '../ui/use-async';
 
 const STATUSES = ['pending', 'running', 'completed', 'failed', 'skipped', 'cancelled'] as const;
@@ -11,6 +13,9 @@ type RunStatus = (typeof STATUSES)[number];
 
 /** Runs with the API's filters (status, subscription, start time range), refreshed live. */
 export function Runs({ query }: { query: URLSearchParams }) {
+  const can = useCan();
+  const [error, run] = useAction();
+  const [cancelled, setCancelled] = useState<string | null>(null);
   const [offset, setOffset] = useState(0);
   const [live, setLive] = useState(true);
   const filters = {
@@ -40,9 +45,29 @@ export function Runs({ query }: { query: URLSearchParams }) {
   };
   const local = (iso: string | undefined) => (iso ? toLocalField(iso) : '');
 
+  const subscription = filters.event_subscription_id;
+  const cancelAll = () =>
+    run(async () => {
+      const answer = await ok(
+        api.POST('/api/v1/workflow_run/cancel', { body: { event_subscription_id: subscription } }),
+      );
+      setCancelled(
+        `${answer.cancelled.length} run${answer.cancelled.length === 1 ? '' : 's'} cancelled${answer.has_more ? '; more remain: cancel again' : ''}`,
+      );
+      list.reload();
+    });
   return (
     <>
-      <h1>Runs</h1>
+      <div class="row" style={{ justifyContent: 'space-between' }}>
+        <h1>Runs</h1>
+        {subscription && can('POST /api/v1/workflow_run/cancel') && (
+          <button type="button" class="danger" onClick={cancelAll}>
+            Cancel every pending and running run of this subscription
+          </button>
+        )}
+      </div>
+      <ErrorNote error={error} />
+      {cancelled && <p role="status">{cancelled}</p>}
       <Panel>
         <form class="row" onSubmit={apply} aria-label="filter runs">
           <SelectFilter

@@ -81,7 +81,10 @@ describe.skipIf(!hasBrowser)('the console at /console', () => {
   });
 
   /** A page that records every response it received, to prove secrets never reached it. */
-  async function openPage(width = 1280, height = 800): Promise<{ page: Page; bodies: string[] }> {
+  async function openPage(
+    width = 1280,
+    height = 800,
+  ): Promise<{ page: Page; bodies: string[]; errors: string[] }> {
     const page = await browser.newPage({ viewport: { width, height }, colorScheme: 'light' });
     const bodies: string[] = [];
     page.on('response', (res: Response) => {
@@ -91,7 +94,13 @@ describe.skipIf(!hasBrowser)('the console at /console', () => {
           () => {},
         );
     });
-    return { page, bodies };
+    // What the page itself reports: script errors, and anything the Content-Security-Policy blocked.
+    const errors: string[] = [];
+    page.on('pageerror', (err) => errors.push(err.message));
+    page.on('console', (msg) => {
+      if (msg.type() === 'error') errors.push(msg.text());
+    });
+    return { page, bodies, errors };
   }
 
   async function signIn(page: Page): Promise<void> {
@@ -206,7 +215,7 @@ describe.skipIf(!hasBrowser)('the console at /console', () => {
   it('creates a subscription with a 3-node graph, marks a bad node, tests it, runs a real event and shows the run', {
     timeout: 120_000,
   }, async () => {
-    const { page } = await openPage();
+    const { page, errors } = await openPage();
     await signIn(page);
     await page.getByRole('link', { name: 'Subscriptions' }).click();
     await page.getByRole('link', { name: 'New subscription' }).click();
@@ -269,6 +278,9 @@ describe.skipIf(!hasBrowser)('the console at /console', () => {
     await page.waitForURL((url) => url.href !== firstRun, { waitUntil: 'commit' });
     await page.locator('h1 .status-completed').waitFor({ timeout: 15_000 });
     expect(await page.getByText('re-run of').count()).toBe(1);
+    // Nothing failed in the page and the Content-Security-Policy blocked nothing (no inline code, no
+    // other origin). The one error the browser logs is the bad graph's 400, the API's answer.
+    expect(errors.filter((e) => !/status of 400/.test(e))).toEqual([]);
     await page.close();
   });
 

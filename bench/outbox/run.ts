@@ -164,7 +164,7 @@ async function drainRun(ctx: AppContext, withAppHandlers: boolean) {
       log,
       wakeups: services.wakeups,
       handlers: withAppHandlers ? [...services.eventHandlers, probe] : [probe],
-      signal: createOutboxSignal({ store, wakeups: services.wakeups, log }),
+      signal: createOutboxSignal({ store, wakeups: services.wakeups, log, watchOtherProcesses: false }),
       metrics: createOutboxMetrics(new Registry(), store, clock),
     },
     { intervalMs: config.outboxDrainIntervalMs, leaseMs: config.outboxLeaseMs },

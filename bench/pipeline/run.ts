@@ -7,11 +7,12 @@
  * SQLite file or PostgreSQL database, set up over its API. The ceiling, in the same invocation: a plain
  * `node:http` server doing the same condition, computation and outbound POST, with no persistence.
  *
- *   npm run build && npm run bench -- pipeline [--store sqlite|postgres|split] [--connections 10,50]
+ *   npm run build && npm run bench -- pipeline [--store sqlite|postgres|split|split-sqlite] [--connections 10,50]
  *     [--seconds 15] [--reps 3] [--request-only]
  *   npm run bench -- pipeline --cost-model [--store sqlite,postgres] [--seconds 5]
  *
- * `split` is PostgreSQL with `svc serve SVC_WORKER=false` and one `svc worker`. Prints figures; never fails.
+ * `split` is PostgreSQL with `svc serve SVC_WORKER=false` and one `svc worker`; `split-sqlite` the same on
+ * one SQLite file (the worker woken by the file's write-ahead log). Prints figures; never fails.
  */
 import { type ChildProcess, spawn } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
@@ -136,7 +137,7 @@ async function startSvc(kind: string): Promise<Svc> {
   const dir = mkdtempSync(join(tmpdir(), 'svc-bench-'));
   let databaseUrl = `sqlite:${dir}/svc.db`;
   let drop = async () => {};
-  if (kind !== 'sqlite') {
+  if (kind !== 'sqlite' && kind !== 'split-sqlite') {
     const database = await createPostgresDatabase(PG_BASE, 'svc_bench');
     databaseUrl = database.url;
     drop = database.drop;
@@ -164,7 +165,8 @@ async function startSvc(kind: string): Promise<Svc> {
       env: { ...env, ...extra },
       stdio: 'ignore',
     });
-  const processes = [run('serve', kind === 'split' || REQUEST_ONLY ? { SVC_WORKER: 'false' } : {})];
+  const split = kind === 'split' || kind === 'split-sqlite';
+  const processes = [run('serve', split || REQUEST_ONLY ? { SVC_WORKER: 'false' } : {})];
   const url = `http://127.0.0.1:${port}`;
   for (let i = 0; i < 300; i++) {
     const ok = await fetch(`${url}/readyz`).then(
@@ -174,7 +176,7 @@ async function startSvc(kind: string): Promise<Svc> {
     if (ok) break;
     await new Promise((r) => setTimeout(r, 100));
   }
-  if (kind === 'split') processes.push(run('worker'));
+  if (split) processes.push(run('worker'));
   return {
     url,
     processes,
@@ -483,7 +485,7 @@ for (const kind of values.store.split(',')) {
         `| ${kind} | ${connections} | ${m((r) => r.rps).toFixed(0)} | ${m((r) => r.p50)} / ${m((r) => r.p99)} | ` +
           `**${m((r) => r.execs).toFixed(0)}** (${range(runs.map((r) => r.execs))}) | ${m((r) => r.execs, tops).toFixed(0)} | ` +
           `${median(pct).toFixed(1)}% (${range(pct, 1)}) | ${idle.toFixed(0)} / ${m((r) => r.rssPeak).toFixed(0)} | ${m((r) => r.cpu).toFixed(2)} | ` +
-          `${m((r) => r.statements).toFixed(1)} / ${m((r) => r.transactions).toFixed(1)}${kind === 'split' ? ' (serve)' : ''} |`,
+          `${m((r) => r.statements).toFixed(1)} / ${m((r) => r.transactions).toFixed(1)}${kind.startsWith('split') ? ' (serve)' : ''} |`,
       );
     }
   } finally {

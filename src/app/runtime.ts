@@ -24,6 +24,8 @@ export interface RuntimeOptions {
   startup?: boolean;
   /** Event handlers called after the areas' own (tests' and benchmarks' probes). */
   eventHandlers?: readonly EventHandler[];
+  /** The process runs the worker alone (`svc worker`), beside processes that serve the API. */
+  workerOnly?: boolean;
 }
 
 /** Opens the store, applies migrations, builds the services and runs the areas' start-up tasks. */
@@ -40,6 +42,7 @@ export async function createContext(config: Config, options: RuntimeOptions = {}
     clock,
     log,
     extraEventHandlers: options.eventHandlers,
+    workerOnly: options.workerOnly,
   });
   const ctx: AppContext = { config: fullConfig, store, clock, log, services };
   if (options.startup !== false) await runStartup(ctx);

@@ -97,6 +97,8 @@ export interface ServiceDeps {
   log: Logger;
   /** Handlers the drain calls after the areas' own (a test's or a benchmark's probe). */
   extraEventHandlers?: readonly EventHandler[];
+  /** This process runs the worker alone (`svc worker`): every event comes from other processes. */
+  workerOnly?: boolean;
 }
 
 export function createServices(deps: ServiceDeps): Services {
@@ -104,7 +106,12 @@ export function createServices(deps: ServiceDeps): Services {
   const metrics = createMetricsRegistry();
   registerStoreMetrics(metrics, deps.store.activity);
   const eventRegistry = createEventRegistry();
-  const outboxSignal = createOutboxSignal({ store: deps.store, wakeups, log: deps.log });
+  const outboxSignal = createOutboxSignal({
+    store: deps.store,
+    wakeups,
+    log: deps.log,
+    watchOtherProcesses: deps.workerOnly ?? false,
+  });
   const eventTypes = createEventTypeService({
     store: deps.store,
     clock: deps.clock,

@@ -33,7 +33,7 @@ const entries: Entry[] = [
     name: 'worker',
     summary: 'run the background worker only (outbox drain, workflow timers, webhook retries)',
     options: {},
-    start: async (config) => runWorkerOnly(await createContext(config)),
+    start: async (config) => runWorkerOnly(await createContext(config, { workerOnly: true })),
   },
   {
     name: 'migrate',

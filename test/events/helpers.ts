@@ -56,7 +56,7 @@ export function anotherDrain(
       log,
       wakeups: services.wakeups,
       handlers,
-      signal: createOutboxSignal({ store, wakeups: services.wakeups, log }),
+      signal: createOutboxSignal({ store, wakeups: services.wakeups, log, watchOtherProcesses: false }),
       metrics: createOutboxMetrics(new Registry(), store, clock),
     },
     { leaseMs: t.ctx.config.outboxLeaseMs, intervalMs: t.ctx.config.outboxDrainIntervalMs, ...options },

@@ -1,4 +1,6 @@
 import { randomUUID } from 'node:crypto';
+import { type FSWatcher, watch } from 'node:fs';
+import { basename, dirname } from 'node:path';
 import { sql } from 'kysely';
 import pg from 'pg';
 import type { Logger } from 'pino';
@@ -11,7 +13,9 @@ export const OUTBOX_JOB = 'outbox';
 
 /**
  * "An event was committed": wakes the outbox drain of this process at once and, on PostgreSQL, every
- * other process's drain through NOTIFY. On SQLite other processes only poll (docs/events.md).
+ * other process's drain through NOTIFY. On a SQLite file, `svc worker` (beside `svc serve
+ * SVC_WORKER=false`) learns of other processes' commits by watching the write-ahead log, which every
+ * commit appends to (docs/events.md).
  */
 export interface OutboxSignal {
   /** Called after a publishing transaction commits. Never throws; never waits. */
@@ -25,11 +29,19 @@ export interface OutboxSignal {
 const RECONNECT_MIN_MS = 100;
 const RECONNECT_MAX_MS = 5_000;
 
-export function createOutboxSignal(deps: { store: Store; wakeups: Wakeups; log: Logger }): OutboxSignal {
+export function createOutboxSignal(deps: {
+  store: Store;
+  wakeups: Wakeups;
+  log: Logger;
+  /** SQLite: watch for other processes' commits (a `svc worker`); PostgreSQL always listens. */
+  watchOtherProcesses: boolean;
+}): OutboxSignal {
   const { store, wakeups, log } = deps;
   const wakeLocal = () => wakeups.wake(OUTBOX_JOB);
   if (store.dialect !== 'postgres') {
-    return { wake: wakeLocal, listen() {}, close: async () => {} };
+    return deps.watchOtherProcesses
+      ? sqliteSignal(store.url, wakeLocal, log)
+      : { wake: wakeLocal, listen() {}, close: async () => {} };
   }
   // Our own notifications come back to our listener; the payload names the sender so we skip them.
   const origin = randomUUID();
@@ -124,6 +136,43 @@ export function createOutboxSignal(deps: { store: Store; wakeups: Wakeups; log: 
         c.on('error', () => {});
         await c.end().catch(() => {});
       }
+    },
+  };
+}
+
+/**
+ * SQLite, in a process that runs the worker alone: the API's commits, made in other processes, reach
+ * it through the file system (inotify on Linux): the write-ahead log `<db>-wal` changes on every
+ * commit. The folder is watched, not the file, so the log may come and go. This process's own writes
+ * wake it too: a drain step that finds nothing costs one query, and wakes that arrive while a step
+ * runs collapse into one more step. (A process that also serves the API is woken by its own commits
+ * and does not watch.) An in-memory database is one connection's own: nothing to watch.
+ */
+function sqliteSignal(url: string, wakeLocal: () => void, log: Logger): OutboxSignal {
+  const path = url.slice('sqlite:'.length);
+  let watcher: FSWatcher | undefined;
+  return {
+    wake: wakeLocal,
+    listen() {
+      if (watcher || path === ':memory:') return;
+      const wal = `${basename(path)}-wal`;
+      try {
+        watcher = watch(dirname(path), { persistent: false }, (_event, name) => {
+          if (name === wal) wakeLocal();
+        });
+        watcher.on('error', (err) => {
+          // The drain's interval is the safety net; a lost watch only delays other processes' events.
+          log.warn({ err }, 'outbox: watching the SQLite log failed; other processes are polled');
+          watcher?.close();
+          watcher = undefined;
+        });
+      } catch (err) {
+        log.warn({ err }, 'outbox: cannot watch the SQLite log; other processes are polled');
+      }
+    },
+    async close() {
+      watcher?.close();
+      watcher = undefined;
     },
   };
 }

@@ -128,11 +128,17 @@ function enableWal(conn: SQLite.Database): void {
   }
 }
 
-function openSqlite(url: string, guard: boolean): Store {
+/** The file a `sqlite:` URL names, or null for `sqlite::memory:` (one connection's own database). */
+export function sqliteFile(url: string): string | null {
   const path = url.slice('sqlite:'.length);
-  const memory = path === ':memory:';
-  if (!memory) mkdirSync(dirname(path), { recursive: true });
-  const conn = new SQLite(memory ? ':memory:' : path);
+  return path === ':memory:' ? null : path;
+}
+
+function openSqlite(url: string, guard: boolean): Store {
+  const file = sqliteFile(url);
+  const memory = file === null;
+  if (!memory) mkdirSync(dirname(file), { recursive: true });
+  const conn = new SQLite(file ?? ':memory:');
   // WAL lets readers in other processes (svc worker next to svc serve) proceed during writes.
   if (!memory) enableWal(conn);
   conn.pragma('foreign_keys = ON');
@@ -158,7 +164,7 @@ function openSqlite(url: string, guard: boolean): Store {
   // The reader: Kysely's single connection is held for the whole of every transaction, awaits
   // included, so a read through it queues behind any write in progress. WAL lets this second
   // connection read the last committed state meanwhile, synchronously, without the hand-off.
-  const reader = new SQLite(path);
+  const reader = new SQLite(file);
   reader.pragma('busy_timeout = 5000');
   // Batched credential checks come in many shapes (one per batch size): room for all of them.
   const statements = withStatementCache(reader, activity, 256);

@@ -10,8 +10,8 @@ import type { TokenResponse } from './sign-in.js';
  * cannot send a custom header without a CORS preflight, which svc never grants; the Origin, when
  * sent, must be svc's own as well.
  */
-export const REFRESH_COOKIE = 'svc_refresh';
-export const REFRESH_COOKIE_HEADER = 'svc-refresh-cookie';
+const REFRESH_COOKIE = 'svc_refresh';
+const REFRESH_COOKIE_HEADER = 'svc-refresh-cookie';
 const COOKIE_PATH = '/api/v1/auth';
 
 export function wantsRefreshCookie(req: FastifyRequest): boolean {
@@ -49,7 +49,7 @@ export function presentedRefreshToken(req: FastifyRequest, fromBody: string | un
   if (fromBody !== undefined) return fromBody;
   if (wantsRefreshCookie(req)) {
     const cookie = req.cookies[REFRESH_COOKIE];
-    // A browser without the cookie is simply not signed in (the console asks on every page load).
+    // A browser without the cookie is simply not signed in: 401, as for an expired token.
     if (!cookie) throw new AppError('AUTH.REFRESH_TOKEN_INVALID', 'No refresh cookie: sign in');
     return cookie;
   }

@@ -17,8 +17,10 @@ import {
   type TokenFilter,
 } from './token-store.js';
 
-/** CONTRACTS §3 token response. */
-/** What sign-in issues: the refresh token is always there (only cookie delivery moves it out of the body). */
+/**
+ * CONTRACTS §3 token response, as sign-in issues it: the refresh token is always there (only cookie
+ * delivery, at the route, moves it out of the body).
+ */
 export type TokenResponse = Static<typeof TokenResponseSchema> & { refresh_token: string };
 
 export interface RequestMeta {

@@ -4,7 +4,7 @@ import { basename, dirname } from 'node:path';
 import { sql } from 'kysely';
 import pg from 'pg';
 import type { Logger } from 'pino';
-import { CONNECT_TIMEOUT_MS, type Store } from '../../db/store.js';
+import { CONNECT_TIMEOUT_MS, type Store, sqliteFile } from '../../db/store.js';
 import type { Wakeups } from '../../worker/wakeups.js';
 
 /** The PostgreSQL channel every process's outbox drain listens on. */
@@ -149,12 +149,12 @@ export function createOutboxSignal(deps: {
  * and does not watch.) An in-memory database is one connection's own: nothing to watch.
  */
 function sqliteSignal(url: string, wakeLocal: () => void, log: Logger): OutboxSignal {
-  const path = url.slice('sqlite:'.length);
+  const path = sqliteFile(url);
   let watcher: FSWatcher | undefined;
   return {
     wake: wakeLocal,
     listen() {
-      if (watcher || path === ':memory:') return;
+      if (watcher || path === null) return;
       const wal = `${basename(path)}-wal`;
       try {
         watcher = watch(dirname(path), { persistent: false }, (_event, name) => {

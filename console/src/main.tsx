@@ -52,13 +52,17 @@ function App() {
     document.documentElement.dataset.theme = theme;
     localStorage.setItem('svc-theme', theme);
   }, [theme]);
+  // The start page is the first screen the user's scopes open (a navigation, so after rendering).
+  useEffect(() => {
+    const first = user && SCREENS.find((s) => allows(user.scopes, s.needs));
+    if (path === '/' && first) navigate(first.path, true);
+  }, [user, path]);
 
   if (user === undefined) return <p class="muted">Loading…</p>;
   if (user === null) return <SignIn onSignedIn={() => currentUser().then(setUser)} />;
 
   const can = (operation: string) => allows(user.scopes, operation);
   const screens = SCREENS.filter((s) => can(s.needs));
-  if (path === '/' && screens[0]) navigate(screens[0].path, true);
 
   return (
     <CanContext.Provider value={can}>

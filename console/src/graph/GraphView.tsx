@@ -1,4 +1,4 @@
-import { useMemo } from 'preact/hooks';
+import { useId, useMemo } from 'preact/hooks';
 import { type GraphEdgeIn, type GraphNodeIn, layoutGraph } from './layout';
 
 export interface GraphViewProps {
@@ -17,6 +17,8 @@ export interface GraphViewProps {
 export function GraphView({ nodes, edges, status, invalid, selected, onSelect, label }: GraphViewProps) {
   const placed = useMemo(() => layoutGraph(nodes, edges), [nodes, edges]);
   const bad = new Set(invalid ?? []);
+  // One page may draw several graphs: each its own arrow marker id.
+  const arrow = `arrow-${useId()}`;
   return (
     <svg
       class="graph"
@@ -27,7 +29,7 @@ export function GraphView({ nodes, edges, status, invalid, selected, onSelect, l
     >
       <defs>
         <marker
-          id="arrow"
+          id={arrow}
           viewBox="0 0 10 10"
           refX="9"
           refY="5"
@@ -42,7 +44,7 @@ export function GraphView({ nodes, edges, status, invalid, selected, onSelect, l
         <g class="edge" key={e.id} data-edge={e.id}>
           <path
             d={e.points.map((p, i) => `${i ? 'L' : 'M'}${p.x},${p.y}`).join(' ')}
-            marker-end="url(#arrow)"
+            marker-end={`url(#${arrow})`}
           />
           {e.text && e.textAt && (
             <text x={e.textAt.x} y={e.textAt.y} text-anchor="middle" dominant-baseline="middle">

@@ -23,6 +23,7 @@ export function TestPanel({ subscription }: { subscription: Schemas['EventSubscr
   const [result, setResult] = useState<TestResult | null>(null);
   const [error, run] = useAction();
   const [selected, setSelected] = useState<string | null>(null);
+  // Read again with each result: the graph may have been saved since the last test.
   const graph = useAsync(
     () => ok(api.GET('/api/v1/event_subscription/{id}/graph', { params: { path: { id: subscription.id } } })),
     [subscription.id, result],

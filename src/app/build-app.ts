@@ -17,7 +17,7 @@ import { handleClientError, handleError, handleFrameworkError } from './errors.j
 import { registerHttpMetrics } from './metrics.js';
 import { registerAreaRoutes } from './routes.js';
 import type { AppContext } from './types.js';
-import { compileValidator } from './validation.js';
+import { compileValidator, lazySerializers } from './validation.js';
 
 export const API_PREFIX = '/api/v1';
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
@@ -42,6 +42,7 @@ export async function buildApp(ctx: AppContext): Promise<BuiltApp> {
     frameworkErrors: handleFrameworkError,
     clientErrorHandler: handleClientError,
     logController: new OneLinePerRequest(),
+    schemaController: { compilersFactory: { buildSerializer: lazySerializers } },
   }).withTypeProvider() as unknown as App;
 
   app.setValidatorCompiler(compileValidator);
@@ -63,13 +64,10 @@ export async function buildApp(ctx: AppContext): Promise<BuiltApp> {
     if (!route.url.startsWith(API_PREFIX) || route.method === 'HEAD') return;
     const access = route.config?.access;
     if (!access) throw new Error(`route ${route.method} ${route.url} declares no access`);
-    for (const method of [route.method].flat()) routes.push({ method, url: route.url, access });
     route.schema ??= {};
-    describeOperation(
-      { method: String(route.method), url: route.url, schema: route.schema as Record<string, unknown> },
-      access,
-      operationIds,
-    );
+    const schema = route.schema as Record<string, unknown>;
+    for (const method of [route.method].flat()) routes.push({ method, url: route.url, access, schema });
+    describeOperation({ method: String(route.method), url: route.url, schema }, access, operationIds);
     if (!route.schema?.body && route.method !== 'GET') refuseBodyFields(route);
     else if (route.schema?.body) defaultEmptyBody(route);
   });

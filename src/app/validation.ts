@@ -1,4 +1,5 @@
-import { Ajv, type ErrorObject } from 'ajv';
+import { SerializerSelector } from '@fastify/fast-json-stringify-compiler';
+import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv';
 import formats from 'ajv-formats';
 import type { FastifySchemaValidationError } from 'fastify/types/schema.js';
 
@@ -30,8 +31,20 @@ function makeAjv(coerce: boolean): Ajv {
 const bodyAjv = makeAjv(false);
 const textAjv = makeAjv(true);
 
+/**
+ * Compiled on a route's first request, not at start: an idle process holds no code for the hundreds
+ * of validators it has not used (docs/performance.md, "Memory"). Fastify reads `.errors` after a call.
+ */
 export function compileValidator({ schema, httpPart }: { schema: object; httpPart?: string }) {
-  return (httpPart === 'body' ? bodyAjv : textAjv).compile(schema);
+  let compiled: ValidateFunction | undefined;
+  const validate = (data: unknown): boolean => {
+    compiled ??= (httpPart === 'body' ? bodyAjv : textAjv).compile(schema);
+    const ok = compiled(data) as boolean;
+    validate.errors = compiled.errors;
+    return ok;
+  };
+  validate.errors = null as ValidateFunction['errors'];
+  return validate;
 }
 
 /** Turns a schema failure into the contract's details: the field, what is allowed, what went wrong. */
@@ -70,3 +83,18 @@ function allowedValues(errors: ErrorObject[], instancePath: string): string[] | 
   }
   return values.length > 0 ? [...new Set(values)] : undefined;
 }
+
+type SerializerFactory = ReturnType<typeof SerializerSelector>;
+const buildSerializer = SerializerSelector();
+
+/** Fastify's own serializer compiler, deferred like the validators: built on a response's first use. */
+export const lazySerializers: SerializerFactory = (externalSchemas, options) => {
+  const compile = buildSerializer(externalSchemas, options);
+  return (route) => {
+    let serialize: ((data: unknown) => string) | undefined;
+    return (data: unknown) => {
+      serialize ??= compile(route);
+      return serialize(data);
+    };
+  };
+};

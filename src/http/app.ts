@@ -25,6 +25,8 @@ export interface RouteEntry {
   method: string;
   url: string;
   access: Access;
+  /** As declared; Fastify compiles its parts on first use (src/app/validation.ts). */
+  schema: Record<string, unknown>;
 }
 
 declare module 'fastify' {

@@ -1,4 +1,5 @@
 import { type Kysely, type Selectable, sql } from 'kysely';
+import { prepared } from '../../db/prepared.js';
 import type { Database } from '../../db/schema.js';
 import type { Db, Dialect } from '../../db/store.js';
 import { paginate, whereTimeRanges } from '../../http/list.js';
@@ -12,8 +13,10 @@ export type TaskRow = Selectable<EventDeliveryTaskTable>;
 
 const TABLE = 'event_delivery_task';
 
+const insertTaskStatement = prepared((db, _dialect, row: TaskRow) => db.insertInto(TABLE).values(row));
+
 export async function insertTask(db: Db, row: TaskRow): Promise<void> {
-  await db.insertInto(TABLE).values(row).execute();
+  await insertTaskStatement.execute(db, row);
 }
 
 /**

@@ -1,0 +1,125 @@
+import { type Compilable, type CompiledQuery, type Kysely, PostgresAdapter, type QueryResult } from 'kysely';
+import type { Database } from './schema.js';
+import type { Db, Dialect } from './store.js';
+
+/** A value a prepared statement binds: what the drivers take as a parameter. */
+type Leaf = string | number | bigint | boolean | null | undefined | Uint8Array;
+/** An argument: a value, a list of values (`in`), a row, or rows (`values`); checked as it is walked. */
+type Arg = unknown;
+
+interface Compiled {
+  sql: string;
+  /** For each parameter, the index of the call's value it takes, or -1 for a constant of the statement. */
+  slots: number[];
+  constants: unknown[];
+  query: CompiledQuery['query'];
+  queryId: CompiledQuery['queryId'];
+}
+
+/** Shapes kept per statement and store. */
+const MAX_SHAPES = 1024;
+/** Marks a parameter slot while a shape is compiled: NUL never occurs in svc's SQL text or values. */
+const MARK = '\u0000';
+const sentinel = (n: number) => `${MARK}${n}${MARK}`;
+const slotOf = (p: unknown): number =>
+  typeof p === 'string' && p.length > 2 && p.startsWith(MARK) && p.endsWith(MARK)
+    ? Number(p.slice(1, -1))
+    : -1;
+const isRow = (x: unknown): x is Record<string, unknown> =>
+  typeof x === 'object' && x !== null && Object.getPrototypeOf(x) === Object.prototype;
+
+/**
+ * Walks the arguments in one fixed order: each value goes through `leaf`, and the shape (list
+ * lengths, row keys, which values are undefined) is written into the key, so two calls with one key
+ * build the same SQL.
+ */
+function walk(args: readonly Arg[], leaf: (v: Leaf) => Leaf): { key: string; mapped: Arg[] } {
+  // Rows are plain objects of plain values; anything else (an expression, a Date) is refused.
+  let key = '';
+  const value = (v: unknown): Leaf => {
+    if (v !== null && typeof v === 'object' && !(v instanceof Uint8Array))
+      throw new TypeError('a prepared statement binds plain values only');
+    key += v === undefined ? 'u' : '.';
+    return v === undefined ? undefined : leaf(v as Leaf);
+  };
+  const row = (r: Record<string, unknown>) => {
+    const out: Record<string, Leaf> = {};
+    for (const k in r) {
+      key += k;
+      out[k] = value(r[k]);
+    }
+    key += ';';
+    return out;
+  };
+  const mapped = args.map((a) => {
+    if (Array.isArray(a)) {
+      key += `[${a.length}`;
+      return a.map((x) => (isRow(x) ? row(x) : value(x)));
+    }
+    key += '|';
+    return isRow(a) ? row(a) : value(a);
+  }) as Arg[];
+  return { key, mapped };
+}
+
+/**
+ * A statement built with Kysely once per dialect and shape (the number of rows or ids, which columns
+ * are set), then only re-bound with each call's values. Building and compiling through Kysely was 14%
+ * of the pipeline's CPU (docs/performance.md); the hottest statements are prepared instead.
+ *
+ * `build` must use its arguments as values only (they become the statement's parameters; a value
+ * that ends up in the SQL text is refused when the statement is first compiled); anything that
+ * changes the SQL's shape is either in the key (lengths, keys, undefined) or the dialect.
+ */
+export function prepared<A extends Arg[], R>(
+  build: (db: Kysely<Database>, dialect: Dialect, ...args: A) => Compilable<R> | CompiledQuery<R>,
+) {
+  // Per Kysely adapter, so a process holding both stores (the tests) keeps their SQL apart.
+  const cache = new WeakMap<object, Map<string, Compiled>>();
+
+  const compileFor = (db: Db, args: A): Compiled => {
+    const dialect: Dialect = db.getExecutor().adapter instanceof PostgresAdapter ? 'postgres' : 'sqlite';
+    let n = 0;
+    const { mapped } = walk(args, () => sentinel(n++));
+    const built = build(db as Kysely<Database>, dialect, ...(mapped as A));
+    const compiled = 'sql' in built ? built : built.compile(); // sql`…` templates compile themselves
+    if (compiled.sql.includes(MARK)) throw new Error('a prepared statement put a value into its SQL text');
+    const slots = compiled.parameters.map(slotOf);
+    return {
+      sql: compiled.sql,
+      slots,
+      constants: [...compiled.parameters],
+      query: compiled.query,
+      queryId: compiled.queryId,
+    };
+  };
+
+  const bind = (db: Db, args: A): CompiledQuery<R> => {
+    const values: Leaf[] = [];
+    const { key } = walk(args, (v) => {
+      values.push(v);
+      return v;
+    });
+    const adapter = db.getExecutor().adapter;
+    let byKey = cache.get(adapter);
+    if (!byKey) {
+      byKey = new Map();
+      cache.set(adapter, byKey);
+    }
+    let c = byKey.get(key);
+    if (!c) {
+      c = compileFor(db, args);
+      // Shapes are few (batch sizes, columns left out); past the bound, a shape is compiled per call
+      // rather than letting an unusual caller grow the cache without end.
+      if (byKey.size < MAX_SHAPES) byKey.set(key, c);
+    }
+    const parameters = c.slots.map((slot, i) => (slot === -1 ? c.constants[i] : values[slot]));
+    return { sql: c.sql, parameters, query: c.query, queryId: c.queryId } as CompiledQuery<R>;
+  };
+
+  return {
+    /** The statement for these values, for `store.readCommitted`. */
+    compile: (db: Db, ...args: A): CompiledQuery<R> => bind(db, args),
+    execute: (db: Db, ...args: A): Promise<QueryResult<R>> => db.executeQuery(bind(db, args)),
+  };
+}

@@ -3,7 +3,8 @@
  * by .ci/run: it prints every break and exits 1 on any.
  *
  * 1. An area never imports from src/app (the composition root imports areas, not the reverse).
- * 2. An area never imports another area's store, and never touches another area's tables in SQL.
+ * 2. An area never imports another area's store, and never touches another area's tables in SQL (nor
+ *    through the row helpers of src/db/audit.ts, which take a table name).
  * 3. No cycle between areas (area A imports B, directly or not, while B imports A).
  * 4. No function longer than 300 lines; no file longer than 400 lines unless it says why in a line
  *    starting `// Long file:`.
@@ -92,6 +93,17 @@ for (const [path, sf] of sources) {
             problems.push(`${rel(path)}: imports ${targetArea}'s store (go through its service)`);
           }
         }
+      }
+    }
+    // The shared row helpers of src/db/audit.ts take the table as their second argument.
+    if (area && ts.isCallExpression(node) && ts.isIdentifier(node.expression)) {
+      const table = node.arguments[1];
+      const owner = table && ts.isStringLiteral(table) ? owners.get(table.text) : undefined;
+      if (table && owner && owner !== area) {
+        const { line } = sf.getLineAndCharacterOfPosition(node.getStart(sf));
+        problems.push(
+          `${rel(path)}:${line + 1}: ${node.expression.text}(…, '${(table as ts.StringLiteral).text}') touches ${owner}'s table`,
+        );
       }
     }
     if (area && ts.isCallExpression(node) && ts.isPropertyAccessExpression(node.expression)) {

@@ -10,9 +10,10 @@
  * workflow edges) spell their few columns out instead.
  *
  * Active rows are filtered with the plain `.where('deleted_at', 'is', null)` (docs/architecture.md);
- * changes to an active row go through `updateActive`, whose answer says whether there was one.
+ * the active row of an id is read with `findActive`, and changed through `updateActive`, whose answer
+ * says whether there was one.
  */
-import type { Kysely, Transaction, UpdateObject } from 'kysely';
+import type { Kysely, Selectable, Transaction, UpdateObject } from 'kysely';
 import type { Database } from './schema.js';
 
 /** The columns of a new row: created and last changed now, by `by`, not deleted. */
@@ -54,4 +55,20 @@ export async function updateActive<T extends SoftDeletable>(
     .where('deleted_at', 'is', null)
     .executeTakeFirst();
   return Number(res.numUpdatedRows) > 0;
+}
+
+/** The active row `id` of `table`, every column; undefined when it is missing or soft-deleted. */
+export async function findActive<T extends SoftDeletable>(
+  db: Kysely<Database> | Transaction<Database>,
+  table: T,
+  id: string,
+): Promise<Selectable<Database[T]> | undefined> {
+  // As in updateActive: the generic table name is checked at the call, not inside.
+  const row = await (db as Kysely<Database>)
+    .selectFrom(table as SoftDeletable)
+    .selectAll()
+    .where('id', '=', id)
+    .where('deleted_at', 'is', null)
+    .executeTakeFirst();
+  return row as Selectable<Database[T]> | undefined;
 }

@@ -103,6 +103,26 @@ export function whereTimeRanges<Q extends SelectQueryBuilder<any, any, any>>(
   return out;
 }
 
+/** Any query builder with a `where` (select, update, delete), whatever its table. */
+// biome-ignore lint/suspicious/noExplicitAny: one helper over every table's builder
+type Filterable = { where(column: any, op: '=', value: any): unknown };
+
+/**
+ * Applies a list's equality filters: `column = value` for each value given (undefined or '' filters
+ * nothing). A boolean compares with the stored 0/1 (db/schema.ts).
+ */
+export function whereEquals<Q extends Filterable>(
+  q: Q,
+  filters: Record<string, string | number | boolean | undefined>,
+): Q {
+  let out = q;
+  for (const [column, value] of Object.entries(filters)) {
+    if (value === undefined || value === '') continue;
+    out = out.where(column, '=', typeof value === 'boolean' ? Number(value) : value) as Q;
+  }
+  return out;
+}
+
 /** Case-insensitive substring match on a column, the same on SQLite and PostgreSQL. */
 export function containsInsensitive(column: string, value: string): Expression<SqlBool> {
   // SQLite's LIKE has no default escape character, so ESCAPE is explicit for both stores.

@@ -2,7 +2,7 @@ import type { Static } from '@sinclair/typebox';
 import type { Selectable } from 'kysely';
 import { updateActive } from '../../db/audit.js';
 import type { Db, Tx } from '../../db/store.js';
-import { containsInsensitive, type ListResult, type Page, paginate } from '../../http/list.js';
+import { containsInsensitive, type ListResult, type Page, paginate, whereEquals } from '../../http/list.js';
 import type { Device as DeviceSchema } from './schemas.js';
 import type { AuthDeviceTable } from './tables.js';
 
@@ -98,7 +98,7 @@ export const updateDevice = (tx: Tx, id: string, patch: Partial<AuthDeviceTable>
 
 export async function listDevices(d: Db, page: Page, f: DeviceFilters): Promise<ListResult<DeviceRecord>> {
   let q = d.selectFrom('auth_device').where('deleted_at', 'is', null);
-  if (f.user_id) q = q.where('user_id', '=', f.user_id);
+  q = whereEquals(q, { user_id: f.user_id });
   if (f.search) q = q.where(containsInsensitive('name', f.search));
   return paginate(q, page, toDevice, DEVICE_COLUMNS);
 }

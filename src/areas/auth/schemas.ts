@@ -1,13 +1,6 @@
 import { type Static, Type } from '@sinclair/typebox';
-import {
-  Id,
-  ListQuery,
-  ListResponse,
-  Nullable,
-  QueryBoolean,
-  Search,
-  Timestamp,
-} from '../../http/schemas.js';
+import { ListQuery, ListResponse, QueryBoolean, Search } from '../../http/list-schemas.js';
+import { Id, Nullable, Timestamp } from '../../http/schemas.js';
 import { MIN_PASSWORD_LENGTH } from '../../lib/email.js';
 
 const Email = Type.String({ minLength: 1, maxLength: 320 });

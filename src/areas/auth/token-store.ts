@@ -1,6 +1,6 @@
 import type { Static } from '@sinclair/typebox';
 import type { Db, Tx } from '../../db/store.js';
-import { type ListResult, type Page, paginate } from '../../http/list.js';
+import { type ListResult, type Page, paginate, whereEquals } from '../../http/list.js';
 import type { RefreshTokenRecord as RefreshTokenRecordSchema } from './schemas.js';
 import type { MfaChallengeTable, PasswordResetTokenTable, RefreshTokenTable } from './tables.js';
 
@@ -90,9 +90,7 @@ export async function revokeRefreshTokens(
     .updateTable('refresh_token')
     .set({ revoked_at: now, revoked_reason: reason })
     .where('revoked_at', 'is', null);
-  if (where.sessionId) q = q.where('session_id', '=', where.sessionId);
-  if (where.userId) q = q.where('user_id', '=', where.userId);
-  if (where.deviceId) q = q.where('device_id', '=', where.deviceId);
+  q = whereEquals(q, { session_id: where.sessionId, user_id: where.userId, device_id: where.deviceId });
   if (where.authPaths) q = q.where('auth_path', 'in', where.authPaths);
   if (where.exceptSessionId) q = q.where('session_id', '!=', where.exceptSessionId);
   await q.execute();
@@ -127,10 +125,12 @@ export async function listRefreshTokens(
   now: string,
 ): Promise<ListResult<RefreshTokenRecord>> {
   let q = d.selectFrom('refresh_token').where('deleted_at', 'is', null);
-  if (f.user_id) q = q.where('user_id', '=', f.user_id);
-  if (f.device_id) q = q.where('device_id', '=', f.device_id);
-  if (f.session_id) q = q.where('session_id', '=', f.session_id);
-  if (f.auth_path) q = q.where('auth_path', '=', f.auth_path);
+  q = whereEquals(q, {
+    user_id: f.user_id,
+    device_id: f.device_id,
+    session_id: f.session_id,
+    auth_path: f.auth_path,
+  });
   if (f.active === true) {
     q = q.where('used_at', 'is', null).where('revoked_at', 'is', null).where('expires_at', '>', now);
   }

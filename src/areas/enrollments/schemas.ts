@@ -1,14 +1,6 @@
 import { Type } from '@sinclair/typebox';
-import {
-  AuditFields,
-  Id,
-  JsonObject,
-  ListQuery,
-  ListResponse,
-  Nullable,
-  TimeRanges,
-  Timestamp,
-} from '../../http/schemas.js';
+import { ListQuery, ListResponse, TimeRanges } from '../../http/list-schemas.js';
+import { AuditFields, Id, JsonObject, Nullable, Timestamp } from '../../http/schemas.js';
 import { ENROLLED_USER_SORT } from './store.js';
 import { ENROLLMENT_STATUSES } from './transitions.js';
 

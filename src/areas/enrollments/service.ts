@@ -249,7 +249,7 @@ export function createEnrollmentService(deps: EnrollmentDeps): EnrollmentService
         // Compare-and-set on the status read above: a concurrent change makes this one fail cleanly.
         const applied = await updateEnrollment(tx.db, id, changes, from);
         if (!applied) throw await staleError(tx.db, id, from, to);
-        if (ids) await replaceQuestionnaires(tx.db, id, current.user_id, ids, isOpen(to));
+        if (ids) await replaceQuestionnaires(tx.db, current, ids, isOpen(to));
         else if (!isOpen(to)) await closeQuestionnaires(tx.db, id);
       }),
     );

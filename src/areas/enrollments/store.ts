@@ -2,8 +2,8 @@ import type { Static } from '@sinclair/typebox';
 import { type Expression, type SqlBool, sql } from 'kysely';
 import type { Db, Tx } from '../../db/store.js';
 import type { Page } from '../../http/list.js';
-import { paginate, whereTimeRanges } from '../../http/list.js';
-import type { TimeRangeFilters } from '../../http/schemas.js';
+import { paginate, whereEquals, whereTimeRanges } from '../../http/list.js';
+import type { TimeRangeFilters } from '../../http/list-schemas.js';
 import type { Enrollment as EnrollmentSchema } from './schemas.js';
 import type { EnrollmentTable } from './tables.js';
 import type { EnrollmentStatus } from './transitions.js';
@@ -108,40 +108,31 @@ export async function insertEnrollment(
   open: boolean,
 ): Promise<void> {
   await db.insertInto('enrollment').values(row).execute();
-  await insertQuestionnaires(db, row.id, row.user_id, questionnaireIds, open);
+  await insertQuestionnaires(db, row, questionnaireIds, open);
 }
 
-async function insertQuestionnaires(
-  db: Db,
-  enrollmentId: string,
-  userId: string,
-  questionnaireIds: string[],
-  open: boolean,
-): Promise<void> {
-  if (questionnaireIds.length === 0) return;
+type EnrollmentOf = Pick<EnrollmentTable, 'id' | 'user_id'>;
+
+async function insertQuestionnaires(db: Db, enrollment: EnrollmentOf, ids: string[], open: boolean) {
+  if (ids.length === 0) return;
   await db
     .insertInto('enrollment_questionnaire')
     .values(
-      questionnaireIds.map((questionnaire_id, position) => ({
-        enrollment_id: enrollmentId,
+      ids.map((questionnaire_id, position) => ({
+        enrollment_id: enrollment.id,
         questionnaire_id,
         position,
-        user_id: userId,
+        user_id: enrollment.user_id,
         open_key: open ? 1 : null,
       })),
     )
     .execute();
 }
 
-export async function replaceQuestionnaires(
-  db: Db,
-  enrollmentId: string,
-  userId: string,
-  questionnaireIds: string[],
-  open: boolean,
-): Promise<void> {
-  await db.deleteFrom('enrollment_questionnaire').where('enrollment_id', '=', enrollmentId).execute();
-  await insertQuestionnaires(db, enrollmentId, userId, questionnaireIds, open);
+/** Sets the enrollment's questionnaires, in this order, in place of those it had. */
+export async function replaceQuestionnaires(db: Db, enrollment: EnrollmentOf, ids: string[], open: boolean) {
+  await db.deleteFrom('enrollment_questionnaire').where('enrollment_id', '=', enrollment.id).execute();
+  await insertQuestionnaires(db, enrollment, ids, open);
 }
 
 /** Marks the enrollment's questionnaires closed, so the user may be enrolled in them again. */
@@ -195,8 +186,7 @@ export interface EnrollmentFilters extends TimeRangeFilters<'created_at'> {
 
 function filtered(db: Db, f: EnrollmentFilters, visible: Visibility) {
   let q = visibleOnly(activeEnrollments(db), visible);
-  if (f.user_id !== undefined) q = q.where('user_id', '=', f.user_id);
-  if (f.status !== undefined) q = q.where('status', '=', f.status);
+  q = whereEquals(q, { user_id: f.user_id, status: f.status });
   q = whereTimeRanges(q, f, ['created_at']);
   if (f.questionnaire_id !== undefined) {
     const qid = f.questionnaire_id;

@@ -1,15 +1,6 @@
 import { type Static, Type } from '@sinclair/typebox';
-import {
-  Id,
-  JsonObject,
-  ListQuery,
-  ListResponse,
-  Nullable,
-  QueryBoolean,
-  Search,
-  TimeRanges,
-  Timestamp,
-} from '../../http/schemas.js';
+import { ListQuery, ListResponse, QueryBoolean, Search, TimeRanges } from '../../http/list-schemas.js';
+import { Id, JsonObject, Nullable, Timestamp } from '../../http/schemas.js';
 
 export const TASK_STATUSES = ['PENDING', 'IN_PROGRESS', 'DONE', 'FAILED'] as const;
 export type TaskStatus = (typeof TASK_STATUSES)[number];

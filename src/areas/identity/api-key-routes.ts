@@ -2,7 +2,8 @@ import { Type } from '@sinclair/typebox';
 import { anyScope } from '../../http/access.js';
 import type { App } from '../../http/app.js';
 import { envelope, splitListQuery } from '../../http/list.js';
-import { IdParams, ListQuery, ListResponse, QueryBoolean } from '../../http/schemas.js';
+import { ListQuery, ListResponse, QueryBoolean } from '../../http/list-schemas.js';
+import { IdParams } from '../../http/schemas.js';
 import { ApiKey, CreateApiKeyBody, CreatedApiKey } from './schemas.js';
 import type { IdentityService } from './service.js';
 

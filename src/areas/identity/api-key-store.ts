@@ -1,5 +1,5 @@
 import type { Db, Tx } from '../../db/store.js';
-import { type ListResult, type Page, paginate } from '../../http/list.js';
+import { type ListResult, type Page, paginate, whereEquals } from '../../http/list.js';
 import { API_KEY_COLUMNS, type ApiKey, toApiKey } from './records.js';
 import type { ApiKeyTable } from './tables.js';
 
@@ -26,7 +26,7 @@ export async function listApiKeysOfUser(
   f: { is_revoked?: boolean },
 ): Promise<ListResult<ApiKey>> {
   let q = d.selectFrom('api_key').where('user_id', '=', userId);
-  if (f.is_revoked !== undefined) q = q.where('is_revoked', '=', f.is_revoked ? 1 : 0);
+  q = whereEquals(q, { is_revoked: f.is_revoked });
   return paginate(q, page, toApiKey, API_KEY_COLUMNS);
 }
 

@@ -2,7 +2,8 @@ import { Type } from '@sinclair/typebox';
 import { anyScope } from '../../http/access.js';
 import type { App } from '../../http/app.js';
 import { envelope, splitListQuery } from '../../http/list.js';
-import { IdParams, ListQuery, ListResponse, MessageBody, QueryBoolean, Search } from '../../http/schemas.js';
+import { ListQuery, ListResponse, QueryBoolean, Search } from '../../http/list-schemas.js';
+import { IdParams, MessageBody } from '../../http/schemas.js';
 import {
   CreateRoleBody,
   CreateUserRoleBody,

@@ -1,6 +1,6 @@
-import { softDeleted, updateActive } from '../../db/audit.js';
+import { findActive, softDeleted, updateActive } from '../../db/audit.js';
 import type { Db, Tx } from '../../db/store.js';
-import { containsInsensitive, type ListResult, type Page, paginate } from '../../http/list.js';
+import { containsInsensitive, type ListResult, type Page, paginate, whereEquals } from '../../http/list.js';
 import { type Role, type RoleScopeEntry, toRole, type UserRole } from './records.js';
 import { normaliseScopeKey } from './scopes.js';
 import type { RoleScopeEntryTable, RoleTable, UserRoleTable } from './tables.js';
@@ -39,12 +39,7 @@ export async function insertRole(tx: Tx, row: RoleTable): Promise<void> {
 }
 
 export async function findRole(d: Db, id: string): Promise<Role | undefined> {
-  const r = await d
-    .selectFrom('role')
-    .selectAll()
-    .where('id', '=', id)
-    .where('deleted_at', 'is', null)
-    .executeTakeFirst();
+  const r = await findActive(d, 'role', id);
   return r ? toRole(r) : undefined;
 }
 
@@ -66,8 +61,7 @@ export interface RoleFilters {
 
 export async function listRoles(d: Db, page: Page, f: RoleFilters): Promise<ListResult<Role>> {
   let q = d.selectFrom('role').where('deleted_at', 'is', null);
-  if (f.key) q = q.where('key', '=', f.key);
-  if (f.is_builtin !== undefined) q = q.where('is_builtin', '=', f.is_builtin ? 1 : 0);
+  q = whereEquals(q, { key: f.key, is_builtin: f.is_builtin });
   if (f.search)
     q = q.where((eb) =>
       eb.or([containsInsensitive('key', f.search!), containsInsensitive('name', f.search!)]),
@@ -116,12 +110,7 @@ export async function insertUserRole(tx: Tx, row: UserRoleTable): Promise<void> 
 }
 
 export async function findUserRole(d: Db, id: string): Promise<UserRole | undefined> {
-  return d
-    .selectFrom('user_role')
-    .selectAll()
-    .where('id', '=', id)
-    .where('deleted_at', 'is', null)
-    .executeTakeFirst();
+  return findActive(d, 'user_role', id);
 }
 
 export interface UserRoleFilters {
@@ -131,8 +120,7 @@ export interface UserRoleFilters {
 
 export async function listUserRoles(d: Db, page: Page, f: UserRoleFilters): Promise<ListResult<UserRole>> {
   let q = d.selectFrom('user_role').where('deleted_at', 'is', null);
-  if (f.user_id) q = q.where('user_id', '=', f.user_id);
-  if (f.role_id) q = q.where('role_id', '=', f.role_id);
+  q = whereEquals(q, { user_id: f.user_id, role_id: f.role_id });
   return paginate(q, page, (r) => r as UserRole);
 }
 
@@ -156,12 +144,7 @@ export async function insertRoleScopeEntries(tx: Tx, rows: RoleScopeEntryTable[]
 }
 
 export async function findRoleScopeEntry(d: Db, id: string): Promise<RoleScopeEntry | undefined> {
-  return d
-    .selectFrom('role_scope_entry')
-    .selectAll()
-    .where('id', '=', id)
-    .where('deleted_at', 'is', null)
-    .executeTakeFirst();
+  return findActive(d, 'role_scope_entry', id);
 }
 
 export async function activeScopeEntriesOfRole(d: Db, roleId: string): Promise<RoleScopeEntry[]> {
@@ -193,7 +176,7 @@ export async function listRoleScopeEntries(
   f: RoleScopeFilters,
 ): Promise<ListResult<RoleScopeEntry>> {
   let q = d.selectFrom('role_scope_entry').where('deleted_at', 'is', null);
-  if (f.role_id) q = q.where('role_id', '=', f.role_id);
+  q = whereEquals(q, { role_id: f.role_id });
   // auth:api_key and auth:manage are one permission (SPEC Authentication 10): stored as auth:manage.
   if (f.scope_key) q = q.where('scope_key', '=', normaliseScopeKey(f.scope_key));
   if (f.search) q = q.where(containsInsensitive('scope_key', f.search));

@@ -2,8 +2,9 @@ import { Type } from '@sinclair/typebox';
 import { anyScope } from '../../http/access.js';
 import type { App } from '../../http/app.js';
 import { envelope, splitListQuery } from '../../http/list.js';
+import { ListQuery, ListResponse, Search } from '../../http/list-schemas.js';
 import { sendJsonBytes } from '../../http/reply.js';
-import { IdParams, ListQuery, ListResponse, MessageBody, Search } from '../../http/schemas.js';
+import { IdParams, MessageBody } from '../../http/schemas.js';
 import { CreateRoleScopeBody, RoleScopeEntry, Scope } from './schemas.js';
 import type { IdentityService } from './service.js';
 

@@ -1,6 +1,6 @@
 import { updateActive } from '../../db/audit.js';
 import type { Db, Tx } from '../../db/store.js';
-import { containsInsensitive, type ListResult, type Page, paginate } from '../../http/list.js';
+import { containsInsensitive, type ListResult, type Page, paginate, whereEquals } from '../../http/list.js';
 import { toUser, USER_COLUMNS, type User } from './records.js';
 import type { AuthSessionTable, UserTable } from './tables.js';
 
@@ -148,9 +148,7 @@ export async function revokeSessions(
     .updateTable('auth_session')
     .set({ revoked_at: now, revoked_reason: reason })
     .where('revoked_at', 'is', null);
-  if (where.sessionId) q = q.where('id', '=', where.sessionId);
-  if (where.userId) q = q.where('user_id', '=', where.userId);
-  if (where.deviceId) q = q.where('device_id', '=', where.deviceId);
+  q = whereEquals(q, { id: where.sessionId, user_id: where.userId, device_id: where.deviceId });
   if (where.authPaths) q = q.where('auth_path', 'in', where.authPaths);
   if (where.exceptSessionId) q = q.where('id', '!=', where.exceptSessionId);
   await q.execute();

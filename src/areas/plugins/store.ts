@@ -1,8 +1,9 @@
 import type { Static } from '@sinclair/typebox';
 import type { Selectable } from 'kysely';
-import { updateActive } from '../../db/audit.js';
+import { findActive, updateActive } from '../../db/audit.js';
+import { prepared } from '../../db/prepared.js';
 import type { Db } from '../../db/store.js';
-import { containsInsensitive, type ListResult, type Page, paginate } from '../../http/list.js';
+import { containsInsensitive, type ListResult, type Page, paginate, whereEquals } from '../../http/list.js';
 import type { PluginDefinitionSchema, PluginInstanceSchema } from './schemas.js';
 import type { PluginDefinitionTable, PluginInstanceTable } from './tables.js';
 
@@ -78,10 +79,12 @@ export async function listDefinitions(
   page: Page,
 ): Promise<ListResult<PluginDefinition>> {
   let q = db.selectFrom('plugin_definition');
-  if (filters.name !== undefined) q = q.where('name', '=', filters.name);
-  if (filters.plugin_key !== undefined) q = q.where('plugin_key', '=', filters.plugin_key);
-  if (filters.runtime !== undefined) q = q.where('runtime', '=', filters.runtime);
-  if (filters.enabled !== undefined) q = q.where('enabled', '=', filters.enabled ? 1 : 0);
+  q = whereEquals(q, {
+    name: filters.name,
+    plugin_key: filters.plugin_key,
+    runtime: filters.runtime,
+    enabled: filters.enabled,
+  });
   if (filters.search !== undefined) q = q.where(containsInsensitive('name', filters.search));
   return paginate(q, page, toDefinition);
 }
@@ -91,17 +94,11 @@ export async function insertInstance(db: Db, row: InstanceRow): Promise<void> {
 }
 
 export async function findActiveInstance(db: Db, id: string): Promise<InstanceRow | undefined> {
-  return db
-    .selectFrom('plugin_instance')
-    .selectAll()
-    .where('id', '=', id)
-    .where('deleted_at', 'is', null)
-    .executeTakeFirst();
+  return findActive(db, 'plugin_instance', id);
 }
 
-/** The active instance with the name and state of its definition: the one read of an invocation. */
-export async function findInvocationTarget(db: Db, id: string) {
-  return db
+const invocationTargetStatement = prepared((db, _dialect, id: string) =>
+  db
     .selectFrom('plugin_instance as i')
     .innerJoin('plugin_definition as d', 'd.id', 'i.plugin_definition_id')
     .select([
@@ -114,8 +111,13 @@ export async function findInvocationTarget(db: Db, id: string) {
       'd.actions',
     ])
     .where('i.id', '=', id)
-    .where('i.deleted_at', 'is', null)
-    .executeTakeFirst();
+    .where('i.deleted_at', 'is', null),
+);
+
+/** The active instance with the name and state of its definition: the one read of an invocation. */
+export async function findInvocationTarget(db: Db, id: string) {
+  const { rows } = await invocationTargetStatement.execute(db, id);
+  return rows[0];
 }
 
 export async function updateInstance(
@@ -132,11 +134,11 @@ export async function listInstances(
   page: Page,
 ): Promise<ListResult<PluginInstance>> {
   let q = db.selectFrom('plugin_instance').where('deleted_at', 'is', null);
-  if (filters.plugin_definition_id !== undefined) {
-    q = q.where('plugin_definition_id', '=', filters.plugin_definition_id);
-  }
-  if (filters.display_name !== undefined) q = q.where('display_name', '=', filters.display_name);
-  if (filters.enabled !== undefined) q = q.where('enabled', '=', filters.enabled ? 1 : 0);
+  q = whereEquals(q, {
+    plugin_definition_id: filters.plugin_definition_id,
+    display_name: filters.display_name,
+    enabled: filters.enabled,
+  });
   if (filters.search !== undefined) q = q.where(containsInsensitive('display_name', filters.search));
   return paginate(q, page, toInstance);
 }

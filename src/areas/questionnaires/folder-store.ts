@@ -1,7 +1,7 @@
 import { type SqlBool, sql } from 'kysely';
-import { updateActive } from '../../db/audit.js';
+import { findActive, updateActive } from '../../db/audit.js';
 import type { Db, Tx } from '../../db/store.js';
-import { containsInsensitive, type ListResult, type Page, paginate } from '../../http/list.js';
+import { containsInsensitive, type ListResult, type Page, paginate, whereEquals } from '../../http/list.js';
 import { type Folder, toFolder } from './records.js';
 import type { FolderTable } from './tables.js';
 import { type Grantees, MAX_DEPTH, visibleFolderIds } from './visibility.js';
@@ -24,12 +24,7 @@ export interface ChainLink {
 }
 
 export async function findFolder(db: Db, id: string): Promise<Folder | undefined> {
-  const row = await db
-    .selectFrom('folder')
-    .selectAll()
-    .where('id', '=', id)
-    .where('deleted_at', 'is', null)
-    .executeTakeFirst();
+  const row = await findActive(db, 'folder', id);
   return row ? toFolder(row) : undefined;
 }
 
@@ -117,7 +112,7 @@ export async function listFolders(
 ): Promise<ListResult<Folder>> {
   let q = db.selectFrom('folder').where('deleted_at', 'is', null);
   if (visibleTo) q = q.where(sql<SqlBool>`folder.id in ${visibleFolderIds(visibleTo)}`);
-  if (f.parent_id) q = q.where('parent_id', '=', f.parent_id);
+  q = whereEquals(q, { parent_id: f.parent_id });
   if (f.root !== undefined) q = q.where('parent_id', f.root ? 'is' : 'is not', null);
   if (f.name !== undefined) q = q.where(containsInsensitive('name', f.name));
   if (f.search !== undefined) {

@@ -1,7 +1,7 @@
 import { type Expression, type SqlBool, sql } from 'kysely';
-import { updateActive } from '../../db/audit.js';
+import { findActive, updateActive } from '../../db/audit.js';
 import type { Db, Tx } from '../../db/store.js';
-import { type Page, paginate } from '../../http/list.js';
+import { type Page, paginate, whereEquals } from '../../http/list.js';
 import { type FolderPermission, grantee, type QuestionnairePermission } from './records.js';
 import type {
   FolderPermissionTable,
@@ -122,12 +122,7 @@ export async function insertQuestionnairePermission(
 }
 
 export async function findFolderPermission(db: Db, id: string): Promise<FolderPermission | undefined> {
-  const row = await db
-    .selectFrom('folder_permission')
-    .selectAll()
-    .where('id', '=', id)
-    .where('deleted_at', 'is', null)
-    .executeTakeFirst();
+  const row = await findActive(db, 'folder_permission', id);
   return row ? toPermission('folder', row) : undefined;
 }
 
@@ -135,12 +130,7 @@ export async function findQuestionnairePermission(
   db: Db,
   id: string,
 ): Promise<QuestionnairePermission | undefined> {
-  const row = await db
-    .selectFrom('questionnaire_permission')
-    .selectAll()
-    .where('id', '=', id)
-    .where('deleted_at', 'is', null)
-    .executeTakeFirst();
+  const row = await findActive(db, 'questionnaire_permission', id);
   return row ? toPermission('questionnaire', row) : undefined;
 }
 
@@ -156,7 +146,7 @@ export async function updatePermission(
 export async function listFolderPermissions(db: Db, page: Page, f: PermissionFilters, visibleTo?: Grantees) {
   let q = db.selectFrom('folder_permission').where('deleted_at', 'is', null);
   if (visibleTo) q = q.where(sql<SqlBool>`folder_permission.folder_id in ${visibleFolderIds(visibleTo)}`);
-  if (f.object_id) q = q.where('folder_id', '=', f.object_id);
+  q = whereEquals(q, { folder_id: f.object_id });
   q = permissionFilters(q, f);
   return paginate(q, page, (r: FolderPermissionTable) => toPermission('folder', r));
 }
@@ -173,7 +163,7 @@ export async function listQuestionnairePermissions(
       sql<SqlBool>`questionnaire_permission.questionnaire_id in (select questionnaire.id from questionnaire where ${questionnaireVisible(visibleTo)})`,
     );
   }
-  if (f.object_id) q = q.where('questionnaire_id', '=', f.object_id);
+  q = whereEquals(q, { questionnaire_id: f.object_id });
   q = permissionFilters(q, f);
   return paginate(q, page, (r: QuestionnairePermissionTable) => toPermission('questionnaire', r));
 }

@@ -1,7 +1,7 @@
 import { anyScope } from '../../http/access.js';
 import type { App } from '../../http/app.js';
 import { envelope, splitListQuery } from '../../http/list.js';
-import { ListQuery, ListResponse } from '../../http/schemas.js';
+import { ListQuery, ListResponse } from '../../http/list-schemas.js';
 import type { QuestionnaireRouteDeps } from './routes.js';
 import {
   CreateQuestionnaireBody,

@@ -1,12 +1,15 @@
+import { findActive } from '../../db/audit.js';
+import { prepared } from '../../db/prepared.js';
 import type { Db, Tx } from '../../db/store.js';
 import {
   containsInsensitive,
   type ListResult,
   type Page,
   paginate,
+  whereEquals,
   whereTimeRanges,
 } from '../../http/list.js';
-import type { TimeRangeFilters } from '../../http/schemas.js';
+import type { TimeRangeFilters } from '../../http/list-schemas.js';
 import { type Questionnaire, type QuestionnaireRevision, toQuestionnaire, toRevision } from './records.js';
 import type {
   QuestionnaireRevisionTable,
@@ -35,12 +38,7 @@ export interface RevisionFilters extends TimeRangeFilters<'created_at'> {
 
 /** An active (not soft-deleted) questionnaire, or undefined. */
 export async function findQuestionnaire(db: Db, id: string): Promise<Questionnaire | undefined> {
-  const row = await db
-    .selectFrom('questionnaire')
-    .selectAll()
-    .where('id', '=', id)
-    .where('deleted_at', 'is', null)
-    .executeTakeFirst();
+  const row = await findActive(db, 'questionnaire', id);
   return row ? toQuestionnaire(row) : undefined;
 }
 
@@ -73,6 +71,11 @@ export async function lockQuestionnaire(tx: Tx, id: string): Promise<Questionnai
   return q.executeTakeFirst();
 }
 
+const lockActiveStatement = prepared((db, dialect, ids: string[]) => {
+  const q = db.selectFrom('questionnaire').selectAll().where('id', 'in', ids).where('deleted_at', 'is', null);
+  return dialect === 'postgres' ? q.orderBy('id').forShare() : q.orderBy('id');
+});
+
 /**
  * The active questionnaires among `ids`, read inside another area's write transaction and held
  * until it ends. PostgreSQL: FOR SHARE, so a concurrent publish, archive or delete (which locks the
@@ -82,14 +85,8 @@ export async function lockQuestionnaire(tx: Tx, id: string): Promise<Questionnai
  */
 export async function lockActiveQuestionnaires(tx: Tx, ids: readonly string[]): Promise<Questionnaire[]> {
   if (ids.length === 0) return [];
-  let q = tx.db
-    .selectFrom('questionnaire')
-    .selectAll()
-    .where('id', 'in', [...new Set(ids)])
-    .where('deleted_at', 'is', null)
-    .orderBy('id');
-  if (tx.dialect === 'postgres') q = q.forShare();
-  return (await q.execute()).map(toQuestionnaire);
+  const { rows } = await lockActiveStatement.execute(tx.db, [...new Set(ids)]);
+  return rows.map(toQuestionnaire);
 }
 
 export async function insertQuestionnaire(tx: Tx, row: QuestionnaireTable): Promise<void> {
@@ -112,10 +109,12 @@ export async function listQuestionnaires(
 ): Promise<ListResult<Questionnaire>> {
   let q = db.selectFrom('questionnaire').where('deleted_at', opts.deleted ? 'is not' : 'is', null);
   if (opts.visibleTo) q = q.where(questionnaireVisible(opts.visibleTo));
-  if (f.status) q = q.where('status', '=', f.status);
-  if (f.folder_id) q = q.where('folder_id', '=', f.folder_id);
-  if (f.lineage_root_id) q = q.where('lineage_root_id', '=', f.lineage_root_id);
-  if (f.created_by) q = q.where('created_by', '=', f.created_by);
+  q = whereEquals(q, {
+    status: f.status,
+    folder_id: f.folder_id,
+    lineage_root_id: f.lineage_root_id,
+    created_by: f.created_by,
+  });
   if (f.name !== undefined) q = q.where(containsInsensitive('name', f.name));
   if (f.search !== undefined) {
     const s = f.search;
@@ -180,8 +179,7 @@ export async function findRevision(
 
 export async function listRevisions(db: Db, questionnaireId: string, page: Page, f: RevisionFilters) {
   let q = db.selectFrom('questionnaire_revision').where('questionnaire_id', '=', questionnaireId);
-  if (f.operation) q = q.where('operation', '=', f.operation);
-  if (f.created_by) q = q.where('created_by', '=', f.created_by);
+  q = whereEquals(q, { operation: f.operation, created_by: f.created_by });
   q = whereTimeRanges(q, f, ['created_at']);
   if (f.sequence_gte !== undefined) q = q.where('sequence', '>=', f.sequence_gte);
   if (f.sequence_lte !== undefined) q = q.where('sequence', '<=', f.sequence_lte);

@@ -1,5 +1,6 @@
 import { Type } from '@sinclair/typebox';
-import { AuditFields, Id, JsonObject, Nullable, Search, TimeRanges, Timestamp } from '../../http/schemas.js';
+import { Search, TimeRanges } from '../../http/list-schemas.js';
+import { AuditFields, Id, JsonObject, Nullable, Timestamp } from '../../http/schemas.js';
 
 /** TypeBox schemas of the questionnaire catalogue: requests, responses, OpenAPI (docs/platform.md). */
 
@@ -69,15 +70,20 @@ export const Questionnaire = Type.Object(
 
 export const TreeQuestionnaire = Type.Object(questionnaireCore);
 
+/** What a questionnaire's author sets beside its name, on create and on update. */
+const questionnaireContent = {
+  description: Type.Optional(Description),
+  folder_id: Type.Optional(Nullable(Ref)),
+  payload: Type.Optional(JsonObject),
+  config: Type.Optional(JsonObject),
+  schedule_payload: Type.Optional(JsonObject),
+  metadata: Type.Optional(JsonObject),
+};
+
 export const CreateQuestionnaireBody = Type.Object(
   {
     name: Name,
-    description: Type.Optional(Description),
-    folder_id: Type.Optional(Nullable(Ref)),
-    payload: Type.Optional(JsonObject),
-    config: Type.Optional(JsonObject),
-    schedule_payload: Type.Optional(JsonObject),
-    metadata: Type.Optional(JsonObject),
+    ...questionnaireContent,
   },
   {
     examples: [
@@ -95,12 +101,7 @@ export const CreateQuestionnaireBody = Type.Object(
 export const UpdateQuestionnaireBody = Type.Object(
   {
     name: Type.Optional(Name),
-    description: Type.Optional(Description),
-    folder_id: Type.Optional(Nullable(Ref)),
-    payload: Type.Optional(JsonObject),
-    config: Type.Optional(JsonObject),
-    schedule_payload: Type.Optional(JsonObject),
-    metadata: Type.Optional(JsonObject),
+    ...questionnaireContent,
     base_sequence: Type.Optional(
       Type.Integer({
         minimum: 1,
@@ -306,34 +307,24 @@ const grantee = {
   level: PermissionLevel,
 };
 
-export const CreateFolderPermissionBody = Type.Object(
-  { folder_id: Ref, ...grantee },
-  {
-    examples: [
-      {
-        folder_id: '019a6f40-1b7e-7d35-a0c2-7e1f9d4b3c58',
-        role_id: '019a6f3e-9a44-7c10-8e21-5b0d3f6c2a17',
-        level: 'VIEW',
-      },
-    ],
+/** The body that grants a permission on one folder or questionnaire: exactly one grantee. */
+const createPermissionBody = <F extends 'folder_id' | 'questionnaire_id'>(
+  objectField: F,
+  example: Record<string, string>,
+) =>
+  Type.Object({ [objectField]: Ref, ...grantee } as { [K in F]: typeof Ref } & typeof grantee, {
+    examples: [{ [objectField]: '019a6f40-1b7e-7d35-a0c2-7e1f9d4b3c58', ...example }],
     additionalProperties: false,
     description: 'Exactly one of user_id and role_id',
-  },
-);
-export const CreateQuestionnairePermissionBody = Type.Object(
-  { questionnaire_id: Ref, ...grantee },
-  {
-    examples: [
-      {
-        questionnaire_id: '019a6f40-1b7e-7d35-a0c2-7e1f9d4b3c58',
-        user_id: '019a6f3e-8c1d-7b2a-9f4e-2d5c8b7a1e03',
-        level: 'EDIT',
-      },
-    ],
-    additionalProperties: false,
-    description: 'Exactly one of user_id and role_id',
-  },
-);
+  });
+export const CreateFolderPermissionBody = createPermissionBody('folder_id', {
+  role_id: '019a6f3e-9a44-7c10-8e21-5b0d3f6c2a17',
+  level: 'VIEW',
+});
+export const CreateQuestionnairePermissionBody = createPermissionBody('questionnaire_id', {
+  user_id: '019a6f3e-8c1d-7b2a-9f4e-2d5c8b7a1e03',
+  level: 'EDIT',
+});
 export const UpdatePermissionBody = Type.Object(
   { level: PermissionLevel },
   { examples: [{ level: 'MANAGE' }], additionalProperties: false },

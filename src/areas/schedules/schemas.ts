@@ -1,15 +1,6 @@
 import { type Static, Type } from '@sinclair/typebox';
-import {
-  AuditFields,
-  Id,
-  JsonObject,
-  ListQuery,
-  ListResponse,
-  Nullable,
-  QueryBoolean,
-  Search,
-  Timestamp,
-} from '../../http/schemas.js';
+import { ListQuery, ListResponse, QueryBoolean, Search } from '../../http/list-schemas.js';
+import { AuditFields, Id, JsonObject, Nullable, Timestamp } from '../../http/schemas.js';
 
 export const CATCH_UP = ['none', 'last', 'all'] as const;
 

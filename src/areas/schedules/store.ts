@@ -1,6 +1,6 @@
-import { softDeleted, updateActive } from '../../db/audit.js';
+import { findActive, softDeleted, updateActive } from '../../db/audit.js';
 import type { Db, Tx } from '../../db/store.js';
-import { containsInsensitive, type ListResult, type Page, paginate } from '../../http/list.js';
+import { containsInsensitive, type ListResult, type Page, paginate, whereEquals } from '../../http/list.js';
 import type { ScheduleFireTable, ScheduleTable } from './tables.js';
 
 /** SQL of schedules and their fires. */
@@ -18,12 +18,7 @@ export async function insertSchedule(db: Db, row: ScheduleTable): Promise<void> 
 }
 
 export async function findSchedule(db: Db, id: string): Promise<ScheduleTable | undefined> {
-  return db
-    .selectFrom('schedule')
-    .selectAll()
-    .where('id', '=', id)
-    .where('deleted_at', 'is', null)
-    .executeTakeFirst();
+  return findActive(db, 'schedule', id);
 }
 
 export async function listSchedules(
@@ -32,8 +27,7 @@ export async function listSchedules(
   f: ScheduleFilters,
 ): Promise<ListResult<ScheduleTable>> {
   let q = db.selectFrom('schedule').where('deleted_at', 'is', null);
-  if (f.enabled !== undefined) q = q.where('enabled', '=', f.enabled ? 1 : 0);
-  if (f.event_type !== undefined) q = q.where('event_type', '=', f.event_type);
+  q = whereEquals(q, { enabled: f.enabled, event_type: f.event_type });
   if (f.search !== undefined) q = q.where(containsInsensitive('name', f.search));
   return paginate(q, page, (r: ScheduleTable) => r);
 }

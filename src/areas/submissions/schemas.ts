@@ -1,14 +1,6 @@
 import { Type } from '@sinclair/typebox';
-import {
-  AuditFields,
-  Id,
-  JsonObject,
-  ListQuery,
-  ListResponse,
-  Nullable,
-  QueryBoolean,
-  TimeRanges,
-} from '../../http/schemas.js';
+import { ListQuery, ListResponse, QueryBoolean, TimeRanges } from '../../http/list-schemas.js';
+import { AuditFields, Id, JsonObject, Nullable } from '../../http/schemas.js';
 import { SUBMISSION_SORT } from './store.js';
 
 const Answers = JsonObject;

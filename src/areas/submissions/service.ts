@@ -178,46 +178,44 @@ export function createSubmissionService(deps: SubmissionDeps): SubmissionService
   }
 
   /** A signed-in user's submission (an API key counts as its creator, SPEC Authentication 7). */
-  async function submit(principal: Principal, input: SubmitInput): Promise<Submission> {
+  const submit = (principal: Principal, input: SubmitInput) => create(principal, input, false);
+  /** An anonymous submission through an API key: no respondent recorded, the key and its creator are. */
+  const submitAnonymous = (principal: Principal, input: Omit<SubmitInput, 'enrollment_id'>) =>
+    create(principal, input, true);
+
+  /** A new submission and its event, in one transaction. */
+  async function create(principal: Principal, input: SubmitInput, anonymous: boolean): Promise<Submission> {
     const id = newId();
     const row = await store.transaction(async (tx) => {
       const q = await publishedQuestionnaire(tx, input.questionnaire_id);
       validateAnswers(q, input.answers);
-      if (input.enrollment_id !== undefined) {
+      if (!anonymous && input.enrollment_id !== undefined) {
         await deps.enrollments.assertAcceptsSubmission(tx, input.enrollment_id, principal.userId, q.id);
       }
-      await assertMaySubmitAgain(tx, q, principal.userId);
-      const row = newRow(id, q, principal, input, { anonymous: false });
-      await insert(tx, principal, row, 'svc.submission.created', {
+      if (!anonymous) await assertMaySubmitAgain(tx, q, principal.userId);
+      const row = newRow(id, q, principal, input, { anonymous });
+      const about = {
         submission_id: id,
         questionnaire_id: q.id,
         questionnaire_revision: row.questionnaire_revision,
-        user_id: principal.userId,
-        enrollment_id: row.enrollment_id,
-        answers: input.answers,
-      });
+      };
+      if (anonymous) {
+        await insert(tx, principal, row, 'svc.submission.anonymous_created', {
+          ...about,
+          api_key_id: row.api_key_id,
+          answers: input.answers,
+        });
+      } else {
+        await insert(tx, principal, row, 'svc.submission.created', {
+          ...about,
+          user_id: principal.userId,
+          enrollment_id: row.enrollment_id,
+          answers: input.answers,
+        });
+      }
       return row;
     });
     // The row as written: every column is stored as given, so there is nothing to read back.
-    return toSubmission(row);
-  }
-
-  /** An anonymous submission through an API key: no respondent recorded, the key and its creator are. */
-  async function submitAnonymous(principal: Principal, input: Omit<SubmitInput, 'enrollment_id'>) {
-    const id = newId();
-    const row = await store.transaction(async (tx) => {
-      const q = await publishedQuestionnaire(tx, input.questionnaire_id);
-      validateAnswers(q, input.answers);
-      const row = newRow(id, q, principal, input, { anonymous: true });
-      await insert(tx, principal, row, 'svc.submission.anonymous_created', {
-        submission_id: id,
-        questionnaire_id: q.id,
-        questionnaire_revision: row.questionnaire_revision,
-        api_key_id: row.api_key_id,
-        answers: input.answers,
-      });
-      return row;
-    });
     return toSubmission(row);
   }
 

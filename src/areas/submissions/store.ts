@@ -1,9 +1,10 @@
 import type { Static } from '@sinclair/typebox';
 import { type Expression, type SqlBool, sql } from 'kysely';
 import { updateActive } from '../../db/audit.js';
+import { prepared } from '../../db/prepared.js';
 import type { Db, Tx } from '../../db/store.js';
-import { type Page, paginate, whereTimeRanges } from '../../http/list.js';
-import type { TimeRangeFilters } from '../../http/schemas.js';
+import { type Page, paginate, whereEquals, whereTimeRanges } from '../../http/list.js';
+import type { TimeRangeFilters } from '../../http/list-schemas.js';
 import type { Submission as SubmissionSchema } from './schemas.js';
 import type { QuestionnaireSubmissionTable } from './tables.js';
 
@@ -29,8 +30,12 @@ export function toSubmission(r: QuestionnaireSubmissionTable): Submission {
   };
 }
 
+const insertSubmissionStatement = prepared((db, _dialect, row: QuestionnaireSubmissionTable) =>
+  db.insertInto('questionnaire_submission').values(row),
+);
+
 export async function insertSubmission(db: Db, row: QuestionnaireSubmissionTable): Promise<void> {
-  await db.insertInto('questionnaire_submission').values(row).execute();
+  await insertSubmissionStatement.execute(db, row);
 }
 
 /** Whether `userId` has a submission to the questionnaire that is not deleted. */
@@ -95,9 +100,11 @@ export const SUBMISSION_SORT = ['created_at', 'updated_at', 'questionnaire_id', 
 
 export async function listSubmissions(db: Db, f: SubmissionFilters, page: Page, visible: Visibility) {
   let q = activeSubmissions(db, visible);
-  if (f.questionnaire_id !== undefined) q = q.where('questionnaire_id', '=', f.questionnaire_id);
-  if (f.user_id !== undefined) q = q.where('user_id', '=', f.user_id);
-  if (f.enrollment_id !== undefined) q = q.where('enrollment_id', '=', f.enrollment_id);
-  if (f.is_anonymous !== undefined) q = q.where('is_anonymous', '=', f.is_anonymous ? 1 : 0);
+  q = whereEquals(q, {
+    questionnaire_id: f.questionnaire_id,
+    user_id: f.user_id,
+    enrollment_id: f.enrollment_id,
+    is_anonymous: f.is_anonymous,
+  });
   return paginate(whereTimeRanges(q, f, ['created_at', 'updated_at']), page, toSubmission);
 }

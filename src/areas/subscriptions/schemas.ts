@@ -1,15 +1,6 @@
 import { type Static, Type } from '@sinclair/typebox';
-import {
-  Id,
-  JsonObject,
-  ListQuery,
-  ListResponse,
-  Nullable,
-  QueryBoolean,
-  Search,
-  Timestamp,
-  Warnings,
-} from '../../http/schemas.js';
+import { ListQuery, ListResponse, QueryBoolean, Search } from '../../http/list-schemas.js';
+import { Id, JsonObject, Nullable, Timestamp, Warnings } from '../../http/schemas.js';
 
 /** Request and response shapes of /event_subscription and its graph (SPEC "Event subscriptions and graphs"). */
 

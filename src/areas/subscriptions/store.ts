@@ -1,7 +1,7 @@
 import type { Static } from '@sinclair/typebox';
 import { softDeleted, updateActive } from '../../db/audit.js';
 import type { Db, Tx } from '../../db/store.js';
-import { containsInsensitive, type ListResult, type Page, paginate } from '../../http/list.js';
+import { containsInsensitive, type ListResult, type Page, paginate, whereEquals } from '../../http/list.js';
 import type { NodeType, RetryPolicy } from '../workflows/graph.js';
 import type { GraphEdge, GraphNode } from '../workflows/plan.js';
 import type { Subscription as SubscriptionSchema } from './schemas.js';
@@ -144,8 +144,7 @@ export async function softDelete(db: Db, id: string, at: string, by: string): Pr
 
 export async function list(db: Db, page: Page, f: SubscriptionFilters): Promise<ListResult<Subscription>> {
   let q = db.selectFrom('event_subscription').where('deleted_at', 'is', null);
-  if (f.event_type !== undefined) q = q.where('event_type', '=', f.event_type);
-  if (f.enabled !== undefined) q = q.where('enabled', '=', f.enabled ? 1 : 0);
+  q = whereEquals(q, { event_type: f.event_type, enabled: f.enabled });
   if (f.name !== undefined) q = q.where(containsInsensitive('name', f.name));
   if (f.search !== undefined) q = q.where(containsInsensitive('name', f.search));
   return paginate(q, page, (r: EventSubscriptionTable) => publicSubscription(toSubscription(r)));

@@ -1,13 +1,6 @@
 import { type Static, Type } from '@sinclair/typebox';
-import {
-  AuditFields,
-  Id,
-  ListQuery,
-  ListResponse,
-  Nullable,
-  QueryBoolean,
-  Search,
-} from '../../http/schemas.js';
+import { ListQuery, ListResponse, QueryBoolean, Search } from '../../http/list-schemas.js';
+import { AuditFields, Id, Nullable } from '../../http/schemas.js';
 
 /** Key characters of SPEC Vault references: `[a-zA-Z0-9_]`. */
 export const VAULT_KEY_PATTERN = '^[a-zA-Z0-9_]+$';

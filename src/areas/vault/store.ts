@@ -1,7 +1,7 @@
 import type { Selectable } from 'kysely';
-import { updateActive } from '../../db/audit.js';
+import { findActive as findActiveRow, updateActive } from '../../db/audit.js';
 import type { Db } from '../../db/store.js';
-import { containsInsensitive, type ListResult, type Page, paginate } from '../../http/list.js';
+import { containsInsensitive, type ListResult, type Page, paginate, whereEquals } from '../../http/list.js';
 import type { VaultEntryTable, VaultKind } from './tables.js';
 
 /** SQL of the vault area only. Rows keep the stored value; the service decides what leaves. */
@@ -19,12 +19,7 @@ export async function insertEntry(db: Db, row: VaultRow): Promise<void> {
 }
 
 export async function findActive(db: Db, id: string): Promise<VaultRow | undefined> {
-  return db
-    .selectFrom('vault_entry')
-    .selectAll()
-    .where('id', '=', id)
-    .where('deleted_at', 'is', null)
-    .executeTakeFirst();
+  return findActiveRow(db, 'vault_entry', id);
 }
 
 /** Is `key` held by an active entry other than `exceptId`? */
@@ -48,9 +43,9 @@ export async function listEntries(
   page: Page,
 ): Promise<ListResult<VaultRow>> {
   let q = db.selectFrom('vault_entry').where('deleted_at', 'is', null);
-  if (filters.kind) q = q.where('kind', '=', filters.kind);
+  q = whereEquals(q, { kind: filters.kind });
   if (filters.key !== undefined) q = q.where(containsInsensitive('key', filters.key));
-  if (filters.enabled !== undefined) q = q.where('enabled', '=', filters.enabled ? 1 : 0);
+  q = whereEquals(q, { enabled: filters.enabled });
   if (filters.search !== undefined) {
     const search = filters.search;
     // Search covers key and description only: values (even VAR ones) are not searchable.

@@ -1,8 +1,8 @@
 import type { ExpressionBuilder, Selectable } from 'kysely';
 import type { Database } from '../../db/schema.js';
 import type { Db } from '../../db/store.js';
-import { type ListResult, type Page, paginate, whereTimeRanges } from '../../http/list.js';
-import type { TimeRangeFilters } from '../../http/schemas.js';
+import { type ListResult, type Page, paginate, whereEquals, whereTimeRanges } from '../../http/list.js';
+import type { TimeRangeFilters } from '../../http/list-schemas.js';
 import { newId } from '../../lib/ids.js';
 import type { CloudEvent } from '../events/cloudevent.js';
 import { MAX_ATTEMPTS } from './backoff.js';
@@ -87,9 +87,11 @@ export async function listDeliveries(
   page: Page,
 ): Promise<ListResult<DeliveryWithPayload>> {
   let q = db.selectFrom('webhook_delivery').where('webhook_id', '=', webhookId);
-  if (filters.status) q = q.where('status', '=', filters.status);
-  if (filters.event_type !== undefined) q = q.where('event_type', '=', filters.event_type);
-  if (filters.http_status !== undefined) q = q.where('http_status', '=', filters.http_status);
+  q = whereEquals(q, {
+    status: filters.status,
+    event_type: filters.event_type,
+    http_status: filters.http_status,
+  });
   if (filters.http_status_gte !== undefined) q = q.where('http_status', '>=', filters.http_status_gte);
   if (filters.http_status_lte !== undefined) q = q.where('http_status', '<=', filters.http_status_lte);
   q = whereTimeRanges(q, filters, ['delivered_at']);

@@ -1,17 +1,6 @@
 import { type Static, Type } from '@sinclair/typebox';
-import {
-  AuditFields,
-  Id,
-  JsonObject,
-  ListQuery,
-  ListResponse,
-  Nullable,
-  QueryBoolean,
-  Search,
-  TimeRanges,
-  Timestamp,
-  Warnings,
-} from '../../http/schemas.js';
+import { ListQuery, ListResponse, QueryBoolean, Search, TimeRanges } from '../../http/list-schemas.js';
+import { AuditFields, Id, JsonObject, Nullable, Timestamp, Warnings } from '../../http/schemas.js';
 
 const Name = Type.String({ minLength: 1, maxLength: 200 });
 const Url = Type.String({

@@ -1,7 +1,7 @@
 import type { Selectable } from 'kysely';
 import { updateActive } from '../../db/audit.js';
 import type { Db } from '../../db/store.js';
-import { containsInsensitive, type ListResult, type Page, paginate } from '../../http/list.js';
+import { containsInsensitive, type ListResult, type Page, paginate, whereEquals } from '../../http/list.js';
 import type { Webhook } from './schemas.js';
 import type { WebhookTable } from './tables.js';
 
@@ -58,7 +58,7 @@ export async function listWebhooks(
   page: Page,
 ): Promise<ListResult<PublicWebhookRow>> {
   let q = db.selectFrom('webhook').where('deleted_at', 'is', null);
-  if (filters.enabled !== undefined) q = q.where('enabled', '=', filters.enabled ? 1 : 0);
+  q = whereEquals(q, { enabled: filters.enabled });
   if (filters.name !== undefined) q = q.where(containsInsensitive('name', filters.name));
   if (filters.url !== undefined) q = q.where(containsInsensitive('url', filters.url));
   if (filters.search !== undefined) {

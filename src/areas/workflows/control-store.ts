@@ -1,4 +1,5 @@
 import type { Db } from '../../db/store.js';
+import { whereEquals } from '../../http/list.js';
 import type { WorkflowRunTable } from './tables.js';
 
 /** SQL of run control (docs/workflows.md "Run control"): cancel, retry, and the runs they find. */
@@ -11,7 +12,7 @@ export async function openRuns(
 ): Promise<WorkflowRunTable[]> {
   let q = db.selectFrom('workflow_run').selectAll().where('status', 'in', ['pending', 'running']);
   if (where.ids) q = q.where('id', 'in', where.ids.length > 0 ? [...where.ids] : ['']);
-  if (where.subscriptionId) q = q.where('event_subscription_id', '=', where.subscriptionId);
+  q = whereEquals(q, { event_subscription_id: where.subscriptionId });
   return q.orderBy('created_at').limit(limit).execute();
 }
 

@@ -1,13 +1,6 @@
 import { type Static, Type } from '@sinclair/typebox';
-import {
-  Id,
-  JsonObject,
-  ListQuery,
-  ListResponse,
-  Nullable,
-  TimeRanges,
-  Timestamp,
-} from '../../http/schemas.js';
+import { ListQuery, ListResponse, TimeRanges } from '../../http/list-schemas.js';
+import { Id, JsonObject, Nullable, Timestamp } from '../../http/schemas.js';
 
 /** Shapes of workflow runs, introspection, evaluation and simulation (SPEC "Workflow runs and introspection"). */
 

@@ -1,8 +1,9 @@
 import type { Static } from '@sinclair/typebox';
 import { sql } from 'kysely';
+import { prepared } from '../../db/prepared.js';
 import type { Db, Dialect } from '../../db/store.js';
-import { type ListResult, type Page, paginate, whereTimeRanges } from '../../http/list.js';
-import type { TimeRangeFilters } from '../../http/schemas.js';
+import { type ListResult, type Page, paginate, whereEquals, whereTimeRanges } from '../../http/list.js';
+import type { TimeRangeFilters } from '../../http/list-schemas.js';
 import type { CloudEvent } from '../events/cloudevent.js';
 import type { EventInput } from '../events/publish.js';
 import type { NodeState, RunState, SkipReason } from './machine.js';
@@ -98,6 +99,19 @@ export function nodeRow(runId: string, s: NodeState, at: string): WorkflowRunNod
   };
 }
 
+const insertRunsStatement = prepared((db, _dialect, runs: WorkflowRunTable[]) =>
+  db
+    .insertInto('workflow_run')
+    .values(runs)
+    .onConflict((oc) =>
+      oc.columns(['event_subscription_id', 'event_id']).where('rerun_of', 'is', null).doNothing(),
+    )
+    .returning('id'),
+);
+const insertNodesStatement = prepared((db, _dialect, nodes: WorkflowRunNodeTable[]) =>
+  db.insertInto('workflow_run_node').values(nodes),
+);
+
 /**
  * Creates runs and their pending nodes, skipping any run whose (subscription, event id) exists: the
  * unique index makes this idempotent however often the outbox hands an event over. Answers, per
@@ -109,23 +123,12 @@ export async function insertRuns(
 ): Promise<boolean[]> {
   const created = new Set<string>();
   for (let i = 0; i < items.length; i += 100) {
-    const rows = await db
-      .insertInto('workflow_run')
-      .values(items.slice(i, i + 100).map((x) => x.run))
-      .onConflict((oc) =>
-        oc.columns(['event_subscription_id', 'event_id']).where('rerun_of', 'is', null).doNothing(),
-      )
-      .returning('id')
-      .execute();
+    const runs = items.slice(i, i + 100).map((x) => x.run);
+    const { rows } = await insertRunsStatement.execute(db, runs);
     for (const r of rows) created.add(r.id);
   }
   const nodes = items.filter((x) => created.has(x.run.id)).flatMap((x) => x.nodes);
-  for (let i = 0; i < nodes.length; i += 500) {
-    await db
-      .insertInto('workflow_run_node')
-      .values(nodes.slice(i, i + 500))
-      .execute();
-  }
+  for (let i = 0; i < nodes.length; i += 500) await insertNodesStatement.execute(db, nodes.slice(i, i + 500));
   return items.map((x) => created.has(x.run.id));
 }
 
@@ -212,6 +215,24 @@ export async function nodesOfRuns(db: Db, runIds: string[]): Promise<WorkflowRun
     .execute();
 }
 
+type RunFields = Pick<
+  WorkflowRunTable,
+  'id' | 'status' | 'error' | 'completed_at' | 'wake_at' | 'locked_by'
+> & {
+  at: string;
+};
+const updateRunsStatement = prepared((db, _dialect, workerId: string, runs: RunFields[]) => {
+  const values = runs.map(
+    (r) => sql`(${r.id}, ${r.status}, ${r.error}, ${r.completed_at}, ${r.wake_at}, ${r.locked_by}, ${r.at})`,
+  );
+  return sql<{ id: string }>`
+    update workflow_run set status = v.column2, error = v.column3, completed_at = v.column4,
+      wake_at = v.column5, locked_by = v.column6, updated_at = v.column7
+    from (values ${sql.join(values)}) as v
+    where workflow_run.id = v.column1 and workflow_run.locked_by = ${workerId}
+    returning workflow_run.id`.compile(db);
+});
+
 /**
  * The runs' own fields, where this worker still holds them: one statement per batch (an UPDATE joined
  * to a VALUES list; its columns are column1.. on both stores) instead of one per run, which were three
@@ -220,22 +241,42 @@ export async function nodesOfRuns(db: Db, runIds: string[]): Promise<WorkflowRun
 async function updateRuns(db: Db, workerId: string, items: RunWrite[]): Promise<Set<string>> {
   const written = new Set<string>();
   for (let i = 0; i < items.length; i += 400) {
-    const values = items
-      .slice(i, i + 400)
-      .map(
-        ({ run, lease, at }) =>
-          sql`(${run.id}, ${run.status}, ${run.error}, ${run.completed_at}, ${lease.wake_at}, ${lease.locked_by}, ${at})`,
-      );
-    const { rows } = await sql<{ id: string }>`
-      update workflow_run set status = v.column2, error = v.column3, completed_at = v.column4,
-        wake_at = v.column5, locked_by = v.column6, updated_at = v.column7
-      from (values ${sql.join(values)}) as v
-      where workflow_run.id = v.column1 and workflow_run.locked_by = ${workerId}
-      returning workflow_run.id`.execute(db);
+    const runs = items.slice(i, i + 400).map(({ run, lease, at }) => ({
+      id: run.id,
+      status: run.status,
+      error: run.error,
+      completed_at: run.completed_at,
+      wake_at: lease.wake_at,
+      locked_by: lease.locked_by,
+      at,
+    }));
+    const { rows } = await updateRunsStatement.execute(db, workerId, runs);
     for (const r of rows) written.add(r.id);
   }
   return written;
 }
+
+/** A run's node states: new ones inserted, known ones (by id) updated. */
+const upsertNodesStatement = prepared((db, _dialect, nodes: WorkflowRunNodeTable[]) =>
+  db
+    .insertInto('workflow_run_node')
+    .values(nodes)
+    .onConflict((oc) =>
+      oc.column('id').doUpdateSet((eb) => ({
+        status: eb.ref('excluded.status'),
+        input: eb.ref('excluded.input'),
+        output: eb.ref('excluded.output'),
+        error: eb.ref('excluded.error'),
+        skip_reason: eb.ref('excluded.skip_reason'),
+        started_at: eb.ref('excluded.started_at'),
+        completed_at: eb.ref('excluded.completed_at'),
+        attempts: eb.ref('excluded.attempts'),
+        interruptions: eb.ref('excluded.interruptions'),
+        resume_at: eb.ref('excluded.resume_at'),
+        updated_at: eb.ref('excluded.updated_at'),
+      })),
+    ),
+);
 
 /**
  * Writes runs' changes where this worker still holds them; answers, per run, false (nothing
@@ -253,27 +294,7 @@ export async function writeRuns(db: Db, workerId: string, items: RunWrite[]): Pr
   const written = await updateRuns(db, workerId, items);
   const held = items.map((x) => written.has(x.run.id));
   const nodes = items.flatMap((x, i) => (held[i] ? x.nodes.map((s) => nodeRow(x.run.id, s, x.at)) : []));
-  for (let i = 0; i < nodes.length; i += 400) {
-    await db
-      .insertInto('workflow_run_node')
-      .values(nodes.slice(i, i + 400))
-      .onConflict((oc) =>
-        oc.column('id').doUpdateSet((eb) => ({
-          status: eb.ref('excluded.status'),
-          input: eb.ref('excluded.input'),
-          output: eb.ref('excluded.output'),
-          error: eb.ref('excluded.error'),
-          skip_reason: eb.ref('excluded.skip_reason'),
-          started_at: eb.ref('excluded.started_at'),
-          completed_at: eb.ref('excluded.completed_at'),
-          attempts: eb.ref('excluded.attempts'),
-          interruptions: eb.ref('excluded.interruptions'),
-          resume_at: eb.ref('excluded.resume_at'),
-          updated_at: eb.ref('excluded.updated_at'),
-        })),
-      )
-      .execute();
-  }
+  for (let i = 0; i < nodes.length; i += 400) await upsertNodesStatement.execute(db, nodes.slice(i, i + 400));
   return held;
 }
 
@@ -310,9 +331,10 @@ export async function nodesOfRun(db: Db, runId: string): Promise<WorkflowRunNode
 
 export async function listRuns(db: Db, page: Page, f: RunFilters): Promise<ListResult<WorkflowRun>> {
   let q = db.selectFrom('workflow_run');
-  if (f.event_subscription_id !== undefined)
-    q = q.where('event_subscription_id', '=', f.event_subscription_id);
-  if (f.status !== undefined) q = q.where('status', '=', f.status);
-  if (f.event_type !== undefined) q = q.where('event_type', '=', f.event_type);
+  q = whereEquals(q, {
+    event_subscription_id: f.event_subscription_id,
+    status: f.status,
+    event_type: f.event_type,
+  });
   return paginate(whereTimeRanges(q, f, ['started_at', 'completed_at']), page, toRun);
 }

@@ -1,3 +1,4 @@
+import { sql } from 'kysely';
 import { prepared } from '../../db/prepared.js';
 import type { Store } from '../../db/store.js';
 
@@ -11,17 +12,14 @@ import type { Store } from '../../db/store.js';
 export const sessionKey = (userId: string, sessionId: string | undefined): string =>
   `${userId} ${sessionId ?? ''}`;
 
+/** The version of roles and scopes every check returns, so a cached decision knows when it is stale. */
+const authzVersion = sql<number>`(select version from authz_state where id = 1)`.as('authz_version');
+
 const userStateStatement = prepared((db, _dialect, userIds: string[], sessionIds: string[]) =>
   db
     .selectFrom('users as u')
     .leftJoin('auth_session as s', (j) => j.onRef('s.user_id', '=', 'u.id').on('s.id', 'in', sessionIds))
-    .select([
-      'u.id',
-      'u.deleted_at',
-      's.id as session_id',
-      's.revoked_at',
-      (eb) => eb.selectFrom('authz_state').select('version').where('id', '=', 1).as('authz_version'),
-    ])
+    .select(['u.id', 'u.deleted_at', 's.id as session_id', 's.revoked_at', authzVersion])
     .where('u.id', 'in', userIds),
 );
 
@@ -37,7 +35,7 @@ const apiKeyStateStatement = prepared((db, _dialect, hashes: string[]) =>
       'k.expires_at',
       'k.is_revoked',
       'u.deleted_at as user_deleted_at',
-      (eb) => eb.selectFrom('authz_state').select('version').where('id', '=', 1).as('authz_version'),
+      authzVersion,
     ])
     .where('k.token_hash', 'in', hashes),
 );

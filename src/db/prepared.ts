@@ -18,7 +18,10 @@ interface Compiled {
 
 /** Shapes kept per statement and store. */
 const MAX_SHAPES = 1024;
-/** Marks a parameter slot while a shape is compiled: NUL never occurs in svc's SQL text or values. */
+/**
+ * Marks a parameter slot while a shape is compiled (every value is a sentinel then): NUL never occurs
+ * in svc's SQL text or in a statement's own constants.
+ */
 const MARK = '\u0000';
 const sentinel = (n: number) => `${MARK}${n}${MARK}`;
 const slotOf = (p: unknown): number =>
@@ -45,7 +48,7 @@ function walk(args: readonly Arg[], leaf: (v: Leaf) => Leaf): { key: string; map
   const row = (r: Record<string, unknown>) => {
     const out: Record<string, Leaf> = {};
     for (const k in r) {
-      key += k;
+      key += `${k}=`;
       out[k] = value(r[k]);
     }
     key += ';';

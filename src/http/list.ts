@@ -108,8 +108,8 @@ export function whereTimeRanges<Q extends SelectQueryBuilder<any, any, any>>(
 type Filterable = { where(column: any, op: '=', value: any): unknown };
 
 /**
- * Applies a list's equality filters: `column = value` for each value given (undefined or '' filters
- * nothing). A boolean compares with the stored 0/1 (db/schema.ts).
+ * Applies equality filters (a list's, or those of a bulk change): `column = value` for each value
+ * given (undefined or '' filters nothing). A boolean compares with the stored 0/1 (db/schema.ts).
  */
 export function whereEquals<Q extends Filterable>(
   q: Q,

@@ -72,8 +72,13 @@ export async function lockQuestionnaire(tx: Tx, id: string): Promise<Questionnai
 }
 
 const lockActiveStatement = prepared((db, dialect, ids: string[]) => {
-  const q = db.selectFrom('questionnaire').selectAll().where('id', 'in', ids).where('deleted_at', 'is', null);
-  return dialect === 'postgres' ? q.orderBy('id').forShare() : q.orderBy('id');
+  const q = db
+    .selectFrom('questionnaire')
+    .selectAll()
+    .where('id', 'in', ids)
+    .where('deleted_at', 'is', null)
+    .orderBy('id');
+  return dialect === 'postgres' ? q.forShare() : q;
 });
 
 /**

@@ -189,30 +189,29 @@ export function createSubmissionService(deps: SubmissionDeps): SubmissionService
     const row = await store.transaction(async (tx) => {
       const q = await publishedQuestionnaire(tx, input.questionnaire_id);
       validateAnswers(q, input.answers);
-      if (!anonymous && input.enrollment_id !== undefined) {
-        await deps.enrollments.assertAcceptsSubmission(tx, input.enrollment_id, principal.userId, q.id);
+      if (!anonymous) {
+        if (input.enrollment_id !== undefined) {
+          await deps.enrollments.assertAcceptsSubmission(tx, input.enrollment_id, principal.userId, q.id);
+        }
+        await assertMaySubmitAgain(tx, q, principal.userId);
       }
-      if (!anonymous) await assertMaySubmitAgain(tx, q, principal.userId);
       const row = newRow(id, q, principal, input, { anonymous });
       const about = {
         submission_id: id,
         questionnaire_id: q.id,
         questionnaire_revision: row.questionnaire_revision,
       };
-      if (anonymous) {
-        await insert(tx, principal, row, 'svc.submission.anonymous_created', {
-          ...about,
-          api_key_id: row.api_key_id,
-          answers: input.answers,
-        });
-      } else {
-        await insert(tx, principal, row, 'svc.submission.created', {
-          ...about,
-          user_id: principal.userId,
-          enrollment_id: row.enrollment_id,
-          answers: input.answers,
-        });
-      }
+      // An anonymous submission's event names the key; a user's names the user and the enrollment.
+      const [type, data] = anonymous
+        ? [
+            'svc.submission.anonymous_created',
+            { ...about, api_key_id: row.api_key_id, answers: input.answers },
+          ]
+        : [
+            'svc.submission.created',
+            { ...about, user_id: principal.userId, enrollment_id: row.enrollment_id, answers: input.answers },
+          ];
+      await insert(tx, principal, row, type, data);
       return row;
     });
     // The row as written: every column is stored as given, so there is nothing to read back.

@@ -11,10 +11,19 @@
  *
  * Active rows are filtered with the plain `.where('deleted_at', 'is', null)` (docs/architecture.md);
  * the active row of an id is read with `findActive`, and changed through `updateActive`, whose answer
- * says whether there was one.
+ * says whether there was one; a plain list of active rows is `listActive`.
  */
 import type { Kysely, Selectable, Transaction, UpdateObject } from 'kysely';
+import {
+  type ListFilters,
+  type ListResult,
+  type Page,
+  paginate,
+  whereEquals,
+  whereFilters,
+} from '../http/list.js';
 import type { Database } from './schema.js';
+import { updatedAny } from './store.js';
 
 /** The columns of a new row: created and last changed now, by `by`, not deleted. */
 export function auditInsert<By extends string | null>(at: string, by: By) {
@@ -54,21 +63,88 @@ export async function updateActive<T extends SoftDeletable>(
     .where('id', '=', id)
     .where('deleted_at', 'is', null)
     .executeTakeFirst();
-  return Number(res.numUpdatedRows) > 0;
+  return updatedAny(res);
 }
 
-/** The active row `id` of `table`, every column; undefined when it is missing or soft-deleted. */
-export async function findActive<T extends SoftDeletable>(
+/**
+ * The active row `id` of `table`; undefined when it is missing or soft-deleted. `columns` (default:
+ * every column) keeps secret columns (hashes) out; `orDeleted` finds a soft-deleted row too (what a
+ * delete answers).
+ */
+export async function findActive<
+  T extends SoftDeletable,
+  C extends keyof Selectable<Database[T]> & string = keyof Selectable<Database[T]> & string,
+>(
   db: Kysely<Database> | Transaction<Database>,
   table: T,
   id: string,
-): Promise<Selectable<Database[T]> | undefined> {
+  opts: { columns?: readonly C[]; orDeleted?: boolean } = {},
+): Promise<Pick<Selectable<Database[T]>, C> | undefined> {
   // As in updateActive: the generic table name is checked at the call, not inside.
-  const row = await (db as Kysely<Database>)
-    .selectFrom(table as SoftDeletable)
-    .selectAll()
-    .where('id', '=', id)
-    .where('deleted_at', 'is', null)
-    .executeTakeFirst();
-  return row as Selectable<Database[T]> | undefined;
+  const rows = (db as Kysely<Database>).selectFrom(table as SoftDeletable).where('id', '=', id);
+  const q = opts.columns ? rows.select(opts.columns as never) : rows.selectAll();
+  const row = await (opts.orDeleted ? q : q.where('deleted_at', 'is', null)).executeTakeFirst();
+  return row as Pick<Selectable<Database[T]>, C> | undefined;
+}
+
+/**
+ * A page of the active rows of `table` that pass `filters`, each mapped by `map`; `columns` as in
+ * `paginate`. A list that needs more (a join, who may see what) builds its query with `whereFilters`.
+ */
+export function listActive<T extends SoftDeletable, R>(
+  db: Kysely<Database> | Transaction<Database>,
+  table: T,
+  page: Page,
+  filters: ListFilters,
+  map: (row: Selectable<Database[T]>) => R,
+  columns?: readonly string[],
+): Promise<ListResult<R>> {
+  // As in updateActive: the generic table name is checked at the call, not inside.
+  const active = (db as Kysely<Database>).selectFrom(table as SoftDeletable).where('deleted_at', 'is', null);
+  return paginate(whereFilters(active, filters), page, map, columns);
+}
+
+/** Tables of sign-ins, which end by revocation (sessions, refresh tokens). */
+type Revocable = {
+  [K in keyof Database]: Database[K] extends {
+    revoked_at: string | null;
+    revoked_reason: string | null;
+    user_id: string;
+    device_id: string | null;
+    auth_path: string;
+  }
+    ? K
+    : never;
+}[keyof Database];
+
+/** Which sign-ins to end (all conditions given must hold). */
+export interface SignInFilter {
+  sessionId?: string;
+  userId?: string;
+  deviceId?: string;
+  authPaths?: string[];
+  exceptSessionId?: string;
+}
+
+/**
+ * Revokes the unrevoked rows of `table` that match `where`, the column `sessionColumn` holding the
+ * session's id there. A sign-in ends in two areas' tables at once (identity's sessions, auth's
+ * refresh tokens), by the same rule.
+ */
+export async function revokeSignIns(
+  tx: Transaction<Database>,
+  table: Revocable,
+  sessionColumn: 'id' | 'session_id',
+  revoked: { at: string; reason: string },
+  where: SignInFilter,
+): Promise<void> {
+  // As in updateActive: the generic table name is checked at the call, not inside.
+  let q = (tx as Transaction<Database>)
+    .updateTable(table as 'refresh_token')
+    .set({ revoked_at: revoked.at, revoked_reason: revoked.reason })
+    .where('revoked_at', 'is', null);
+  q = whereEquals(q, { [sessionColumn]: where.sessionId, user_id: where.userId, device_id: where.deviceId });
+  if (where.authPaths) q = q.where('auth_path', 'in', where.authPaths);
+  if (where.exceptSessionId) q = q.where(sessionColumn, '!=', where.exceptSessionId);
+  await q.execute();
 }

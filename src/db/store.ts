@@ -21,6 +21,10 @@ export type Dialect = 'sqlite' | 'postgres';
 /** What a store function queries: the store's connection, or a transaction's (`tx.db`). */
 export type Db = Kysely<Database> | Transaction<Database>;
 
+/** Whether an update changed a row: how a conditional update (compare-and-set) tells it won. */
+export const updatedAny = (result: { numUpdatedRows: bigint } | undefined): boolean =>
+  Number(result?.numUpdatedRows ?? 0) > 0;
+
 /**
  * A write in progress. Areas receive it from `Store.transaction` and pass it to `publish`, which
  * only accepts a Tx: an event cannot be written outside the transaction of the change it reports.

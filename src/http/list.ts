@@ -124,7 +124,38 @@ export function whereEquals<Q extends Filterable>(
 }
 
 /** Case-insensitive substring match on a column, the same on SQLite and PostgreSQL. */
-export function containsInsensitive(column: string, value: string): Expression<SqlBool> {
+function containsInsensitive(column: string, value: string): Expression<SqlBool> {
   // SQLite's LIKE has no default escape character, so ESCAPE is explicit for both stores.
   return sql<SqlBool>`lower(${sql.ref(column)}) like ${likePattern(value.toLowerCase())} escape '\\'`;
+}
+
+/**
+ * A list's filters, declared: each value given narrows the rows, a value not given (undefined, or
+ * '', which list schemas refuse anyway) narrows nothing. Every list applies its filters this way.
+ */
+export interface ListFilters {
+  /** `column = value` (as `whereEquals`). */
+  equals?: Record<string, string | number | boolean | undefined>;
+  /** Case-insensitive partial match, one column each (`name`-like filters). */
+  contains?: Record<string, string | undefined>;
+  /** The list's `search`: a case-insensitive partial match in any of the columns. */
+  search?: { value: string | undefined; in: readonly string[] };
+}
+
+/** Any select query, whatever its table. */
+// biome-ignore lint/suspicious/noExplicitAny: one helper over every table's builder
+type AnySelect = SelectQueryBuilder<any, any, any>;
+
+/** Applies a list's declared filters to `q`. */
+export function whereFilters<Q extends AnySelect>(q: Q, filters: ListFilters): Q {
+  let out = whereEquals(q, filters.equals ?? {});
+  for (const [column, value] of Object.entries(filters.contains ?? {})) {
+    if (value) out = out.where(containsInsensitive(column, value)) as Q;
+  }
+  const search = filters.search;
+  if (search?.value) {
+    const value = search.value;
+    out = out.where((eb) => eb.or(search.in.map((column) => containsInsensitive(column, value)))) as Q;
+  }
+  return out;
 }

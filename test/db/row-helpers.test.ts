@@ -1,14 +1,15 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ScheduleTable } from '../../src/areas/schedules/tables.js';
-import { auditInsert, findActive, softDeleted, updateActive } from '../../src/db/audit.js';
+import { auditInsert, findActive, listActive, softDeleted, updateActive } from '../../src/db/audit.js';
 import { migrateToLatest } from '../../src/db/migrate.js';
-import { openStore, type Store } from '../../src/db/store.js';
-import { whereEquals } from '../../src/http/list.js';
+import { openStore, type Store, updatedAny } from '../../src/db/store.js';
+import { type Page, whereEquals } from '../../src/http/list.js';
 import { dialectName, freshDatabase, type TestDatabase } from '../helpers/store.js';
 
 /**
- * The shared row helpers every store uses (findActive and updateActive in src/db/audit.ts,
- * whereEquals in src/http/list.ts), on a real table of the migrated schema.
+ * The shared row helpers every store uses (findActive, updateActive and listActive in src/db/audit.ts,
+ * whereEquals and the declared list filters in src/http/list.ts, updatedAny), on a real table of the
+ * migrated schema.
  */
 describe(`row helpers (${dialectName})`, () => {
   let db: TestDatabase;
@@ -40,7 +41,7 @@ describe(`row helpers (${dialectName})`, () => {
       .values([
         schedule('a'),
         schedule('b', { enabled: 0, event_type: 'svc.other' }),
-        schedule('c', { event_type: 'svc.other' }),
+        schedule('c', { event_type: 'svc.other', description: 'Nightly 100%_done report' }),
         schedule('gone', { deleted_at: at }),
       ])
       .execute();
@@ -54,6 +55,64 @@ describe(`row helpers (${dialectName})`, () => {
     expect(await findActive(store.db, 'schedule', 'a')).toEqual(schedule('a'));
     expect(await findActive(store.db, 'schedule', 'gone')).toBeUndefined();
     expect(await findActive(store.db, 'schedule', 'missing')).toBeUndefined();
+  });
+
+  it('findActive reads only the columns asked for, and a soft-deleted row when asked to', async () => {
+    expect(await findActive(store.db, 'schedule', 'a', { columns: ['id', 'cron'] })).toEqual({
+      id: 'a',
+      cron: '0 * * * *',
+    });
+    expect(await findActive(store.db, 'schedule', 'gone', { orDeleted: true })).toEqual(
+      schedule('gone', { deleted_at: at }),
+    );
+    expect(await findActive(store.db, 'schedule', 'missing', { orDeleted: true })).toBeUndefined();
+  });
+
+  it('listActive pages the active rows passing the declared filters: equality, partial match, search', async () => {
+    const page: Page = { limit: 2, offset: 0, sort_by: 'id', sort_dir: 'asc' };
+    const ids = async (filters: Parameters<typeof listActive>[3], p = page) => {
+      const result = await listActive(store.db, 'schedule', p, filters, (r) => r.id);
+      return { ids: result.items, total: result.total };
+    };
+    // Deleted rows never count; the page holds `limit` rows, the total all of them.
+    expect(await ids({})).toEqual({ ids: ['a', 'b'], total: 3 });
+    expect(await ids({}, { ...page, offset: 2 })).toEqual({ ids: ['c'], total: 3 });
+    expect(await ids({ equals: { event_type: 'svc.other', enabled: true } })).toEqual({
+      ids: ['c'],
+      total: 1,
+    });
+    // Partial matches ignore case; LIKE wildcards in the input match themselves only.
+    expect(await ids({ contains: { name: 'SCHEDULE B' } })).toEqual({ ids: ['b'], total: 1 });
+    expect(await ids({ contains: { description: '100%_D' } })).toEqual({ ids: ['c'], total: 1 });
+    expect(await ids({ contains: { description: '100_' } })).toEqual({ ids: [], total: 0 });
+    // Search: a match in any of its columns; a NULL column matches nothing.
+    expect(await ids({ search: { value: 'nightly', in: ['name', 'description'] } })).toEqual({
+      ids: ['c'],
+      total: 1,
+    });
+    expect(await ids({ search: { value: 'schedule a', in: ['name', 'description'] } })).toEqual({
+      ids: ['a'],
+      total: 1,
+    });
+    // A value not given filters nothing.
+    expect(await ids({ contains: { name: undefined }, search: { value: undefined, in: ['name'] } })).toEqual({
+      ids: ['a', 'b'],
+      total: 3,
+    });
+  });
+
+  it('updatedAny tells whether a conditional update won', async () => {
+    const disable = () =>
+      store.db
+        .updateTable('schedule')
+        .set({ enabled: 0 })
+        .where('id', '=', 'a')
+        .where('enabled', '=', 1)
+        .executeTakeFirst();
+    expect(updatedAny(await disable())).toBe(true);
+    expect(updatedAny(await disable())).toBe(false);
+    expect(updatedAny(undefined)).toBe(false);
+    await store.db.updateTable('schedule').set({ enabled: 1 }).where('id', '=', 'a').execute();
   });
 
   it('updateActive changes an active row only, and says whether it did', async () => {

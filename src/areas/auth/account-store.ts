@@ -1,4 +1,4 @@
-import type { Db, Tx } from '../../db/store.js';
+import { type Db, type Tx, updatedAny } from '../../db/store.js';
 import type { AuthUserTable } from './tables.js';
 
 /**
@@ -83,5 +83,5 @@ export async function consumeTotpStep(
     .where('user_id', '=', userId)
     .where((eb) => eb.or([eb(column, 'is', null), eb(column, '<', step)]))
     .executeTakeFirst();
-  return Number(r.numUpdatedRows) > 0;
+  return updatedAny(r);
 }

@@ -1,9 +1,7 @@
 import { sql } from 'kysely';
-import type { Db } from '../../db/store.js';
+import { type Db, updatedAny } from '../../db/store.js';
 
 /** SQL of the brute-force guard (limiter.ts): failure counts and locks per account and per address. */
-
-const changed = (r: { numUpdatedRows: bigint } | undefined) => Number(r?.numUpdatedRows ?? 0) > 0;
 
 /** The latest `locked_until` among `keys` that lies after `now`, if any. */
 export async function lockedUntil(d: Db, keys: string[], now: string): Promise<string | undefined> {
@@ -85,7 +83,7 @@ export async function lock(d: Db, key: string, max: number, lockedUntil: string)
     .where('key', '=', key)
     .where('failures', '>=', max)
     .executeTakeFirst();
-  return changed(r);
+  return updatedAny(r);
 }
 
 export async function clearAttempts(d: Db, key: string) {

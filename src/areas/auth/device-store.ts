@@ -1,14 +1,12 @@
 import type { Static } from '@sinclair/typebox';
 import type { Selectable } from 'kysely';
-import { updateActive } from '../../db/audit.js';
-import type { Db, Tx } from '../../db/store.js';
-import { containsInsensitive, type ListResult, type Page, paginate, whereEquals } from '../../http/list.js';
+import { findActive, listActive, updateActive } from '../../db/audit.js';
+import { type Db, type Tx, updatedAny } from '../../db/store.js';
+import type { ListResult, Page } from '../../http/list.js';
 import type { Device as DeviceSchema } from './schemas.js';
 import type { AuthDeviceTable } from './tables.js';
 
 /** SQL of devices: a registration (a one-time token) and, once exchanged, a device that signs in. */
-
-const changed = (r: { numUpdatedRows: bigint } | undefined) => Number(r?.numUpdatedRows ?? 0) > 0;
 
 export type DeviceRecord = Static<typeof DeviceSchema>;
 
@@ -60,14 +58,8 @@ export async function insertDevice(tx: Tx, row: AuthDeviceTable) {
   await tx.db.insertInto('auth_device').values(row).execute();
 }
 
-export async function findDevice(
-  d: Db,
-  id: string,
-  includeDeleted = false,
-): Promise<DeviceRecord | undefined> {
-  let q = d.selectFrom('auth_device').select(DEVICE_COLUMNS).where('id', '=', id);
-  if (!includeDeleted) q = q.where('deleted_at', 'is', null);
-  const row = await q.executeTakeFirst();
+export async function findDevice(d: Db, id: string, orDeleted = false): Promise<DeviceRecord | undefined> {
+  const row = await findActive(d, 'auth_device', id, { columns: DEVICE_COLUMNS, orDeleted });
   return row && toDevice(row);
 }
 
@@ -89,16 +81,14 @@ export async function registerDevice(tx: Tx, id: string, now: string): Promise<b
     .where('deleted_at', 'is', null)
     .where('registration_expires_at', '>', now)
     .executeTakeFirst();
-  return changed(r);
+  return updatedAny(r);
 }
 
 /** Changes an active device; false when it is gone (deleted meanwhile by a concurrent request). */
 export const updateDevice = (tx: Tx, id: string, patch: Partial<AuthDeviceTable>) =>
   updateActive(tx.db, 'auth_device', id, patch);
 
-export async function listDevices(d: Db, page: Page, f: DeviceFilters): Promise<ListResult<DeviceRecord>> {
-  let q = d.selectFrom('auth_device').where('deleted_at', 'is', null);
-  q = whereEquals(q, { user_id: f.user_id });
-  if (f.search) q = q.where(containsInsensitive('name', f.search));
-  return paginate(q, page, toDevice, DEVICE_COLUMNS);
+export function listDevices(d: Db, page: Page, f: DeviceFilters): Promise<ListResult<DeviceRecord>> {
+  const filters = { equals: { user_id: f.user_id }, search: { value: f.search, in: ['name'] } };
+  return listActive(d, 'auth_device', page, filters, toDevice, DEVICE_COLUMNS);
 }

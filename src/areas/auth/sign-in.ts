@@ -1,5 +1,6 @@
 import type { Static } from '@sinclair/typebox';
 import type { AuthSettings, Config } from '../../config/config.js';
+import type { SignInFilter } from '../../db/audit.js';
 import type { Db, Store, Tx } from '../../db/store.js';
 import type { AuthPath } from '../../http/access.js';
 import { AppError } from '../../http/errors.js';
@@ -11,11 +12,7 @@ import { type AccountState, findAccount } from './account-store.js';
 import { findDevice } from './device-store.js';
 import type { TokenResponse as TokenResponseSchema } from './schemas.js';
 import { newToken, PREFIX } from './secrets.js';
-import {
-  insertRefreshToken as insertRefreshTokenRow,
-  revokeRefreshTokens,
-  type TokenFilter,
-} from './token-store.js';
+import { insertRefreshToken as insertRefreshTokenRow, revokeRefreshTokens } from './token-store.js';
 
 /**
  * CONTRACTS §3 token response, as sign-in issues it: the refresh token is always there (only cookie
@@ -181,7 +178,7 @@ export function createSignIn(deps: SignInDeps) {
   }
 
   /** Ends the matching sign-ins in `tx`: their sessions (identity) and their refresh tokens. */
-  async function endSignIns(tx: Tx, reason: string, where: TokenFilter): Promise<void> {
+  async function endSignIns(tx: Tx, reason: string, where: SignInFilter): Promise<void> {
     await identity.revokeSessions(tx, reason, where);
     await revokeRefreshTokens(tx, now(), reason, where);
   }

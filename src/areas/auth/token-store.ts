@@ -1,5 +1,6 @@
 import type { Static } from '@sinclair/typebox';
-import type { Db, Tx } from '../../db/store.js';
+import { findActive, revokeSignIns, type SignInFilter } from '../../db/audit.js';
+import { type Db, type Tx, updatedAny } from '../../db/store.js';
 import { type ListResult, type Page, paginate, whereEquals } from '../../http/list.js';
 import type { RefreshTokenRecord as RefreshTokenRecordSchema } from './schemas.js';
 import type { MfaChallengeTable, PasswordResetTokenTable, RefreshTokenTable } from './tables.js';
@@ -10,8 +11,6 @@ import type { MfaChallengeTable, PasswordResetTokenTable, RefreshTokenTable } fr
  * consumed by conditional updates (`... where used_at is null`), so two processes redeeming the same
  * token cannot both win.
  */
-
-const changed = (r: { numUpdatedRows: bigint } | undefined) => Number(r?.numUpdatedRows ?? 0) > 0;
 
 export type RefreshTokenRecord = Static<typeof RefreshTokenRecordSchema>;
 
@@ -70,31 +69,9 @@ export async function refreshTokenForRedeem(d: Db, tokenHash: string) {
     .executeTakeFirst();
 }
 
-/** Which refresh tokens to revoke with their sessions (all conditions given must hold). */
-export interface TokenFilter {
-  sessionId?: string;
-  userId?: string;
-  deviceId?: string;
-  authPaths?: string[];
-  exceptSessionId?: string;
-}
-
 /** Revokes the unrevoked refresh tokens matching `where` (their sessions end through identity). */
-export async function revokeRefreshTokens(
-  tx: Tx,
-  now: string,
-  reason: string,
-  where: TokenFilter,
-): Promise<void> {
-  let q = tx.db
-    .updateTable('refresh_token')
-    .set({ revoked_at: now, revoked_reason: reason })
-    .where('revoked_at', 'is', null);
-  q = whereEquals(q, { session_id: where.sessionId, user_id: where.userId, device_id: where.deviceId });
-  if (where.authPaths) q = q.where('auth_path', 'in', where.authPaths);
-  if (where.exceptSessionId) q = q.where('session_id', '!=', where.exceptSessionId);
-  await q.execute();
-}
+export const revokeRefreshTokens = (tx: Tx, now: string, reason: string, where: SignInFilter) =>
+  revokeSignIns(tx.db, 'refresh_token', 'session_id', { at: now, reason }, where);
 
 /** Marks a token rotated; false when another request redeemed (or revoked) it first. */
 export async function markRefreshTokenUsed(tx: Tx, id: string, now: string): Promise<boolean> {
@@ -105,17 +82,18 @@ export async function markRefreshTokenUsed(tx: Tx, id: string, now: string): Pro
     .where('used_at', 'is', null)
     .where('revoked_at', 'is', null)
     .executeTakeFirst();
-  return changed(r);
+  return updatedAny(r);
 }
 
+/** A refresh token without its hash; the cast: a stored auth_path is one of the record's sign-in paths. */
 export async function refreshToken(
   d: Db,
   id: string,
-  includeDeleted = false,
+  orDeleted = false,
 ): Promise<RefreshTokenRecord | undefined> {
-  let q = d.selectFrom('refresh_token').select(REFRESH_COLUMNS).where('id', '=', id);
-  if (!includeDeleted) q = q.where('deleted_at', 'is', null);
-  return (await q.executeTakeFirst()) as RefreshTokenRecord | undefined;
+  return (await findActive(d, 'refresh_token', id, { columns: REFRESH_COLUMNS, orDeleted })) as
+    | RefreshTokenRecord
+    | undefined;
 }
 
 export async function listRefreshTokens(
@@ -188,25 +166,26 @@ export async function countMfaChallengeFailure(d: Db, id: string) {
     .execute();
 }
 
-/** Spends every open challenge of the user: the password it proved is no longer good enough. */
-export async function endMfaChallenges(tx: Tx, userId: string, now: string) {
-  await tx.db
-    .updateTable('mfa_challenge')
-    .set({ used_at: now })
-    .where('user_id', '=', userId)
-    .where('used_at', 'is', null)
-    .execute();
+/**
+ * Spends the unspent one-time tokens of `table` that match `where` (one token by id, or all of a
+ * user's); false when none was left: another request spent it first.
+ */
+async function spend(
+  tx: Tx,
+  table: 'mfa_challenge' | 'password_reset_token',
+  now: string,
+  where: { id: string } | { user_id: string },
+): Promise<boolean> {
+  const unspent = tx.db.updateTable(table).set({ used_at: now }).where('used_at', 'is', null);
+  return updatedAny(await whereEquals(unspent, where).executeTakeFirst());
 }
 
-export async function useMfaChallenge(tx: Tx, id: string, now: string): Promise<boolean> {
-  const r = await tx.db
-    .updateTable('mfa_challenge')
-    .set({ used_at: now })
-    .where('id', '=', id)
-    .where('used_at', 'is', null)
-    .executeTakeFirst();
-  return changed(r);
+/** Spends every open challenge of the user: the password it proved is no longer good enough. */
+export async function endMfaChallenges(tx: Tx, userId: string, now: string) {
+  await spend(tx, 'mfa_challenge', now, { user_id: userId });
 }
+
+export const useMfaChallenge = (tx: Tx, id: string, now: string) => spend(tx, 'mfa_challenge', now, { id });
 
 export async function insertResetToken(tx: Tx, row: PasswordResetTokenTable) {
   await tx.db.insertInto('password_reset_token').values(row).execute();
@@ -222,18 +201,7 @@ export async function resetToken(d: Db, tokenHash: string) {
 
 /** Spends the token and every other outstanding token of the user; false if it was spent already. */
 export async function useResetToken(tx: Tx, id: string, userId: string, now: string): Promise<boolean> {
-  const r = await tx.db
-    .updateTable('password_reset_token')
-    .set({ used_at: now })
-    .where('id', '=', id)
-    .where('used_at', 'is', null)
-    .executeTakeFirst();
-  if (!changed(r)) return false;
-  await tx.db
-    .updateTable('password_reset_token')
-    .set({ used_at: now })
-    .where('user_id', '=', userId)
-    .where('used_at', 'is', null)
-    .execute();
+  if (!(await spend(tx, 'password_reset_token', now, { id }))) return false;
+  await spend(tx, 'password_reset_token', now, { user_id: userId });
   return true;
 }

@@ -55,6 +55,11 @@ export interface QuestionnaireLookup {
   accessOf(principal: Pick<Principal, 'userId'>): Promise<RecordAccess>;
 }
 
+/** Which questionnaires' records `principal` may see: the filter of `RecordAccess`, for a list. */
+export async function visibleRecords(lookup: QuestionnaireLookup, principal: Pick<Principal, 'userId'>) {
+  return (await lookup.accessOf(principal)).questionnaireFilter;
+}
+
 /**
  * The permission rules for one record of these questionnaires (an enrollment, a submission). It is
  * visible when the caller can see at least one of them, otherwise `notFound` is thrown: exactly the

@@ -2,7 +2,7 @@ import type { Store } from '../../db/store.js';
 import type { Principal } from '../../http/access.js';
 import type { ListResult, Page } from '../../http/list.js';
 import type { QuestionnaireLookup } from './questionnaire-lookup.js';
-import { loadQuestionnaires, type QuestionnaireRecord } from './questionnaire-lookup.js';
+import { loadQuestionnaires, type QuestionnaireRecord, visibleRecords } from './questionnaire-lookup.js';
 import {
   type EnrolledUserRow,
   type Enrollment,
@@ -38,8 +38,8 @@ export async function enrolledUsers(
   page: Page,
   filters: EnrollmentFilters,
 ): Promise<ListResult<EnrolledUser>> {
-  const { questionnaireFilter } = await deps.questionnaires.accessOf(principal);
-  const result = await listEnrolledUsers(deps.store.db, filters, page, questionnaireFilter);
+  const visible = await visibleRecords(deps.questionnaires, principal);
+  const result = await listEnrolledUsers(deps.store.db, page, filters, visible);
   const users = new Map(
     (await deps.identity.getUsers(result.items.map((r) => r.user_id))).map((u) => [u.id, u]),
   );
@@ -60,8 +60,8 @@ export async function fetchOwn(
   // The caller's own enrollments: not narrowed by permissions.
   const result = await listEnrollments(
     deps.store.db,
-    { user_id: userId, status: filters.status },
     page,
+    { user_id: userId, status: filters.status },
     'all',
   );
   const found = await loadQuestionnaires(

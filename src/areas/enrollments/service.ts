@@ -13,7 +13,7 @@ import {
   invalidTransition,
   recheckQuestionnaires,
 } from './checks.js';
-import { type QuestionnaireLookup, requireRecordAccess } from './questionnaire-lookup.js';
+import { type QuestionnaireLookup, requireRecordAccess, visibleRecords } from './questionnaire-lookup.js';
 import { type EnrolledUser, enrolledUsers, fetchOwn, type OwnEnrollment } from './reads.js';
 import {
   closeQuestionnaires,
@@ -358,16 +358,9 @@ export function createEnrollmentService(deps: EnrollmentDeps): EnrollmentService
   }
 
   return {
-    /** An enrollment as `principal` may see it (404 when it cannot). */
-    get: async (principal: Principal, id: string) => (await requireFor(principal, id, 'VIEW')).enrollment,
-    /** Enrollments `principal` may see, filtered; the total counts those only. */
-    list: async (principal: Principal, page: Page, filters: EnrollmentFilters) =>
-      listEnrollments(
-        store.db,
-        filters,
-        page,
-        (await deps.questionnaires.accessOf(principal)).questionnaireFilter,
-      ),
+    get: async (principal, id) => (await requireFor(principal, id, 'VIEW')).enrollment,
+    list: async (principal, page, filters) =>
+      listEnrollments(store.db, page, filters, await visibleRecords(deps.questionnaires, principal)),
     create,
     update,
     remove,

@@ -1,6 +1,6 @@
 import type { Static } from '@sinclair/typebox';
 import { type Expression, type SqlBool, sql } from 'kysely';
-import type { Db, Tx } from '../../db/store.js';
+import { type Db, type Tx, updatedAny } from '../../db/store.js';
 import type { Page } from '../../http/list.js';
 import { paginate, whereEquals, whereTimeRanges } from '../../http/list.js';
 import type { TimeRangeFilters } from '../../http/list-schemas.js';
@@ -175,7 +175,7 @@ export async function updateEnrollment(
   let q = db.updateTable('enrollment').set(changes).where('id', '=', id).where('deleted_at', 'is', null);
   if (expectedStatus) q = q.where('status', '=', expectedStatus);
   const res = await q.executeTakeFirst();
-  return Number(res.numUpdatedRows) > 0;
+  return updatedAny(res);
 }
 
 export interface EnrollmentFilters extends TimeRangeFilters<'created_at'> {
@@ -197,7 +197,7 @@ function filtered(db: Db, f: EnrollmentFilters, visible: Visibility) {
   return q;
 }
 
-export async function listEnrollments(db: Db, f: EnrollmentFilters, page: Page, visible: Visibility) {
+export async function listEnrollments(db: Db, page: Page, f: EnrollmentFilters, visible: Visibility) {
   const result = await paginate(filtered(db, f, visible), page, (r: EnrollmentTable) => r);
   return { items: await withQuestionnaires(db, result.items), total: result.total };
 }
@@ -217,8 +217,8 @@ export const ENROLLED_USER_SORT = ['last_enrolled_at', 'enrollment_count', 'user
 /** One row per user with matching enrollments: counts, and the latest enrollment's status. */
 export async function listEnrolledUsers(
   db: Db,
-  f: EnrollmentFilters,
   page: Page,
+  f: EnrollmentFilters,
   visible: Visibility,
 ): Promise<{ items: EnrolledUserRow[]; total: number }> {
   const base = filtered(db, f, visible);

@@ -1,7 +1,7 @@
 import { type Kysely, type Selectable, sql } from 'kysely';
 import { prepared } from '../../db/prepared.js';
 import type { Database } from '../../db/schema.js';
-import type { Db, Dialect } from '../../db/store.js';
+import { type Db, type Dialect, updatedAny } from '../../db/store.js';
 import { paginate, whereTimeRanges } from '../../http/list.js';
 import type { CloudEvent } from './cloudevent.js';
 import type { EventDeliveryTask, EventDeliveryTaskQuery } from './schemas.js';
@@ -189,7 +189,7 @@ export async function markFailed(
       ? q.where('locked_by', '=', fence.workerId)
       : q.where('locked_until', '=', fence.lockedUntil).where('attempts', '=', fence.attempts);
   const result = await q.executeTakeFirst();
-  return Number(result.numUpdatedRows) > 0;
+  return updatedAny(result);
 }
 
 /**
@@ -215,7 +215,7 @@ export async function interrupt(db: Db, task: TaskRow, error: string, now: strin
     .where('locked_until', '=', task.locked_until)
     .where('attempts', '=', task.attempts)
     .executeTakeFirst();
-  return Number(result.numUpdatedRows) > 0;
+  return updatedAny(result);
 }
 
 /** A FAILED task made PENDING again, due now, with its counts reset (POST /event_delivery_task/{id}/retry). */
@@ -236,7 +236,7 @@ export async function retryFailed(db: Db, id: string, now: string): Promise<bool
     .where('id', '=', id)
     .where('status', '=', 'FAILED')
     .executeTakeFirst();
-  return Number(result.numUpdatedRows) > 0;
+  return updatedAny(result);
 }
 
 export async function findTask(db: Db, id: string): Promise<TaskRow | undefined> {

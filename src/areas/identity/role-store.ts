@@ -1,6 +1,6 @@
-import { findActive, softDeleted, updateActive } from '../../db/audit.js';
+import { findActive, listActive, softDeleted, updateActive } from '../../db/audit.js';
 import type { Db, Tx } from '../../db/store.js';
-import { containsInsensitive, type ListResult, type Page, paginate, whereEquals } from '../../http/list.js';
+import type { ListResult, Page } from '../../http/list.js';
 import { type Role, type RoleScopeEntry, toRole, type UserRole } from './records.js';
 import { normaliseScopeKey } from './scopes.js';
 import type { RoleScopeEntryTable, RoleTable, UserRoleTable } from './tables.js';
@@ -59,14 +59,12 @@ export interface RoleFilters {
   search?: string;
 }
 
-export async function listRoles(d: Db, page: Page, f: RoleFilters): Promise<ListResult<Role>> {
-  let q = d.selectFrom('role').where('deleted_at', 'is', null);
-  q = whereEquals(q, { key: f.key, is_builtin: f.is_builtin });
-  if (f.search)
-    q = q.where((eb) =>
-      eb.or([containsInsensitive('key', f.search!), containsInsensitive('name', f.search!)]),
-    );
-  return paginate(q, page, toRole);
+export function listRoles(d: Db, page: Page, f: RoleFilters): Promise<ListResult<Role>> {
+  const filters = {
+    equals: { key: f.key, is_builtin: f.is_builtin },
+    search: { value: f.search, in: ['key', 'name'] },
+  };
+  return listActive(d, 'role', page, filters, toRole);
 }
 
 /** Changes an active role; false when there is none (see updateActive). */
@@ -118,10 +116,8 @@ export interface UserRoleFilters {
   role_id?: string;
 }
 
-export async function listUserRoles(d: Db, page: Page, f: UserRoleFilters): Promise<ListResult<UserRole>> {
-  let q = d.selectFrom('user_role').where('deleted_at', 'is', null);
-  q = whereEquals(q, { user_id: f.user_id, role_id: f.role_id });
-  return paginate(q, page, (r) => r as UserRole);
+export function listUserRoles(d: Db, page: Page, f: UserRoleFilters): Promise<ListResult<UserRole>> {
+  return listActive(d, 'user_role', page, { equals: { user_id: f.user_id, role_id: f.role_id } }, (r) => r);
 }
 
 /** False when the assignment is not active (deleted meanwhile). */
@@ -170,17 +166,18 @@ export interface RoleScopeFilters {
   search?: string;
 }
 
-export async function listRoleScopeEntries(
+export function listRoleScopeEntries(
   d: Db,
   page: Page,
   f: RoleScopeFilters,
 ): Promise<ListResult<RoleScopeEntry>> {
-  let q = d.selectFrom('role_scope_entry').where('deleted_at', 'is', null);
-  q = whereEquals(q, { role_id: f.role_id });
   // auth:api_key and auth:manage are one permission (SPEC Authentication 10): stored as auth:manage.
-  if (f.scope_key) q = q.where('scope_key', '=', normaliseScopeKey(f.scope_key));
-  if (f.search) q = q.where(containsInsensitive('scope_key', f.search));
-  return paginate(q, page, (r) => r as RoleScopeEntry);
+  const scope_key = f.scope_key && normaliseScopeKey(f.scope_key);
+  const filters = {
+    equals: { role_id: f.role_id, scope_key },
+    search: { value: f.search, in: ['scope_key'] },
+  };
+  return listActive(d, 'role_scope_entry', page, filters, (r) => r);
 }
 
 /** How many of the entries were active and are now deleted. */

@@ -1,6 +1,6 @@
-import { updateActive } from '../../db/audit.js';
+import { revokeSignIns, type SignInFilter, updateActive } from '../../db/audit.js';
 import type { Db, Tx } from '../../db/store.js';
-import { containsInsensitive, type ListResult, type Page, paginate, whereEquals } from '../../http/list.js';
+import { type ListResult, type Page, paginate, whereFilters } from '../../http/list.js';
 import { toUser, USER_COLUMNS, type User } from './records.js';
 import type { AuthSessionTable, UserTable } from './tables.js';
 
@@ -64,12 +64,10 @@ export interface UserFilters {
 }
 
 export async function listUsers(d: Db, page: Page, f: UserFilters): Promise<ListResult<User>> {
-  let q = d.selectFrom('users').where('deleted_at', 'is', null);
-  if (f.email) q = q.where('email_normalized', '=', f.email.toLowerCase());
-  if (f.search)
-    q = q.where((eb) =>
-      eb.or([containsInsensitive('email', f.search!), containsInsensitive('name', f.search!)]),
-    );
+  let q = whereFilters(d.selectFrom('users').where('deleted_at', 'is', null), {
+    equals: { email_normalized: f.email?.toLowerCase() },
+    search: { value: f.search, in: ['email', 'name'] },
+  });
   if (f.role_id) {
     q = q.where('id', 'in', (eb) =>
       eb
@@ -128,28 +126,6 @@ export async function sessionState(d: Db, sessionId: string): Promise<SessionSta
     .executeTakeFirst();
 }
 
-/** Which sessions to end (all conditions given must hold). */
-export interface SessionFilter {
-  sessionId?: string;
-  userId?: string;
-  deviceId?: string;
-  authPaths?: string[];
-  exceptSessionId?: string;
-}
-
 /** Ends the active sessions matching `where`. */
-export async function revokeSessions(
-  tx: Tx,
-  now: string,
-  reason: string,
-  where: SessionFilter,
-): Promise<void> {
-  let q = tx.db
-    .updateTable('auth_session')
-    .set({ revoked_at: now, revoked_reason: reason })
-    .where('revoked_at', 'is', null);
-  q = whereEquals(q, { id: where.sessionId, user_id: where.userId, device_id: where.deviceId });
-  if (where.authPaths) q = q.where('auth_path', 'in', where.authPaths);
-  if (where.exceptSessionId) q = q.where('id', '!=', where.exceptSessionId);
-  await q.execute();
-}
+export const revokeSessions = (tx: Tx, now: string, reason: string, where: SignInFilter) =>
+  revokeSignIns(tx.db, 'auth_session', 'id', { at: now, reason }, where);

@@ -1,4 +1,4 @@
-import { auditInsert, auditUpdate, softDeleted } from '../../db/audit.js';
+import { auditInsert, auditUpdate, type SignInFilter, softDeleted } from '../../db/audit.js';
 import { isUniqueViolation } from '../../db/errors.js';
 import type { Db, Store, Tx } from '../../db/store.js';
 import type { Acting, AuthPath, Principal } from '../../http/access.js';
@@ -62,7 +62,7 @@ export interface UserService {
   /** Opens a sign-in session in the caller's transaction; answers its id. */
   startSession(tx: Tx, input: SessionStart): Promise<string>;
   getSession(d: Db, id: string): Promise<st.SessionRecord | undefined>;
-  revokeSessions(tx: Tx, reason: string, where: st.SessionFilter): Promise<void>;
+  revokeSessions(tx: Tx, reason: string, where: SignInFilter): Promise<void>;
   getUser(id: string): Promise<User>;
   findUser(d: Db, id: string): Promise<User | undefined>;
   sessionState(d: Db, sessionId: string): Promise<st.SessionState | undefined>;
@@ -270,7 +270,7 @@ export function createUserService(deps: {
     /** One session as the sign-in flows check it (revoked or not). */
     getSession: (d: Db, id: string) => st.findSession(d, id),
     /** Ends the matching sessions inside the caller's transaction (their refresh tokens are auth's). */
-    revokeSessions: (tx: Tx, reason: string, where: st.SessionFilter) =>
+    revokeSessions: (tx: Tx, reason: string, where: SignInFilter) =>
       st.revokeSessions(tx, now(), reason, where),
     getUser: (id: string) => requireUser(store.db, id),
     /** The active user, read with `d` (a transaction's, to see its own writes); undefined if none. */

@@ -307,7 +307,7 @@ export function createPluginService(deps: PluginDeps): PluginService {
       return report;
     },
 
-    listDefinitions: (page, filters) => db.listDefinitions(store.db, filters, page),
+    listDefinitions: (page, filters) => db.listDefinitions(store.db, page, filters),
 
     async getDefinition(id) {
       return db.toDefinition(await definitionRow(id));
@@ -337,7 +337,7 @@ export function createPluginService(deps: PluginDeps): PluginService {
       return db.toInstance(row);
     },
 
-    listInstances: (page, filters) => db.listInstances(store.db, filters, page),
+    listInstances: (page, filters) => db.listInstances(store.db, page, filters),
 
     async getInstance(id) {
       return db.toInstance(await activeInstance(id));

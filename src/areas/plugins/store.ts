@@ -1,9 +1,9 @@
 import type { Static } from '@sinclair/typebox';
 import type { Selectable } from 'kysely';
-import { findActive, updateActive } from '../../db/audit.js';
+import { findActive, listActive, updateActive } from '../../db/audit.js';
 import { prepared } from '../../db/prepared.js';
 import type { Db } from '../../db/store.js';
-import { containsInsensitive, type ListResult, type Page, paginate, whereEquals } from '../../http/list.js';
+import { type ListResult, type Page, paginate, whereFilters } from '../../http/list.js';
 import type { PluginDefinitionSchema, PluginInstanceSchema } from './schemas.js';
 import type { PluginDefinitionTable, PluginInstanceTable } from './tables.js';
 
@@ -73,19 +73,16 @@ export async function findDefinition(db: Db, id: string): Promise<DefinitionRow 
   return db.selectFrom('plugin_definition').selectAll().where('id', '=', id).executeTakeFirst();
 }
 
-export async function listDefinitions(
+/** Plugin definitions are never deleted (they are replaced on load), so every row is listed. */
+export function listDefinitions(
   db: Db,
-  filters: DefinitionFilters,
   page: Page,
+  f: DefinitionFilters,
 ): Promise<ListResult<PluginDefinition>> {
-  let q = db.selectFrom('plugin_definition');
-  q = whereEquals(q, {
-    name: filters.name,
-    plugin_key: filters.plugin_key,
-    runtime: filters.runtime,
-    enabled: filters.enabled,
+  const q = whereFilters(db.selectFrom('plugin_definition'), {
+    equals: { name: f.name, plugin_key: f.plugin_key, runtime: f.runtime, enabled: f.enabled },
+    search: { value: f.search, in: ['name'] },
   });
-  if (filters.search !== undefined) q = q.where(containsInsensitive('name', filters.search));
   return paginate(q, page, toDefinition);
 }
 
@@ -128,17 +125,14 @@ export async function updateInstance(
   return updateActive(db, 'plugin_instance', id, changes);
 }
 
-export async function listInstances(
-  db: Db,
-  filters: InstanceFilters,
-  page: Page,
-): Promise<ListResult<PluginInstance>> {
-  let q = db.selectFrom('plugin_instance').where('deleted_at', 'is', null);
-  q = whereEquals(q, {
-    plugin_definition_id: filters.plugin_definition_id,
-    display_name: filters.display_name,
-    enabled: filters.enabled,
-  });
-  if (filters.search !== undefined) q = q.where(containsInsensitive('display_name', filters.search));
-  return paginate(q, page, toInstance);
+export function listInstances(db: Db, page: Page, f: InstanceFilters): Promise<ListResult<PluginInstance>> {
+  const filters = {
+    equals: {
+      plugin_definition_id: f.plugin_definition_id,
+      display_name: f.display_name,
+      enabled: f.enabled,
+    },
+    search: { value: f.search, in: ['display_name'] },
+  };
+  return listActive(db, 'plugin_instance', page, filters, toInstance);
 }

@@ -1,7 +1,7 @@
 import { type SqlBool, sql } from 'kysely';
 import { findActive, updateActive } from '../../db/audit.js';
 import type { Db, Tx } from '../../db/store.js';
-import { containsInsensitive, type ListResult, type Page, paginate, whereEquals } from '../../http/list.js';
+import { type ListResult, type Page, paginate, whereFilters } from '../../http/list.js';
 import { type Folder, toFolder } from './records.js';
 import type { FolderTable } from './tables.js';
 import { type Grantees, MAX_DEPTH, visibleFolderIds } from './visibility.js';
@@ -112,13 +112,12 @@ export async function listFolders(
 ): Promise<ListResult<Folder>> {
   let q = db.selectFrom('folder').where('deleted_at', 'is', null);
   if (visibleTo) q = q.where(sql<SqlBool>`folder.id in ${visibleFolderIds(visibleTo)}`);
-  q = whereEquals(q, { parent_id: f.parent_id });
   if (f.root !== undefined) q = q.where('parent_id', f.root ? 'is' : 'is not', null);
-  if (f.name !== undefined) q = q.where(containsInsensitive('name', f.name));
-  if (f.search !== undefined) {
-    const s = f.search;
-    q = q.where((eb) => eb.or([containsInsensitive('name', s), containsInsensitive('description', s)]));
-  }
+  q = whereFilters(q, {
+    equals: { parent_id: f.parent_id },
+    contains: { name: f.name },
+    search: { value: f.search, in: ['name', 'description'] },
+  });
   return paginate(q, page, toFolder);
 }
 

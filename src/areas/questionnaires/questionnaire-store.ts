@@ -2,11 +2,11 @@ import { findActive } from '../../db/audit.js';
 import { prepared } from '../../db/prepared.js';
 import type { Db, Tx } from '../../db/store.js';
 import {
-  containsInsensitive,
   type ListResult,
   type Page,
   paginate,
   whereEquals,
+  whereFilters,
   whereTimeRanges,
 } from '../../http/list.js';
 import type { TimeRangeFilters } from '../../http/list-schemas.js';
@@ -114,17 +114,16 @@ export async function listQuestionnaires(
 ): Promise<ListResult<Questionnaire>> {
   let q = db.selectFrom('questionnaire').where('deleted_at', opts.deleted ? 'is not' : 'is', null);
   if (opts.visibleTo) q = q.where(questionnaireVisible(opts.visibleTo));
-  q = whereEquals(q, {
-    status: f.status,
-    folder_id: f.folder_id,
-    lineage_root_id: f.lineage_root_id,
-    created_by: f.created_by,
+  q = whereFilters(q, {
+    equals: {
+      status: f.status,
+      folder_id: f.folder_id,
+      lineage_root_id: f.lineage_root_id,
+      created_by: f.created_by,
+    },
+    contains: { name: f.name },
+    search: { value: f.search, in: ['name', 'description'] },
   });
-  if (f.name !== undefined) q = q.where(containsInsensitive('name', f.name));
-  if (f.search !== undefined) {
-    const s = f.search;
-    q = q.where((eb) => eb.or([containsInsensitive('name', s), containsInsensitive('description', s)]));
-  }
   return paginate(whereTimeRanges(q, f, ['created_at', 'updated_at']), page, toQuestionnaire);
 }
 

@@ -1,6 +1,6 @@
-import { findActive, softDeleted, updateActive } from '../../db/audit.js';
+import { findActive, listActive, softDeleted, updateActive } from '../../db/audit.js';
 import type { Db, Tx } from '../../db/store.js';
-import { containsInsensitive, type ListResult, type Page, paginate, whereEquals } from '../../http/list.js';
+import type { ListResult, Page } from '../../http/list.js';
 import type { ScheduleFireTable, ScheduleTable } from './tables.js';
 
 /** SQL of schedules and their fires. */
@@ -21,15 +21,12 @@ export async function findSchedule(db: Db, id: string): Promise<ScheduleTable | 
   return findActive(db, 'schedule', id);
 }
 
-export async function listSchedules(
-  db: Db,
-  page: Page,
-  f: ScheduleFilters,
-): Promise<ListResult<ScheduleTable>> {
-  let q = db.selectFrom('schedule').where('deleted_at', 'is', null);
-  q = whereEquals(q, { enabled: f.enabled, event_type: f.event_type });
-  if (f.search !== undefined) q = q.where(containsInsensitive('name', f.search));
-  return paginate(q, page, (r: ScheduleTable) => r);
+export function listSchedules(db: Db, page: Page, f: ScheduleFilters): Promise<ListResult<ScheduleTable>> {
+  const filters = {
+    equals: { enabled: f.enabled, event_type: f.event_type },
+    search: { value: f.search, in: ['name'] },
+  };
+  return listActive(db, 'schedule', page, filters, (r) => r);
 }
 
 export async function updateSchedule(db: Db, id: string, patch: SchedulePatch): Promise<boolean> {

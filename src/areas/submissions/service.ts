@@ -9,6 +9,7 @@ import {
   type QuestionnaireLookup,
   type QuestionnaireRecord,
   requireRecordAccess,
+  visibleRecords,
 } from '../enrollments/questionnaire-lookup.js';
 import type { EnrollmentService } from '../enrollments/service.js';
 import { EVENT_SOURCES } from '../events/definitions.js';
@@ -294,20 +295,8 @@ export function createSubmissionService(deps: SubmissionDeps): SubmissionService
     });
   }
 
-  return {
-    /** A submission as `principal` may see it (404 when it cannot). */
-    get: (principal: Principal, id: string) => requireFor(principal, id, 'VIEW'),
-    /** Submissions `principal` may see, filtered; the total counts those only. */
-    list: async (principal: Principal, page: Page, filters: SubmissionFilters) =>
-      listSubmissions(
-        store.db,
-        filters,
-        page,
-        (await deps.questionnaires.accessOf(principal)).questionnaireFilter,
-      ),
-    submit,
-    submitAnonymous,
-    amend,
-    remove,
-  };
+  const get = (principal: Principal, id: string) => requireFor(principal, id, 'VIEW');
+  const list = async (principal: Principal, page: Page, filters: SubmissionFilters) =>
+    listSubmissions(store.db, page, filters, await visibleRecords(deps.questionnaires, principal));
+  return { get, list, submit, submitAnonymous, amend, remove };
 }

@@ -98,7 +98,7 @@ export interface SubmissionFilters extends TimeRangeFilters<'created_at' | 'upda
 
 export const SUBMISSION_SORT = ['created_at', 'updated_at', 'questionnaire_id', 'user_id'] as const;
 
-export async function listSubmissions(db: Db, f: SubmissionFilters, page: Page, visible: Visibility) {
+export async function listSubmissions(db: Db, page: Page, f: SubmissionFilters, visible: Visibility) {
   let q = activeSubmissions(db, visible);
   q = whereEquals(q, {
     questionnaire_id: f.questionnaire_id,

@@ -1,7 +1,7 @@
 import type { Static } from '@sinclair/typebox';
-import { softDeleted, updateActive } from '../../db/audit.js';
-import type { Db, Tx } from '../../db/store.js';
-import { containsInsensitive, type ListResult, type Page, paginate, whereEquals } from '../../http/list.js';
+import { listActive, softDeleted, updateActive } from '../../db/audit.js';
+import { type Db, type Tx, updatedAny } from '../../db/store.js';
+import type { ListResult, Page } from '../../http/list.js';
 import type { NodeType, RetryPolicy } from '../workflows/graph.js';
 import type { GraphEdge, GraphNode } from '../workflows/plan.js';
 import type { Subscription as SubscriptionSchema } from './schemas.js';
@@ -134,7 +134,7 @@ export async function pause(db: Db, id: string, reason: string, at: string): Pro
     .where('enabled', '=', 1)
     .where('deleted_at', 'is', null)
     .executeTakeFirst();
-  return Number(r.numUpdatedRows) > 0;
+  return updatedAny(r);
 }
 
 /** Soft-deletes an active subscription; false when it was not active (one concurrent delete wins). */
@@ -142,12 +142,13 @@ export async function softDelete(db: Db, id: string, at: string, by: string): Pr
   return updateActive(db, 'event_subscription', id, softDeleted(at, by));
 }
 
-export async function list(db: Db, page: Page, f: SubscriptionFilters): Promise<ListResult<Subscription>> {
-  let q = db.selectFrom('event_subscription').where('deleted_at', 'is', null);
-  q = whereEquals(q, { event_type: f.event_type, enabled: f.enabled });
-  if (f.name !== undefined) q = q.where(containsInsensitive('name', f.name));
-  if (f.search !== undefined) q = q.where(containsInsensitive('name', f.search));
-  return paginate(q, page, (r: EventSubscriptionTable) => publicSubscription(toSubscription(r)));
+export function list(db: Db, page: Page, f: SubscriptionFilters): Promise<ListResult<Subscription>> {
+  const filters = {
+    equals: { event_type: f.event_type, enabled: f.enabled },
+    contains: { name: f.name },
+    search: { value: f.search, in: ['name'] },
+  };
+  return listActive(db, 'event_subscription', page, filters, (r) => publicSubscription(toSubscription(r)));
 }
 
 /** Enabled, non-deleted subscriptions of these event types: the router's indexed lookup. */

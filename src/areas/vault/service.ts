@@ -183,7 +183,7 @@ export function createVaultService(deps: VaultDeps): VaultService {
     },
 
     async list(page, filters) {
-      const result = await db.listEntries(store.db, filters, page);
+      const result = await db.listEntries(store.db, page, filters);
       return { items: result.items.map(toEntry), total: result.total };
     },
 

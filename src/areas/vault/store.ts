@@ -1,7 +1,7 @@
 import type { Selectable } from 'kysely';
-import { findActive as findActiveRow, updateActive } from '../../db/audit.js';
+import { findActive as findActiveRow, listActive, updateActive } from '../../db/audit.js';
 import type { Db } from '../../db/store.js';
-import { containsInsensitive, type ListResult, type Page, paginate, whereEquals } from '../../http/list.js';
+import type { ListResult, Page } from '../../http/list.js';
 import type { VaultEntryTable, VaultKind } from './tables.js';
 
 /** SQL of the vault area only. Rows keep the stored value; the service decides what leaves. */
@@ -37,23 +37,14 @@ export async function updateEntry(
   return updateActive(db, 'vault_entry', id, changes);
 }
 
-export async function listEntries(
-  db: Db,
-  filters: VaultListFilters,
-  page: Page,
-): Promise<ListResult<VaultRow>> {
-  let q = db.selectFrom('vault_entry').where('deleted_at', 'is', null);
-  q = whereEquals(q, { kind: filters.kind });
-  if (filters.key !== undefined) q = q.where(containsInsensitive('key', filters.key));
-  q = whereEquals(q, { enabled: filters.enabled });
-  if (filters.search !== undefined) {
-    const search = filters.search;
+export function listEntries(db: Db, page: Page, f: VaultListFilters): Promise<ListResult<VaultRow>> {
+  const filters = {
+    equals: { kind: f.kind, enabled: f.enabled },
+    contains: { key: f.key },
     // Search covers key and description only: values (even VAR ones) are not searchable.
-    q = q.where((eb) =>
-      eb.or([containsInsensitive('key', search), containsInsensitive('description', search)]),
-    );
-  }
-  return paginate(q, page, (row: VaultRow) => row);
+    search: { value: f.search, in: ['key', 'description'] },
+  };
+  return listActive(db, 'vault_entry', page, filters, (row) => row);
 }
 
 /** The active entries holding these keys, in one query per 500 keys (the resolver's only read). */

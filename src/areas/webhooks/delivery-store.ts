@@ -83,18 +83,14 @@ export interface DeliveryFilters extends TimeRangeFilters<'delivered_at'> {
 export async function listDeliveries(
   db: Db,
   webhookId: string,
-  filters: DeliveryFilters,
   page: Page,
+  f: DeliveryFilters,
 ): Promise<ListResult<DeliveryWithPayload>> {
   let q = db.selectFrom('webhook_delivery').where('webhook_id', '=', webhookId);
-  q = whereEquals(q, {
-    status: filters.status,
-    event_type: filters.event_type,
-    http_status: filters.http_status,
-  });
-  if (filters.http_status_gte !== undefined) q = q.where('http_status', '>=', filters.http_status_gte);
-  if (filters.http_status_lte !== undefined) q = q.where('http_status', '<=', filters.http_status_lte);
-  q = whereTimeRanges(q, filters, ['delivered_at']);
+  q = whereEquals(q, { status: f.status, event_type: f.event_type, http_status: f.http_status });
+  if (f.http_status_gte !== undefined) q = q.where('http_status', '>=', f.http_status_gte);
+  if (f.http_status_lte !== undefined) q = q.where('http_status', '<=', f.http_status_lte);
+  q = whereTimeRanges(q, f, ['delivered_at']);
   const result = await paginate(q, page, (row: DeliveryRow) => row);
   return { items: await withPayloads(db, result.items), total: result.total };
 }

@@ -191,7 +191,7 @@ export function createWebhookService(deps: WebhookDeps): WebhookService {
     },
 
     async list(page, filters) {
-      const result = await hooks.listWebhooks(store.db, filters, page);
+      const result = await hooks.listWebhooks(store.db, page, filters);
       return { items: result.items.map(hooks.toWebhook), total: result.total };
     },
 
@@ -254,7 +254,7 @@ export function createWebhookService(deps: WebhookDeps): WebhookService {
 
     async listDeliveries(webhookId, page, filters) {
       await activeWebhook(webhookId);
-      const result = await deliveries.listDeliveries(store.db, webhookId, filters, page);
+      const result = await deliveries.listDeliveries(store.db, webhookId, page, filters);
       return { items: result.items.map(deliveries.toDelivery), total: result.total };
     },
 

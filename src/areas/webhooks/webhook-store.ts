@@ -1,7 +1,7 @@
 import type { Selectable } from 'kysely';
-import { updateActive } from '../../db/audit.js';
+import { listActive, updateActive } from '../../db/audit.js';
 import type { Db } from '../../db/store.js';
-import { containsInsensitive, type ListResult, type Page, paginate, whereEquals } from '../../http/list.js';
+import type { ListResult, Page } from '../../http/list.js';
 import type { Webhook } from './schemas.js';
 import type { WebhookTable } from './tables.js';
 
@@ -52,26 +52,13 @@ export interface WebhookFilters {
   search?: string;
 }
 
-export async function listWebhooks(
-  db: Db,
-  filters: WebhookFilters,
-  page: Page,
-): Promise<ListResult<PublicWebhookRow>> {
-  let q = db.selectFrom('webhook').where('deleted_at', 'is', null);
-  q = whereEquals(q, { enabled: filters.enabled });
-  if (filters.name !== undefined) q = q.where(containsInsensitive('name', filters.name));
-  if (filters.url !== undefined) q = q.where(containsInsensitive('url', filters.url));
-  if (filters.search !== undefined) {
-    const s = filters.search;
-    q = q.where((eb) =>
-      eb.or([
-        containsInsensitive('name', s),
-        containsInsensitive('url', s),
-        containsInsensitive('description', s),
-      ]),
-    );
-  }
-  return paginate(q, page, (row: PublicWebhookRow) => row, PUBLIC_COLUMNS);
+export function listWebhooks(db: Db, page: Page, f: WebhookFilters): Promise<ListResult<PublicWebhookRow>> {
+  const filters = {
+    equals: { enabled: f.enabled },
+    contains: { name: f.name, url: f.url },
+    search: { value: f.search, in: ['name', 'url', 'description'] },
+  };
+  return listActive(db, 'webhook', page, filters, (row) => row as PublicWebhookRow, PUBLIC_COLUMNS);
 }
 
 /** The dispatcher's read: enabled, active webhooks and the types they want. */

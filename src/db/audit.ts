@@ -80,11 +80,56 @@ export async function findActive<
   id: string,
   opts: { columns?: readonly C[]; orDeleted?: boolean } = {},
 ): Promise<Pick<Selectable<Database[T]>, C> | undefined> {
+  const where = opts.orDeleted ? { id } : { id, deleted_at: null };
+  return findWhere<T, C>(db, table, where as Equalities<T>, opts.columns);
+}
+
+/**
+ * Column values a row must have, each compared with `=` (`null`: `is null`). Every value must be
+ * given: an undefined one would match any row, so it throws (a caller's bug) instead.
+ */
+type Equalities<T extends keyof Database> = {
+  [K in keyof Selectable<Database[T]> & string]?: string | number | null;
+};
+
+// biome-ignore lint/suspicious/noExplicitAny: one helper over every table's builder
+function whereAll<Q extends { where(column: any, op: '=' | 'is', value: any): any }>(q: Q, where: object): Q {
+  let out = q;
+  for (const [column, value] of Object.entries(where)) {
+    if (value === undefined) throw new Error(`no value for ${column}: it would match every row`);
+    out = out.where(column, value === null ? 'is' : '=', value);
+  }
+  return out;
+}
+
+/**
+ * The row of `table` whose columns have the values of `where` (a unique key: a token hash, or an id
+ * under its parent's URL so that another parent's row is not found); `columns` as in findActive.
+ */
+export async function findWhere<
+  T extends keyof Database,
+  C extends keyof Selectable<Database[T]> & string = keyof Selectable<Database[T]> & string,
+>(
+  db: Kysely<Database> | Transaction<Database>,
+  table: T,
+  where: Equalities<T>,
+  columns?: readonly C[],
+): Promise<Pick<Selectable<Database[T]>, C> | undefined> {
   // As in updateActive: the generic table name is checked at the call, not inside.
-  const rows = (db as Kysely<Database>).selectFrom(table as SoftDeletable).where('id', '=', id);
-  const q = opts.columns ? rows.select(opts.columns as never) : rows.selectAll();
-  const row = await (opts.orDeleted ? q : q.where('deleted_at', 'is', null)).executeTakeFirst();
+  const rows = whereAll((db as Kysely<Database>).selectFrom(table as keyof Database), where);
+  const row = await (columns ? rows.select(columns as never) : rows.selectAll()).executeTakeFirst();
   return row as Pick<Selectable<Database[T]>, C> | undefined;
+}
+
+/** How many rows of `table` have the values of `where`. */
+export async function countWhere<T extends keyof Database>(
+  db: Kysely<Database> | Transaction<Database>,
+  table: T,
+  where: Equalities<T>,
+): Promise<number> {
+  const rows = whereAll((db as Kysely<Database>).selectFrom(table as keyof Database), where);
+  const row = await rows.select((eb) => eb.fn.countAll().as('n')).executeTakeFirstOrThrow();
+  return Number(row.n);
 }
 
 /**

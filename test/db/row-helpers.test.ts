@@ -1,6 +1,14 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ScheduleTable } from '../../src/areas/schedules/tables.js';
-import { auditInsert, findActive, listActive, softDeleted, updateActive } from '../../src/db/audit.js';
+import {
+  auditInsert,
+  countWhere,
+  findActive,
+  findWhere,
+  listActive,
+  softDeleted,
+  updateActive,
+} from '../../src/db/audit.js';
 import { migrateToLatest } from '../../src/db/migrate.js';
 import { openStore, type Store, updatedAny } from '../../src/db/store.js';
 import { type Page, whereEquals } from '../../src/http/list.js';
@@ -66,6 +74,16 @@ describe(`row helpers (${dialectName})`, () => {
       schedule('gone', { deleted_at: at }),
     );
     expect(await findActive(store.db, 'schedule', 'missing', { orDeleted: true })).toBeUndefined();
+  });
+
+  it('findWhere and countWhere match every value given (null: is null), and refuse an undefined one', async () => {
+    expect(await findWhere(store.db, 'schedule', { event_type: 'svc.other', enabled: 0 }, ['id'])).toEqual({
+      id: 'b',
+    });
+    expect(await findWhere(store.db, 'schedule', { id: 'gone', deleted_at: null })).toBeUndefined();
+    expect(await countWhere(store.db, 'schedule', { event_type: 'svc.other' })).toBe(2);
+    expect(await countWhere(store.db, 'schedule', { description: null })).toBe(3);
+    await expect(findWhere(store.db, 'schedule', { id: undefined })).rejects.toThrow(/would match every row/);
   });
 
   it('listActive pages the active rows passing the declared filters: equality, partial match, search', async () => {

@@ -1,6 +1,6 @@
 import type { Static } from '@sinclair/typebox';
 import type { Selectable } from 'kysely';
-import { findActive, listActive, updateActive } from '../../db/audit.js';
+import { findActive, findWhere, listActive, updateActive } from '../../db/audit.js';
 import { type Db, type Tx, updatedAny } from '../../db/store.js';
 import type { ListResult, Page } from '../../http/list.js';
 import type { Device as DeviceSchema } from './schemas.js';
@@ -63,13 +63,16 @@ export async function findDevice(d: Db, id: string, orDeleted = false): Promise<
   return row && toDevice(row);
 }
 
-export async function deviceByRegistrationToken(d: Db, tokenHash: string) {
-  return d
-    .selectFrom('auth_device')
-    .select(['id', 'user_id', 'registration_expires_at', 'registered_at', 'deleted_at'])
-    .where('registration_token_hash', '=', tokenHash)
-    .executeTakeFirst();
-}
+const REGISTRATION_COLUMNS = [
+  'id',
+  'user_id',
+  'registration_expires_at',
+  'registered_at',
+  'deleted_at',
+] as const;
+
+export const deviceByRegistrationToken = (d: Db, tokenHash: string) =>
+  findWhere(d, 'auth_device', { registration_token_hash: tokenHash }, REGISTRATION_COLUMNS);
 
 /** Spends a registration token: false if it was used, expired or the device deleted meanwhile. */
 export async function registerDevice(tx: Tx, id: string, now: string): Promise<boolean> {

@@ -66,22 +66,16 @@ export function createDevices(deps: {
     registrationToken: string,
     meta: RequestMeta,
   ): Promise<TokenResponse & { device_id: string }> {
-    const invalid = async (unknown = false) => {
-      if (unknown) await limiter.recordIpFailure(meta.ip);
-      return tokenInvalid();
-    };
-    await limiter.assertNotLocked([limiter.ipKey(meta.ip)]);
-    if (!PATTERN.device.test(registrationToken)) throw await invalid(true);
-    const row = await devices.deviceByRegistrationToken(store.db, sha256Hex(registrationToken));
-    if (!row) throw await invalid(true);
+    const find = (hash: string) => devices.deviceByRegistrationToken(store.db, hash);
+    const row = await limiter.presented(registrationToken, PATTERN.device, meta.ip, find, tokenInvalid);
     if (
       row.registered_at !== null ||
       row.deleted_at !== null ||
       row.registration_expires_at <= signIn.now()
     ) {
-      throw await invalid();
+      throw tokenInvalid();
     }
-    if (!(await signIn.accountOf(store.db, row.user_id))) throw await invalid();
+    if (!(await signIn.accountOf(store.db, row.user_id))) throw tokenInvalid();
     const issued = await signIn.startSignIn(
       { userId: row.user_id, authPath: 'device', deviceId: row.id, meta },
       async (tx) => {

@@ -126,8 +126,28 @@ export function createLimiter(deps: { store: Store; clock: Clock; settings: Auth
       await fail(account, settings.loginMaxAttempts);
       await fail(ipKey(ip), settings.loginIpMaxAttempts);
     },
-    /** A failure that concerns only the address (e.g. an unknown one-time token). */
+    /** A failure that concerns only the address. */
     recordIpFailure: (ip: string | null) => fail(ipKey(ip), settings.loginIpMaxAttempts),
+    /**
+     * Looks up a presented token (refresh, MFA, password reset, device registration) by its hash: 429
+     * while the address is locked; a token not of `form`, or unknown, counts against the address
+     * (guessing) and throws `invalid()`. A known token is answered for the caller's own checks: one
+     * expired or used up is an ordinary client mistake and never counts, since counting it could lock
+     * out a whole shared address.
+     */
+    async presented<R>(
+      token: string,
+      form: RegExp,
+      ip: string | null,
+      find: (hash: string) => Promise<R | undefined>,
+      invalid: () => AppError,
+    ): Promise<R> {
+      await assertNotLocked([ipKey(ip)]);
+      const row = form.test(token) ? await find(sha256Hex(token)) : undefined;
+      if (row) return row;
+      await fail(ipKey(ip), settings.loginIpMaxAttempts);
+      throw invalid();
+    },
     /**
      * Counts an action under `key` (e.g. reset mails per address) and answers whether it may
      * proceed: false while the key is locked after `max` actions in a row.

@@ -4,15 +4,14 @@ import type { AuthSettings } from '../../config/config.js';
 import type { Store } from '../../db/store.js';
 import { AppError } from '../../http/errors.js';
 import { type Clock, iso } from '../../lib/clock.js';
-import { sha256Hex } from '../../lib/hash.js';
-import { newId, randomBase62 } from '../../lib/ids.js';
+import { randomBase62 } from '../../lib/ids.js';
 import type { IdentityService } from '../identity/service.js';
 import { consumeTotpStep } from './account-store.js';
 import type { ExternalIdp } from './external-idp.js';
 import type { Limiter } from './limiter.js';
 import { invalidCode, lastStep } from './mfa.js';
 import type { MfaRequired as MfaRequiredSchema } from './schemas.js';
-import { type MfaCipher, newToken, PATTERN, PREFIX } from './secrets.js';
+import { type MfaCipher, PATTERN } from './secrets.js';
 import { passwordResetRequired, type RequestMeta, type SignIn, type TokenResponse } from './sign-in.js';
 import * as tokens from './token-store.js';
 import { matchTotpStep } from './totp.js';
@@ -53,18 +52,7 @@ export function createLogin(deps: {
       throw passwordResetRequired();
     }
     if (account.mfa_enabled && account.mfa_secret) {
-      const token = newToken(PREFIX.mfa);
-      await store.transaction((tx) =>
-        tokens.insertMfaChallenge(tx, {
-          id: newId(),
-          user_id: user.id,
-          token_hash: sha256Hex(token),
-          expires_at: signIn.later(settings.mfaTokenTtlSeconds),
-          attempts: 0,
-          used_at: null,
-          created_at: signIn.now(),
-        }),
-      );
+      const token = await signIn.issueOneTimeToken('mfa', user.id, settings.mfaTokenTtlSeconds);
       // Given back, not cleared: a known password must not reset the count (and the lock
       // doubling) that wrong TOTP codes built up; only a complete sign-in does.
       await admission.settle('passed');
@@ -76,28 +64,22 @@ export function createLogin(deps: {
   }
 
   async function verifyMfaLogin(mfaToken: string, code: string, meta: RequestMeta): Promise<TokenResponse> {
-    // Only unknown tokens count against the address (guessing); a known token that expired or was
-    // used up is an ordinary client mistake, and counting it could lock out a whole shared address.
-    const invalidToken = async (unknown = false) => {
-      if (unknown) await limiter.recordIpFailure(meta.ip);
-      return new AppError(
+    const invalidToken = () =>
+      new AppError(
         'AUTH.MFA_TOKEN_INVALID',
         'The MFA token is invalid, expired or used up; sign in with the password again',
       );
-    };
-    await limiter.assertNotLocked([limiter.ipKey(meta.ip)]);
-    if (!PATTERN.mfa.test(mfaToken)) throw await invalidToken(true);
-    const challenge = await tokens.mfaChallenge(store.db, sha256Hex(mfaToken));
-    if (!challenge) throw await invalidToken(true);
+    const find = (hash: string) => tokens.mfaChallenge(store.db, hash);
+    const challenge = await limiter.presented(mfaToken, PATTERN.mfa, meta.ip, find, invalidToken);
     if (
       challenge.used_at !== null ||
       challenge.expires_at <= signIn.now() ||
       challenge.attempts >= MFA_CHALLENGE_MAX_ATTEMPTS
     ) {
-      throw await invalidToken();
+      throw invalidToken();
     }
     const account = await signIn.accountOf(store.db, challenge.user_id);
-    if (!account?.mfa_enabled || !account.mfa_secret) throw await invalidToken();
+    if (!account?.mfa_enabled || !account.mfa_secret) throw invalidToken();
     // The same enforcement as the password step (SPEC Authentication 9), in case it was set since.
     if (account.password_reset_required) throw passwordResetRequired();
     const accountKey = limiter.accountKey(account.email);

@@ -4,12 +4,11 @@ import type { Store } from '../../db/store.js';
 import type { Principal } from '../../http/access.js';
 import { AppError } from '../../http/errors.js';
 import { sha256Hex } from '../../lib/hash.js';
-import { newId } from '../../lib/ids.js';
 import type { IdentityService } from '../identity/service.js';
 import { updateAccount } from './account-store.js';
 import type { Limiter } from './limiter.js';
 import type { Mailer } from './mailer.js';
-import { newToken, PATTERN, PREFIX } from './secrets.js';
+import { PATTERN } from './secrets.js';
 import type { RequestMeta, SignIn } from './sign-in.js';
 import * as tokens from './token-store.js';
 
@@ -61,17 +60,7 @@ export function createPasswordReset(deps: {
   }
 
   async function issueResetToken(user: { id: string; email: string }): Promise<void> {
-    const token = newToken(PREFIX.reset);
-    await store.transaction((tx) =>
-      tokens.insertResetToken(tx, {
-        id: newId(),
-        user_id: user.id,
-        token_hash: sha256Hex(token),
-        expires_at: signIn.later(settings.passwordResetTtlSeconds),
-        used_at: null,
-        created_at: signIn.now(),
-      }),
-    );
+    const token = await signIn.issueOneTimeToken('reset', user.id, settings.passwordResetTtlSeconds);
     const minutes = Math.round(settings.passwordResetTtlSeconds / 60);
     const url = settings.passwordResetUrl;
     const link = url ? `${url}${url.includes('?') ? '&' : '?'}token=${token}` : undefined;
@@ -89,21 +78,15 @@ export function createPasswordReset(deps: {
     newPassword: string,
     meta: RequestMeta,
   ): Promise<{ message: string }> {
-    const invalid = async (unknown = false) => {
-      if (unknown) await limiter.recordIpFailure(meta.ip);
-      return new AppError('AUTH.RESET_TOKEN_INVALID', 'The reset token is invalid, expired or already used');
-    };
-    await limiter.assertNotLocked([limiter.ipKey(meta.ip)]);
-    if (!PATTERN.reset.test(token)) throw await invalid(true);
-    const row = await tokens.resetToken(store.db, sha256Hex(token));
-    if (!row) throw await invalid(true);
-    if (row.used_at !== null || row.expires_at <= signIn.now()) throw await invalid();
+    const invalid = () =>
+      new AppError('AUTH.RESET_TOKEN_INVALID', 'The reset token is invalid, expired or already used');
+    const find = (hash: string) => tokens.resetToken(store.db, hash);
+    const row = await limiter.presented(token, PATTERN.reset, meta.ip, find, invalid);
+    if (row.used_at !== null || row.expires_at <= signIn.now()) throw invalid();
     const user = await identity.getUser(row.user_id).catch(() => undefined);
-    if (!user) throw await invalid();
+    if (!user) throw invalid();
     await store.transaction(async (tx) => {
-      if (!(await tokens.useResetToken(tx, row.id, row.user_id, signIn.now()))) {
-        throw new AppError('AUTH.RESET_TOKEN_INVALID', 'The reset token is invalid, expired or already used');
-      }
+      if (!(await tokens.useResetToken(tx, row.id, row.user_id, signIn.now()))) throw invalid();
       // Ends every session of the user (none is kept) and emits svc.user.password.changed.
       await identity.setPassword(row.user_id, row.user_id, newPassword, undefined, tx);
       await signIn.endSignIns(tx, 'password_reset', { userId: row.user_id });

@@ -5,7 +5,6 @@ import type { AuthPath, Principal } from '../../http/access.js';
 import { AppError } from '../../http/errors.js';
 import type { Page } from '../../http/list.js';
 import { type Clock, iso } from '../../lib/clock.js';
-import { sha256Hex } from '../../lib/hash.js';
 import type { Job } from '../../worker/worker.js';
 import type { IdentityService } from '../identity/service.js';
 import type { Limiter } from './limiter.js';
@@ -32,21 +31,18 @@ export function createRefresh(deps: {
   const { store, clock, log, signIn, limiter, settings } = deps;
 
   async function refresh(refreshToken: string, meta: RequestMeta): Promise<TokenResponse> {
-    // Unknown tokens count against the address; expired or revoked known ones do not (see MFA).
-    const invalid = async (why: string, unknown = false) => {
-      if (unknown) await limiter.recordIpFailure(meta.ip);
-      return new AppError('AUTH.REFRESH_TOKEN_INVALID', `The refresh token is ${why}`);
-    };
-    await limiter.assertNotLocked([limiter.ipKey(meta.ip)]);
-    if (!PATTERN.refresh.test(refreshToken)) throw await invalid('not valid', true);
-    const row = await tokens.refreshTokenForRedeem(store.db, sha256Hex(refreshToken));
-    if (!row) throw await invalid('not valid', true);
-    if (row.deleted_at !== null) throw await invalid('not valid');
+    const invalid = (why: string) =>
+      new AppError('AUTH.REFRESH_TOKEN_INVALID', `The refresh token is ${why}`);
+    const find = (hash: string) => tokens.refreshTokenForRedeem(store.db, hash);
+    const row = await limiter.presented(refreshToken, PATTERN.refresh, meta.ip, find, () =>
+      invalid('not valid'),
+    );
+    if (row.deleted_at !== null) throw invalid('not valid');
     if (row.used_at !== null) throw await reuse(row.session_id, row.user_id);
     const session = await deps.identity.sessionState(store.db, row.session_id);
-    if (row.revoked_at !== null || !session || session.revoked_at !== null) throw await invalid('revoked');
-    if (row.expires_at <= signIn.now()) throw await invalid('expired');
-    if (session.user_deleted_at !== null || row.device_deleted_at !== null) throw await invalid('revoked');
+    if (row.revoked_at !== null || !session || session.revoked_at !== null) throw invalid('revoked');
+    if (row.expires_at <= signIn.now()) throw invalid('expired');
+    if (session.user_deleted_at !== null || row.device_deleted_at !== null) throw invalid('revoked');
     const grant = await store.transaction(async (tx) => {
       if (!(await tokens.markRefreshTokenUsed(tx, row.id, signIn.now()))) return undefined;
       return signIn.insertRefreshToken(tx, {

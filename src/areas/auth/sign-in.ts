@@ -12,7 +12,12 @@ import { type AccountState, findAccount } from './account-store.js';
 import { findDevice } from './device-store.js';
 import type { TokenResponse as TokenResponseSchema } from './schemas.js';
 import { newToken, PREFIX } from './secrets.js';
-import { insertRefreshToken as insertRefreshTokenRow, revokeRefreshTokens } from './token-store.js';
+import {
+  insertMfaChallenge,
+  insertRefreshToken as insertRefreshTokenRow,
+  insertResetToken,
+  revokeRefreshTokens,
+} from './token-store.js';
 
 /**
  * CONTRACTS §3 token response, as sign-in issues it: the refresh token is always there (only cookie
@@ -183,7 +188,40 @@ export function createSignIn(deps: SignInDeps) {
     await revokeRefreshTokens(tx, now(), reason, where);
   }
 
-  return { accountOf, insertRefreshToken, tokenResponse, startSignIn, endSignIns, now, later };
+  /**
+   * Issues a one-time token of `userId` (an MFA challenge, a password reset) valid `ttlSeconds`: stored
+   * by its hash only, answered once to the caller.
+   */
+  async function issueOneTimeToken(
+    kind: 'mfa' | 'reset',
+    userId: string,
+    ttlSeconds: number,
+  ): Promise<string> {
+    const token = newToken(PREFIX[kind]);
+    const row = {
+      id: newId(),
+      user_id: userId,
+      token_hash: sha256Hex(token),
+      expires_at: later(ttlSeconds),
+      used_at: null,
+      created_at: now(),
+    };
+    await store.transaction((tx) =>
+      kind === 'mfa' ? insertMfaChallenge(tx, { ...row, attempts: 0 }) : insertResetToken(tx, row),
+    );
+    return token;
+  }
+
+  return {
+    accountOf,
+    insertRefreshToken,
+    tokenResponse,
+    startSignIn,
+    endSignIns,
+    issueOneTimeToken,
+    now,
+    later,
+  };
 }
 
 export type SignIn = ReturnType<typeof createSignIn>;

@@ -1,7 +1,7 @@
 import type { Static } from '@sinclair/typebox';
-import { findActive, revokeSignIns, type SignInFilter } from '../../db/audit.js';
+import { findActive, findWhere, revokeSignIns, type SignInFilter } from '../../db/audit.js';
 import { type Db, type Tx, updatedAny } from '../../db/store.js';
-import { type ListResult, type Page, paginate, whereEquals } from '../../http/list.js';
+import { type Page, paginate, whereEquals } from '../../http/list.js';
 import type { RefreshTokenRecord as RefreshTokenRecordSchema } from './schemas.js';
 import type { MfaChallengeTable, PasswordResetTokenTable, RefreshTokenTable } from './tables.js';
 
@@ -96,19 +96,11 @@ export async function refreshToken(
     | undefined;
 }
 
-export async function listRefreshTokens(
-  d: Db,
-  page: Page,
-  f: RefreshFilters,
-  now: string,
-): Promise<ListResult<RefreshTokenRecord>> {
-  let q = d.selectFrom('refresh_token').where('deleted_at', 'is', null);
-  q = whereEquals(q, {
-    user_id: f.user_id,
-    device_id: f.device_id,
-    session_id: f.session_id,
-    auth_path: f.auth_path,
-  });
+/** `now` decides which tokens are active (not rotated, not revoked, not expired). */
+export function listRefreshTokens(d: Db, page: Page, f: RefreshFilters, now: string) {
+  const { user_id, device_id, session_id, auth_path } = f;
+  const listed = d.selectFrom('refresh_token').where('deleted_at', 'is', null);
+  let q = whereEquals(listed, { user_id, device_id, session_id, auth_path });
   if (f.active === true) {
     q = q.where('used_at', 'is', null).where('revoked_at', 'is', null).where('expires_at', '>', now);
   }
@@ -117,7 +109,7 @@ export async function listRefreshTokens(
       eb.or([eb('used_at', 'is not', null), eb('revoked_at', 'is not', null), eb('expires_at', '<=', now)]),
     );
   }
-  return paginate(q, page, (r: RefreshTokenRecord) => r, REFRESH_COLUMNS);
+  return paginate<RefreshTokenRecord>(q, page, (r) => r, REFRESH_COLUMNS);
 }
 
 export async function softDeleteRefreshToken(tx: Tx, id: string, now: string) {
@@ -150,13 +142,10 @@ export async function insertMfaChallenge(tx: Tx, row: MfaChallengeTable) {
   await tx.db.insertInto('mfa_challenge').values(row).execute();
 }
 
-export async function mfaChallenge(d: Db, tokenHash: string) {
-  return d
-    .selectFrom('mfa_challenge')
-    .select(['id', 'user_id', 'expires_at', 'attempts', 'used_at'])
-    .where('token_hash', '=', tokenHash)
-    .executeTakeFirst();
-}
+const CHALLENGE_COLUMNS = ['id', 'user_id', 'expires_at', 'attempts', 'used_at'] as const;
+
+export const mfaChallenge = (d: Db, tokenHash: string) =>
+  findWhere(d, 'mfa_challenge', { token_hash: tokenHash }, CHALLENGE_COLUMNS);
 
 export async function countMfaChallengeFailure(d: Db, id: string) {
   await d
@@ -191,13 +180,8 @@ export async function insertResetToken(tx: Tx, row: PasswordResetTokenTable) {
   await tx.db.insertInto('password_reset_token').values(row).execute();
 }
 
-export async function resetToken(d: Db, tokenHash: string) {
-  return d
-    .selectFrom('password_reset_token')
-    .select(['id', 'user_id', 'expires_at', 'used_at'])
-    .where('token_hash', '=', tokenHash)
-    .executeTakeFirst();
-}
+export const resetToken = (d: Db, tokenHash: string) =>
+  findWhere(d, 'password_reset_token', { token_hash: tokenHash }, ['id', 'user_id', 'expires_at', 'used_at']);
 
 /** Spends the token and every other outstanding token of the user; false if it was spent already. */
 export async function useResetToken(tx: Tx, id: string, userId: string, now: string): Promise<boolean> {

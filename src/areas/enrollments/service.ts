@@ -1,3 +1,4 @@
+import type { Static } from '@sinclair/typebox';
 import { auditInsert, auditUpdate, softDeleted } from '../../db/audit.js';
 import { isUniqueViolation } from '../../db/errors.js';
 import type { Store, Tx } from '../../db/store.js';
@@ -15,6 +16,7 @@ import {
 } from './checks.js';
 import { type QuestionnaireLookup, requireRecordAccess, visibleRecords } from './questionnaire-lookup.js';
 import { type EnrolledUser, enrolledUsers, fetchOwn, type OwnEnrollment } from './reads.js';
+import type { ConsentBody, CreateEnrollmentBody, UpdateEnrollmentBody } from './schemas.js';
 import {
   closeQuestionnaires,
   type Enrollment,
@@ -44,34 +46,10 @@ export interface EnrollmentDeps {
   questionnaires: QuestionnaireLookup;
 }
 
-export interface CreateEnrollmentInput {
-  user_id: string;
-  questionnaire_ids: string[];
-  consent_required?: boolean;
-  consent_version?: string | null;
-  starts_at?: string | null;
-  ends_at?: string | null;
-  schedule?: Record<string, unknown> | null;
-  metadata?: Record<string, unknown> | null;
-}
-
-export interface UpdateEnrollmentInput {
-  status?: EnrollmentStatus;
-  status_reason?: string | null;
-  questionnaire_ids?: string[];
-  consent_version?: string | null;
-  starts_at?: string | null;
-  ends_at?: string | null;
-  schedule?: Record<string, unknown> | null;
-  metadata?: Record<string, unknown> | null;
-}
-
-export interface ConsentInput {
-  enrollment_id: string;
-  consent: boolean;
-  consent_version?: string;
-  reason?: string;
-}
+/** The bodies of POST, PATCH /enrollment and POST /enrollment/consent, as their schemas declare them. */
+export type CreateEnrollmentInput = Static<typeof CreateEnrollmentBody>;
+export type UpdateEnrollmentInput = Static<typeof UpdateEnrollmentBody>;
+export type ConsentInput = Static<typeof ConsentBody>;
 
 /** A questionnaire as a responder receives it with their enrollment. */
 

@@ -1,4 +1,4 @@
-import { softDeleted, updateActive } from '../../db/audit.js';
+import { findWhere, softDeleted, updateActive } from '../../db/audit.js';
 import type { Db } from '../../db/store.js';
 import type { EventTypeDefinitionTable } from './tables.js';
 
@@ -13,14 +13,8 @@ export async function activeDefinitions(db: Db): Promise<EventTypeDefinitionTabl
   return db.selectFrom('event_type_definition').selectAll().where('deleted_at', 'is', null).execute();
 }
 
-export async function findActive(db: Db, eventType: string): Promise<EventTypeDefinitionTable | undefined> {
-  return db
-    .selectFrom('event_type_definition')
-    .selectAll()
-    .where('event_type', '=', eventType)
-    .where('deleted_at', 'is', null)
-    .executeTakeFirst();
-}
+export const findActive = (db: Db, eventType: string): Promise<EventTypeDefinitionTable | undefined> =>
+  findWhere(db, 'event_type_definition', { event_type: eventType, deleted_at: null });
 
 export type DefinitionPatch = Partial<
   Pick<EventTypeDefinitionTable, 'description' | 'data_schema' | 'examples' | 'schema_version' | 'deprecated'>

@@ -1,3 +1,4 @@
+import { findWhere } from '../../db/audit.js';
 import type { Db, Tx } from '../../db/store.js';
 import { type ListResult, type Page, paginate, whereEquals } from '../../http/list.js';
 import { API_KEY_COLUMNS, type ApiKey, toApiKey } from './records.js';
@@ -10,12 +11,7 @@ export async function insertApiKey(tx: Tx, row: ApiKeyTable): Promise<void> {
 }
 
 export async function findApiKeyOfUser(d: Db, id: string, userId: string): Promise<ApiKey | undefined> {
-  const r = await d
-    .selectFrom('api_key')
-    .select(API_KEY_COLUMNS)
-    .where('id', '=', id)
-    .where('user_id', '=', userId)
-    .executeTakeFirst();
+  const r = await findWhere(d, 'api_key', { id, user_id: userId }, API_KEY_COLUMNS);
   return r ? toApiKey(r) : undefined;
 }
 

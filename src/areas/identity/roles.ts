@@ -74,14 +74,13 @@ export function createRoleService(deps: { store: Store; clock: Clock }): RoleSer
     actor: string,
     input: { key: string; name: string; description?: string | null },
   ) {
-    const t = now();
     const row = {
       id: newId(),
       key: input.key,
       name: input.name,
       description: input.description ?? null,
       is_builtin: 0,
-      ...auditInsert(t, actor),
+      ...auditInsert(now(), actor),
     };
     try {
       await store.transaction(async (tx) => {
@@ -206,8 +205,8 @@ export function createRoleService(deps: { store: Store; clock: Clock }): RoleSer
 
   return {
     createRole,
-    getRole: (id: string) => requireRole(store.db, id),
-    listRoles: (page: Page, f: Parameters<typeof st.listRoles>[2]) => st.listRoles(store.db, page, f),
+    getRole: (id) => requireRole(store.db, id),
+    listRoles: (page, f) => st.listRoles(store.db, page, f),
     updateRole,
     deleteRole,
     /** Role keys a user holds, e.g. for the questionnaire permission rules. */
@@ -215,16 +214,13 @@ export function createRoleService(deps: { store: Store; clock: Clock }): RoleSer
     getRolesOfUser: async (userId: string) =>
       (await st.rolesOfUser(store.db, userId)).map((r) => ({ ...r, is_builtin: Boolean(r.is_builtin) })),
     assignRole,
-    getUserRole: async (id: string) =>
-      (await st.findUserRole(store.db, id)) ?? Promise.reject(userRoleNotFound()),
-    listUserRoles: (page: Page, f: Parameters<typeof st.listUserRoles>[2]) =>
-      st.listUserRoles(store.db, page, f),
+    getUserRole: async (id) => (await st.findUserRole(store.db, id)) ?? Promise.reject(userRoleNotFound()),
+    listUserRoles: (page, f) => st.listUserRoles(store.db, page, f),
     unassignRole,
     addRoleScope,
-    getRoleScopeEntry: async (id: string) =>
+    getRoleScopeEntry: async (id) =>
       (await st.findRoleScopeEntry(store.db, id)) ?? Promise.reject(roleScopeNotFound()),
-    listRoleScopeEntries: (page: Page, f: Parameters<typeof st.listRoleScopeEntries>[2]) =>
-      st.listRoleScopeEntries(store.db, page, f),
+    listRoleScopeEntries: (page, f) => st.listRoleScopeEntries(store.db, page, f),
     removeRoleScope,
     replaceRoleScopes,
     persistedRoleScopes: async (roleId: string) => {

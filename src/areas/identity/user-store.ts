@@ -1,4 +1,4 @@
-import { revokeSignIns, type SignInFilter, updateActive } from '../../db/audit.js';
+import { findActive, findWhere, revokeSignIns, type SignInFilter, updateActive } from '../../db/audit.js';
 import type { Db, Tx } from '../../db/store.js';
 import { type ListResult, type Page, paginate, whereFilters } from '../../http/list.js';
 import { toUser, USER_COLUMNS, type User } from './records.js';
@@ -10,19 +10,9 @@ export async function insertUser(tx: Tx, row: UserTable): Promise<void> {
   await tx.db.insertInto('users').values(row).execute();
 }
 
-export async function findUser(d: Db, id: string): Promise<User | undefined> {
-  const r = await d
-    .selectFrom('users')
-    .select(USER_COLUMNS)
-    .where('id', '=', id)
-    .where('deleted_at', 'is', null)
-    .executeTakeFirst();
-  return r ? toUser(r) : undefined;
-}
-
-/** A user as it is now, deleted or not (the answer of a delete). */
-export async function findUserAnyState(d: Db, id: string): Promise<User | undefined> {
-  const r = await d.selectFrom('users').select(USER_COLUMNS).where('id', '=', id).executeTakeFirst();
+/** An active user; with `orDeleted`, a user as it is now, deleted or not (the answer of a delete). */
+export async function findUser(d: Db, id: string, orDeleted = false): Promise<User | undefined> {
+  const r = await findActive(d, 'users', id, { columns: USER_COLUMNS, orDeleted });
   return r ? toUser(r) : undefined;
 }
 
@@ -37,25 +27,15 @@ export async function findUsers(d: Db, ids: string[]): Promise<User[]> {
   return rows.map(toUser);
 }
 
-/** Includes the password hash: for verifying a password only. */
-export async function findUserWithHashByEmail(d: Db, emailNormalized: string) {
-  return d
-    .selectFrom('users')
-    .select([...USER_COLUMNS, 'password_hash'])
-    .where('email_normalized', '=', emailNormalized)
-    .where('deleted_at', 'is', null)
-    .executeTakeFirst();
-}
+/** A user's columns and the password hash, read only where a password is verified. */
+const WITH_HASH = [...USER_COLUMNS, 'password_hash'] as const;
 
 /** Includes the password hash: for verifying a password only. */
-export async function findUserWithHash(d: Db, id: string) {
-  return d
-    .selectFrom('users')
-    .select([...USER_COLUMNS, 'password_hash'])
-    .where('id', '=', id)
-    .where('deleted_at', 'is', null)
-    .executeTakeFirst();
-}
+export const findUserWithHashByEmail = (d: Db, emailNormalized: string) =>
+  findWhere(d, 'users', { email_normalized: emailNormalized, deleted_at: null }, WITH_HASH);
+
+/** Includes the password hash: for verifying a password only. */
+export const findUserWithHash = (d: Db, id: string) => findActive(d, 'users', id, { columns: WITH_HASH });
 
 export interface UserFilters {
   email?: string;

@@ -195,7 +195,7 @@ export function createUserService(deps: {
       await roles.softDeleteUserRolesOfUser(tx, id, t, actor);
       await st.revokeSessions(tx, t, 'user_deleted', { userId: id });
       await roles.bumpAuthzVersion(tx);
-      const deleted = (await st.findUserAnyState(tx.db, id))!;
+      const deleted = (await st.findUser(tx.db, id, true))!;
       await userEvent(tx, acting, 'deleted', deleted);
       return deleted;
     });

@@ -1,5 +1,5 @@
 import { type SqlBool, sql } from 'kysely';
-import { findActive, updateActive } from '../../db/audit.js';
+import { countWhere, findActive, updateActive } from '../../db/audit.js';
 import type { Db, Tx } from '../../db/store.js';
 import { type ListResult, type Page, paginate, whereFilters } from '../../http/list.js';
 import { type Folder, toFolder } from './records.js';
@@ -88,20 +88,10 @@ export async function countFolderContents(
   id: string,
 ): Promise<{ folders: number; questionnaires: number }> {
   const [folders, questionnaires] = await Promise.all([
-    tx.db
-      .selectFrom('folder')
-      .select((eb) => eb.fn.countAll().as('n'))
-      .where('parent_id', '=', id)
-      .where('deleted_at', 'is', null)
-      .executeTakeFirstOrThrow(),
-    tx.db
-      .selectFrom('questionnaire')
-      .select((eb) => eb.fn.countAll().as('n'))
-      .where('folder_id', '=', id)
-      .where('deleted_at', 'is', null)
-      .executeTakeFirstOrThrow(),
+    countWhere(tx.db, 'folder', { parent_id: id, deleted_at: null }),
+    countWhere(tx.db, 'questionnaire', { folder_id: id, deleted_at: null }),
   ]);
-  return { folders: Number(folders.n), questionnaires: Number(questionnaires.n) };
+  return { folders, questionnaires };
 }
 
 export async function listFolders(

@@ -1,4 +1,4 @@
-import { findActive } from '../../db/audit.js';
+import { findActive, findWhere } from '../../db/audit.js';
 import { prepared } from '../../db/prepared.js';
 import type { Db, Tx } from '../../db/store.js';
 import {
@@ -167,17 +167,8 @@ export async function insertRevision(tx: Tx, row: QuestionnaireRevisionTable): P
   await tx.db.insertInto('questionnaire_revision').values(row).execute();
 }
 
-export async function findRevision(
-  db: Db,
-  questionnaireId: string,
-  id: string,
-): Promise<QuestionnaireRevision | undefined> {
-  const row = await db
-    .selectFrom('questionnaire_revision')
-    .selectAll()
-    .where('id', '=', id)
-    .where('questionnaire_id', '=', questionnaireId)
-    .executeTakeFirst();
+export async function findRevision(db: Db, questionnaireId: string, id: string) {
+  const row = await findWhere(db, 'questionnaire_revision', { id, questionnaire_id: questionnaireId });
   return row ? toRevision(row) : undefined;
 }
 

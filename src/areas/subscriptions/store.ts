@@ -164,54 +164,33 @@ export async function routable(db: Db, eventTypes: readonly string[]): Promise<R
   return rows.map(toSubscription);
 }
 
-/** The current (non-deleted) graph. */
-export async function currentGraph(
-  db: Db,
-  subscriptionId: string,
-): Promise<{ nodes: GraphNode[]; edges: GraphEdge[] }> {
-  const [nodes, edges] = await Promise.all([
-    db
-      .selectFrom('workflow_node')
-      .selectAll()
-      .where('event_subscription_id', '=', subscriptionId)
-      .where('deleted_at', 'is', null)
-      .orderBy('position')
-      .execute(),
-    db
-      .selectFrom('workflow_edge')
-      .selectAll()
-      .where('event_subscription_id', '=', subscriptionId)
-      .where('deleted_at', 'is', null)
-      .orderBy('position')
-      .execute(),
-  ]);
-  return { nodes: nodes.map(toNode), edges: edges.map(toEdge) };
+type Graph = { nodes: GraphNode[]; edges: GraphEdge[] };
+
+/**
+ * The nodes and edges of a subscription's graph in their order: with `version`, that saved version,
+ * deleted or not (a run finishes on the version it started with); without, the current one.
+ */
+async function readGraph(db: Db, subscriptionId: string, version?: number): Promise<Graph> {
+  // Both tables key their rows alike (subscription, graph_version, position, deleted_at).
+  const rows = (table: 'workflow_node' | 'workflow_edge') => {
+    const q = db.selectFrom(table).selectAll().where('event_subscription_id', '=', subscriptionId);
+    const which =
+      version === undefined ? q.where('deleted_at', 'is', null) : q.where('graph_version', '=', version);
+    return which.orderBy('position').execute();
+  };
+  const [nodes, edges] = await Promise.all([rows('workflow_node'), rows('workflow_edge')]);
+  return {
+    nodes: (nodes as WorkflowNodeTable[]).map(toNode),
+    edges: (edges as WorkflowEdgeTable[]).map(toEdge),
+  };
 }
 
-/** One saved version, deleted or not (a run finishes on the version it started with). */
-export async function graphVersion(
-  db: Db,
-  subscriptionId: string,
-  version: number,
-): Promise<{ nodes: GraphNode[]; edges: GraphEdge[] }> {
-  const [nodes, edges] = await Promise.all([
-    db
-      .selectFrom('workflow_node')
-      .selectAll()
-      .where('event_subscription_id', '=', subscriptionId)
-      .where('graph_version', '=', version)
-      .orderBy('position')
-      .execute(),
-    db
-      .selectFrom('workflow_edge')
-      .selectAll()
-      .where('event_subscription_id', '=', subscriptionId)
-      .where('graph_version', '=', version)
-      .orderBy('position')
-      .execute(),
-  ]);
-  return { nodes: nodes.map(toNode), edges: edges.map(toEdge) };
-}
+/** The current (non-deleted) graph. */
+export const currentGraph = (db: Db, subscriptionId: string) => readGraph(db, subscriptionId);
+
+/** One saved version, deleted or not. */
+export const graphVersion = (db: Db, subscriptionId: string, version: number) =>
+  readGraph(db, subscriptionId, version);
 
 export async function softDeleteGraph(db: Db, subscriptionId: string, at: string): Promise<void> {
   await db

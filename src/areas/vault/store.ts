@@ -29,13 +29,9 @@ export async function keyTaken(db: Db, key: string, exceptId?: string): Promise<
   return (await q.executeTakeFirst()) !== undefined;
 }
 
-export async function updateEntry(
-  db: Db,
-  id: string,
-  changes: Partial<Omit<VaultRow, 'id' | 'created_at'>>,
-): Promise<boolean> {
-  return updateActive(db, 'vault_entry', id, changes);
-}
+/** Changes an active entry; false when it is gone (deleted meanwhile by a concurrent request). */
+export const updateEntry = (db: Db, id: string, changes: Partial<Omit<VaultRow, 'id' | 'created_at'>>) =>
+  updateActive(db, 'vault_entry', id, changes);
 
 export function listEntries(db: Db, page: Page, f: VaultListFilters): Promise<ListResult<VaultRow>> {
   const filters = {

@@ -1,4 +1,5 @@
 import type { ExpressionBuilder, Selectable } from 'kysely';
+import { findWhere } from '../../db/audit.js';
 import type { Database } from '../../db/schema.js';
 import type { Db } from '../../db/store.js';
 import { type ListResult, type Page, paginate, whereEquals, whereTimeRanges } from '../../http/list.js';
@@ -95,17 +96,8 @@ export async function listDeliveries(
   return { items: await withPayloads(db, result.items), total: result.total };
 }
 
-export async function findDelivery(
-  db: Db,
-  webhookId: string,
-  id: string,
-): Promise<DeliveryWithPayload | undefined> {
-  const row = await db
-    .selectFrom('webhook_delivery')
-    .selectAll()
-    .where('id', '=', id)
-    .where('webhook_id', '=', webhookId)
-    .executeTakeFirst();
+export async function findDelivery(db: Db, webhookId: string, id: string) {
+  const row = await findWhere(db, 'webhook_delivery', { id, webhook_id: webhookId });
   return row ? (await withPayloads(db, [row]))[0] : undefined;
 }
 

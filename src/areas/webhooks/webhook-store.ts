@@ -1,5 +1,5 @@
 import type { Selectable } from 'kysely';
-import { listActive, updateActive } from '../../db/audit.js';
+import { findActive, listActive, updateActive } from '../../db/audit.js';
 import type { Db } from '../../db/store.js';
 import type { ListResult, Page } from '../../http/list.js';
 import type { Webhook } from './schemas.js';
@@ -28,22 +28,12 @@ export async function insertWebhook(db: Db, row: WebhookRow): Promise<void> {
   await db.insertInto('webhook').values(row).execute();
 }
 
-export async function findActiveWebhook(db: Db, id: string): Promise<PublicWebhookRow | undefined> {
-  return db
-    .selectFrom('webhook')
-    .select(PUBLIC_COLUMNS)
-    .where('id', '=', id)
-    .where('deleted_at', 'is', null)
-    .executeTakeFirst();
-}
+export const findActiveWebhook = (db: Db, id: string): Promise<PublicWebhookRow | undefined> =>
+  findActive(db, 'webhook', id, { columns: PUBLIC_COLUMNS });
 
-export async function updateWebhook(
-  db: Db,
-  id: string,
-  changes: Partial<Omit<WebhookRow, 'id' | 'created_at'>>,
-): Promise<boolean> {
-  return updateActive(db, 'webhook', id, changes);
-}
+/** Changes an active webhook; false when it is gone (deleted meanwhile by a concurrent request). */
+export const updateWebhook = (db: Db, id: string, changes: Partial<Omit<WebhookRow, 'id' | 'created_at'>>) =>
+  updateActive(db, 'webhook', id, changes);
 
 export interface WebhookFilters {
   enabled?: boolean;

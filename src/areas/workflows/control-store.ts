@@ -1,6 +1,7 @@
-import type { Db } from '../../db/store.js';
+import type { Updateable } from 'kysely';
+import { type Db, updatedAny } from '../../db/store.js';
 import { whereEquals } from '../../http/list.js';
-import type { WorkflowRunTable } from './tables.js';
+import type { WorkflowRunNodeTable, WorkflowRunTable } from './tables.js';
 
 /** SQL of run control (docs/workflows.md "Run control"): cancel, retry, and the runs they find. */
 
@@ -39,54 +40,51 @@ const CANCELLED_SKIP = JSON.stringify({
   edges: [],
 });
 
+const CANCELLED_WHILE_RUNNING =
+  'cancelled while running: a wait ends here; an ACTION call in flight may still complete at its target, ' +
+  'its outcome is not recorded and it is not retried';
+
+type RunChanges = Updateable<WorkflowRunTable>;
+type NodeChanges = Updateable<WorkflowRunNodeTable>;
+
+/**
+ * Moves run `id` out of one of the statuses `from` with `run`'s changes and then, only if that won,
+ * its nodes in each status `nodes` names with their changes. The compare-and-set on the run guards
+ * the whole move: of two concurrent ones, exactly one changes anything. False when it lost.
+ */
+async function moveRun(
+  db: Db,
+  id: string,
+  from: WorkflowRunTable['status'][],
+  run: RunChanges,
+  nodes: [WorkflowRunNodeTable['status'], NodeChanges][],
+): Promise<boolean> {
+  const moved = db.updateTable('workflow_run').set(run).where('id', '=', id).where('status', 'in', from);
+  if (!updatedAny(await moved.executeTakeFirst())) return false;
+  const nodesOfRun = db.updateTable('workflow_run_node').where('workflow_run_id', '=', id);
+  for (const [status, changes] of nodes) await nodesOfRun.set(changes).where('status', '=', status).execute();
+  return true;
+}
+
 /**
  * Cancels a pending or running run in one write: the run ends `cancelled` and loses its worker and
  * timer (a worker still driving it finds its lease gone at its next write and stops; a claim never
  * takes it again); pending nodes are skipped, running ones (a DELAY, a retry wait, an ACTION in
  * flight) fail saying so. False when the run was not pending or running.
  */
-export async function cancelRun(db: Db, id: string, at: string, reason: string): Promise<boolean> {
-  const res = await db
-    .updateTable('workflow_run')
-    .set({
-      status: 'cancelled',
-      error: reason,
-      completed_at: at,
-      wake_at: null,
-      locked_by: null,
-      updated_at: at,
-    })
-    .where('id', '=', id)
-    .where('status', 'in', ['pending', 'running'])
-    .executeTakeFirst();
-  if (Number(res.numUpdatedRows) !== 1) return false;
-  await db
-    .updateTable('workflow_run_node')
-    .set({
-      status: 'skipped',
-      skip_reason: CANCELLED_SKIP,
-      completed_at: at,
-      resume_at: null,
-      updated_at: at,
-    })
-    .where('workflow_run_id', '=', id)
-    .where('status', '=', 'pending')
-    .execute();
-  await db
-    .updateTable('workflow_run_node')
-    .set({
-      status: 'failed',
-      error:
-        'cancelled while running: a wait ends here; an ACTION call in flight may still complete at its target, ' +
-        'its outcome is not recorded and it is not retried',
-      completed_at: at,
-      resume_at: null,
-      updated_at: at,
-    })
-    .where('workflow_run_id', '=', id)
-    .where('status', '=', 'running')
-    .execute();
-  return true;
+export function cancelRun(db: Db, id: string, at: string, reason: string): Promise<boolean> {
+  const ended = { completed_at: at, resume_at: null, updated_at: at };
+  const run: RunChanges = {
+    status: 'cancelled',
+    error: reason,
+    completed_at: at,
+    wake_at: null,
+    locked_by: null,
+  };
+  return moveRun(db, id, ['pending', 'running'], { ...run, updated_at: at }, [
+    ['pending', { status: 'skipped', skip_reason: CANCELLED_SKIP, ...ended }],
+    ['running', { status: 'failed', error: CANCELLED_WHILE_RUNNING, ...ended }],
+  ]);
 }
 
 /**
@@ -94,30 +92,23 @@ export async function cancelRun(db: Db, id: string, at: string, reason: string):
  * errors cleared), completed and skipped ones keep their results, and the run is running and due
  * now, so a worker claims it and goes on from there. False when the run was not failed.
  */
-export async function reopenFailed(db: Db, id: string, at: string): Promise<boolean> {
-  const res = await db
-    .updateTable('workflow_run')
-    .set({ status: 'running', error: null, completed_at: null, wake_at: at, locked_by: null, updated_at: at })
-    .where('id', '=', id)
-    .where('status', '=', 'failed')
-    .executeTakeFirst();
-  if (Number(res.numUpdatedRows) !== 1) return false;
-  await db
-    .updateTable('workflow_run_node')
-    .set({
-      status: 'pending',
-      input: null,
-      output: null,
-      error: null,
-      started_at: null,
-      completed_at: null,
-      attempts: 0,
-      interruptions: 0,
-      resume_at: null,
-      updated_at: at,
-    })
-    .where('workflow_run_id', '=', id)
-    .where('status', '=', 'failed')
-    .execute();
-  return true;
+export function reopenFailed(db: Db, id: string, at: string): Promise<boolean> {
+  const run: RunChanges = {
+    status: 'running',
+    error: null,
+    completed_at: null,
+    wake_at: at,
+    locked_by: null,
+  };
+  const cleared = {
+    input: null,
+    output: null,
+    error: null,
+    started_at: null,
+    completed_at: null,
+    resume_at: null,
+  };
+  return moveRun(db, id, ['failed'], { ...run, updated_at: at }, [
+    ['failed', { status: 'pending', ...cleared, attempts: 0, interruptions: 0, updated_at: at }],
+  ]);
 }

@@ -25,16 +25,20 @@ export type TimeRangeFilters<C extends string> = { [K in `${C}_gte` | `${C}_lte`
  */
 export const MAX_OFFSET = 1_000_000_000;
 
+/** The order of a list when the query names none: newest first. */
+const NEWEST_FIRST = { sortBy: 'created_at', sortDir: 'desc' } as const;
+
 /**
  * Query of a list endpoint: limit/offset (CONTRACTS §2: limit 1..250, default 25; offset 0..MAX_OFFSET),
- * sorting over `sortable` (an unknown column is a 400 naming the allowed values), plus the endpoint's
- * own filters.
+ * sorting over `sortable` (an unknown column is a 400 naming the allowed values; `defaults` when the
+ * query names none, newest first unless said otherwise), plus the endpoint's own filters.
  */
 export function ListQuery<P extends TProperties>(
   sortable: readonly string[],
   filters: P,
-  defaults: { sortBy: string; sortDir?: 'asc' | 'desc' },
+  defaults: { sortBy: string; sortDir?: 'asc' | 'desc' } = NEWEST_FIRST,
 ) {
+  if (!sortable.includes(defaults.sortBy)) throw new Error(`default sort ${defaults.sortBy} is not sortable`);
   return Type.Object(
     {
       limit: Type.Integer({ minimum: 1, maximum: 250, default: 25 }),

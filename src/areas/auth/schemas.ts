@@ -1,4 +1,4 @@
-import { type Static, Type } from '@sinclair/typebox';
+import { Type } from '@sinclair/typebox';
 import { ListQuery, ListResponse, QueryBoolean, Search } from '../../http/list-schemas.js';
 import { Id, Nullable, Timestamp } from '../../http/schemas.js';
 import { MIN_PASSWORD_LENGTH } from '../../lib/email.js';
@@ -131,18 +131,13 @@ export const RefreshTokenRecord = Type.Object(
   },
   { $id: 'RefreshTokenRecord' },
 );
-export const RefreshTokenListQuery = ListQuery(
-  ['created_at', 'expires_at', 'used_at', 'revoked_at'],
-  {
-    user_id: Type.Optional(Id),
-    device_id: Type.Optional(Id),
-    session_id: Type.Optional(Id),
-    auth_path: Type.Optional(AuthPath),
-    active: Type.Optional(QueryBoolean),
-  },
-  { sortBy: 'created_at' },
-);
-export type RefreshTokenListQuery = Static<typeof RefreshTokenListQuery>;
+export const RefreshTokenListQuery = ListQuery(['created_at', 'expires_at', 'used_at', 'revoked_at'], {
+  user_id: Type.Optional(Id),
+  device_id: Type.Optional(Id),
+  session_id: Type.Optional(Id),
+  auth_path: Type.Optional(AuthPath),
+  active: Type.Optional(QueryBoolean),
+});
 export const RefreshTokenList = ListResponse('refresh_tokens', RefreshTokenRecord);
 
 // ---- devices
@@ -218,12 +213,10 @@ export const DevicePatchBody = Type.Object(
   },
   { examples: [{ name: 'Ward tablet 3 (night shift)' }], additionalProperties: false, minProperties: 1 },
 );
-export const DeviceListQuery = ListQuery(
-  ['created_at', 'updated_at', 'name', 'last_login_at'],
-  { user_id: Type.Optional(Id), search: Type.Optional(Search('the name')) },
-  { sortBy: 'created_at' },
-);
-export type DeviceListQuery = Static<typeof DeviceListQuery>;
+export const DeviceListQuery = ListQuery(['created_at', 'updated_at', 'name', 'last_login_at'], {
+  user_id: Type.Optional(Id),
+  search: Type.Optional(Search('the name')),
+});
 export const DeviceList = ListResponse('devices', Device);
 
 // ---- per-user settings

@@ -98,7 +98,6 @@ const EnrollmentFilters = {
 export const EnrollmentListQuery = ListQuery(
   ['created_at', 'updated_at', 'status', 'status_changed_at', 'starts_at', 'ends_at', 'user_id'],
   EnrollmentFilters,
-  { sortBy: 'created_at' },
 );
 export const EnrollmentList = ListResponse('enrollments', Enrollment);
 
@@ -160,11 +159,7 @@ export const FetchedEnrollment = Type.Composite([
   Type.Object({ questionnaires: Type.Array(FetchedQuestionnaire) }),
 ]);
 
-export const EnrollmentFetchQuery = ListQuery(
-  ['created_at', 'status_changed_at'],
-  { status: Type.Optional(EnrollmentStatusSchema) },
-  {
-    sortBy: 'created_at',
-  },
-);
+export const EnrollmentFetchQuery = ListQuery(['created_at', 'status_changed_at'], {
+  status: Type.Optional(EnrollmentStatusSchema),
+});
 export const EnrollmentFetchList = ListResponse('enrollments', FetchedEnrollment);

@@ -3,6 +3,7 @@ import { auditInsert, auditUpdate, softDeleted } from '../../db/audit.js';
 import { isUniqueViolation } from '../../db/errors.js';
 import type { Store, Tx } from '../../db/store.js';
 import type { Principal } from '../../http/access.js';
+import type { GuardedCollection } from '../../http/collection.js';
 import { AppError } from '../../http/errors.js';
 import type { ListResult, Page } from '../../http/list.js';
 import { type Clock, iso } from '../../lib/clock.js';
@@ -62,14 +63,14 @@ const norm = (v: string | null | undefined) =>
  * compare-and-set on the current status, so two concurrent changes cannot both apply.
  */
 
-export interface EnrollmentService {
-  /** An enrollment as `principal` may see it (404 when it cannot). */
-  get(principal: Principal, id: string): Promise<Enrollment>;
-  /** Enrollments `principal` may see, filtered; the total counts those only. */
-  list(principal: Principal, page: Page, filters: EnrollmentFilters): Promise<ListResult<Enrollment>>;
-  create(principal: Principal, input: CreateEnrollmentInput): Promise<Enrollment>;
-  update(principal: Principal, id: string, input: UpdateEnrollmentInput): Promise<Enrollment>;
-  remove(principal: Principal, id: string): Promise<void>;
+export interface EnrollmentService
+  extends GuardedCollection<
+    Enrollment,
+    CreateEnrollmentInput,
+    UpdateEnrollmentInput,
+    EnrollmentFilters,
+    void
+  > {
   /** The responder records (or withdraws) consent on their own enrollment. */
   consent(userId: string, input: ConsentInput): Promise<Enrollment>;
   enrolledUsers(

@@ -188,7 +188,6 @@ export const EventDeliveryTaskQuery = ListQuery(
     target: Type.Optional(Type.String({ minLength: 1 })),
     ...TimeRanges('created_at', 'next_attempt_at', 'done_at'),
   },
-  { sortBy: 'created_at', sortDir: 'desc' },
 );
 export type EventDeliveryTaskQuery = Static<typeof EventDeliveryTaskQuery>;
 

@@ -33,11 +33,9 @@ export function registerApiKeyRoutes(app: App, { identity }: { identity: Identit
         operationId: 'listApiKeys',
         summary: 'List your API keys',
         tags: ['api keys'],
-        querystring: ListQuery(
-          ['name', 'expires_at', 'created_at'],
-          { is_revoked: Type.Optional(QueryBoolean) },
-          { sortBy: 'created_at' },
-        ),
+        querystring: ListQuery(['name', 'expires_at', 'created_at'], {
+          is_revoked: Type.Optional(QueryBoolean),
+        }),
         response: { 200: ListResponse('api_keys', ApiKey) },
       },
       config: anyScope('auth:manage'),

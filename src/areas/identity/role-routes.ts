@@ -146,11 +146,10 @@ export function registerRoleRoutes(app: App, { identity }: { identity: IdentityS
         operationId: 'listUserRoles',
         summary: 'List user-role assignments',
         tags: ['roles'],
-        querystring: ListQuery(
-          AUDIT_SORT,
-          { user_id: Type.Optional(Type.String()), role_id: Type.Optional(Type.String()) },
-          { sortBy: 'created_at' },
-        ),
+        querystring: ListQuery(AUDIT_SORT, {
+          user_id: Type.Optional(Type.String()),
+          role_id: Type.Optional(Type.String()),
+        }),
         response: { 200: ListResponse('user_roles', UserRole) },
       },
       config: anyScope('user:read'),

@@ -63,15 +63,11 @@ export function registerScopeRoutes(app: App, { identity }: { identity: Identity
         operationId: 'listRoleScopeEntries',
         summary: 'List role-scope grants',
         tags: ['scopes'],
-        querystring: ListQuery(
-          ['scope_key', ...AUDIT_SORT],
-          {
-            role_id: Type.Optional(Type.String()),
-            scope_key: Type.Optional(Type.String()),
-            search: Type.Optional(Search('scope_key')),
-          },
-          { sortBy: 'created_at' },
-        ),
+        querystring: ListQuery(['scope_key', ...AUDIT_SORT], {
+          role_id: Type.Optional(Type.String()),
+          scope_key: Type.Optional(Type.String()),
+          search: Type.Optional(Search('scope_key')),
+        }),
         response: { 200: ListResponse('role_scope_entries', RoleScopeEntry) },
       },
       config: anyScope('user:read'),

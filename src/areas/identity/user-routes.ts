@@ -21,15 +21,11 @@ export function registerUserRoutes(app: App, { identity }: { identity: IdentityS
         operationId: 'listUsers',
         summary: 'List users',
         tags: ['users'],
-        querystring: ListQuery(
-          ['email', 'name', ...AUDIT_SORT],
-          {
-            email: Type.Optional(Type.String()),
-            search: Type.Optional(Search('email and name')),
-            role_id: Type.Optional(Type.String()),
-          },
-          { sortBy: 'created_at' },
-        ),
+        querystring: ListQuery(['email', 'name', ...AUDIT_SORT], {
+          email: Type.Optional(Type.String()),
+          search: Type.Optional(Search('email and name')),
+          role_id: Type.Optional(Type.String()),
+        }),
         response: { 200: ListResponse('users', User) },
       },
       config: anyScope('user:read'),

@@ -52,7 +52,6 @@ export const DefinitionListQuery = ListQuery(
   },
   { sortBy: 'name', sortDir: 'asc' },
 );
-export type DefinitionListQuery = Static<typeof DefinitionListQuery>;
 export const DefinitionListResponse = ListResponse('plugin_definitions', PluginDefinitionSchema);
 
 const DisplayName = Type.String({ minLength: 1, maxLength: 200 });
@@ -121,9 +120,7 @@ export const InstanceListQuery = ListQuery(
     enabled: Type.Optional(QueryBoolean),
     search: Type.Optional(Search('display_name')),
   },
-  { sortBy: 'created_at', sortDir: 'desc' },
 );
-export type InstanceListQuery = Static<typeof InstanceListQuery>;
 export const InstanceListResponse = ListResponse('plugin_instances', PluginInstanceSchema);
 
 export const InvokeBody = Type.Object(

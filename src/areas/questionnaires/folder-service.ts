@@ -2,8 +2,9 @@ import type { Static } from '@sinclair/typebox';
 import { auditInsert, auditUpdate, softDeleted } from '../../db/audit.js';
 import type { Store, Tx } from '../../db/store.js';
 import type { Principal } from '../../http/access.js';
+import type { GuardedCollection } from '../../http/collection.js';
 import { AppError } from '../../http/errors.js';
-import type { ListResult, Page } from '../../http/list.js';
+import type { Page } from '../../http/list.js';
 import { type Clock, iso } from '../../lib/clock.js';
 import { newId } from '../../lib/ids.js';
 import { EVENT_SOURCES } from '../events/definitions.js';
@@ -61,12 +62,8 @@ function assertDepth(deepestLevel: number): void {
 }
 
 /** Folders and the folder tree (docs/platform.md#folders). */
-export interface FolderService {
-  get(principal: Principal, id: string): Promise<Folder>;
-  list(principal: Principal, page: Page, filters: FolderFilters): Promise<ListResult<Folder>>;
-  create(principal: Principal, input: CreateFolderInput): Promise<Folder>;
-  update(principal: Principal, id: string, input: UpdateFolderInput): Promise<Folder>;
-  remove(principal: Principal, id: string): Promise<Folder>;
+export interface FolderService
+  extends GuardedCollection<Folder, CreateFolderInput, UpdateFolderInput, FolderFilters, Folder> {
   /** The folders the caller sees as a tree, optionally with their questionnaires. */
   tree(
     principal: Principal,

@@ -49,7 +49,7 @@ export function registerPermissionRoutes(api: App, deps: QuestionnaireRouteDeps)
           operationId: `list${k.object}Permissions`,
           summary: `List ${k.object.toLowerCase()} permissions`,
           tags: permTags,
-          querystring: ListQuery(PERMISSION_SORT, permissionFilters(k.field), { sortBy: 'created_at' }),
+          querystring: ListQuery(PERMISSION_SORT, permissionFilters(k.field)),
           response: { 200: ListResponse(k.key, k.item) },
         },
         config: anyScope('permission:read'),

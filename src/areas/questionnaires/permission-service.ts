@@ -2,6 +2,7 @@ import { auditInsert, auditUpdate, softDeleted } from '../../db/audit.js';
 import { isUniqueViolation } from '../../db/errors.js';
 import type { Store } from '../../db/store.js';
 import type { Principal } from '../../http/access.js';
+import type { GuardedCollection } from '../../http/collection.js';
 import { AppError } from '../../http/errors.js';
 import type { ListResult, Page } from '../../http/list.js';
 import { type Clock, iso } from '../../lib/clock.js';
@@ -40,13 +41,10 @@ type PermissionOf<K extends ObjectKind> = K extends 'folder' ? FolderPermission 
  * Grants on folders and questionnaires. Managing the grants of an object takes MANAGE on it (an
  * unrestricted caller always has it); a restricted caller lists only grants of objects it can see.
  */
-/** The grants of one kind of object (folders or questionnaires). */
-export interface GrantService<P> {
-  list(principal: Principal, page: Page, filters: PermissionFilters): Promise<ListResult<P>>;
-  get(principal: Principal, id: string): Promise<P>;
+/** The grants of one kind of object (folders or questionnaires). A grant is created on its object. */
+export interface GrantService<P>
+  extends Omit<GuardedCollection<P, GrantInput, { level: PermissionLevel }, PermissionFilters, P>, 'create'> {
   create(principal: Principal, objectId: string, input: GrantInput): Promise<P>;
-  update(principal: Principal, id: string, input: { level: PermissionLevel }): Promise<P>;
-  remove(principal: Principal, id: string): Promise<P>;
 }
 
 /** Folder and questionnaire grants (docs/platform.md#permissions). */

@@ -31,7 +31,7 @@ export function registerCatalogueRoutes(api: App, deps: QuestionnaireRouteDeps):
         operationId: 'listQuestionnaires',
         summary: 'List questionnaires you can see',
         tags,
-        querystring: ListQuery(QUESTIONNAIRE_SORT, questionnaireFilters, { sortBy: 'created_at' }),
+        querystring: ListQuery(QUESTIONNAIRE_SORT, questionnaireFilters),
         response: { 200: ListResponse('questionnaires', Questionnaire) },
       },
       config: anyScope('questionnaire:read'),

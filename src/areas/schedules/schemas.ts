@@ -87,15 +87,10 @@ export type UpdateSchedule = Static<typeof UpdateSchedule>;
 
 export const ScheduleParams = Type.Object({ id: Id }, { additionalProperties: false });
 
-export const ScheduleQuery = ListQuery(
-  ['created_at', 'updated_at', 'name', 'next_fire_at'],
-  {
-    enabled: Type.Optional(QueryBoolean),
-    event_type: Type.Optional(Type.String({ minLength: 1, description: 'Exact event type.' })),
-    search: Type.Optional(Search('the name')),
-  },
-  { sortBy: 'created_at', sortDir: 'desc' },
-);
-export type ScheduleQuery = Static<typeof ScheduleQuery>;
+export const ScheduleQuery = ListQuery(['created_at', 'updated_at', 'name', 'next_fire_at'], {
+  enabled: Type.Optional(QueryBoolean),
+  event_type: Type.Optional(Type.String({ minLength: 1, description: 'Exact event type.' })),
+  search: Type.Optional(Search('the name')),
+});
 
 export const ScheduleList = ListResponse('schedules', Schedule);

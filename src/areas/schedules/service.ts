@@ -1,7 +1,7 @@
 import { auditInsert, auditUpdate } from '../../db/audit.js';
 import type { Store } from '../../db/store.js';
+import type { Collection } from '../../http/collection.js';
 import { AppError } from '../../http/errors.js';
-import type { ListResult, Page } from '../../http/list.js';
 import { type Clock, iso } from '../../lib/clock.js';
 import { newId } from '../../lib/ids.js';
 import type { EventTypeService } from '../events/event-types.js';
@@ -10,13 +10,8 @@ import type { CreateSchedule, Schedule, UpdateSchedule } from './schemas.js';
 import * as st from './store.js';
 import type { ScheduleTable } from './tables.js';
 
-export interface ScheduleService {
-  create(userId: string, body: CreateSchedule): Promise<Schedule>;
-  list(page: Page, filters: st.ScheduleFilters): Promise<ListResult<Schedule>>;
-  get(id: string): Promise<Schedule>;
-  update(userId: string, id: string, body: UpdateSchedule): Promise<Schedule>;
-  remove(userId: string, id: string): Promise<{ status: 'deleted' }>;
-}
+export interface ScheduleService
+  extends Collection<Schedule, CreateSchedule, UpdateSchedule, st.ScheduleFilters> {}
 
 export interface ScheduleDeps {
   store: Store;

@@ -64,16 +64,12 @@ export const AmendBody = Type.Object(
   },
 );
 
-export const SubmissionListQuery = ListQuery(
-  SUBMISSION_SORT,
-  {
-    questionnaire_id: Type.Optional(Id),
-    user_id: Type.Optional(Id),
-    enrollment_id: Type.Optional(Id),
-    is_anonymous: Type.Optional(QueryBoolean),
-    ...TimeRanges('created_at', 'updated_at'),
-  },
-  { sortBy: 'created_at' },
-);
+export const SubmissionListQuery = ListQuery(SUBMISSION_SORT, {
+  questionnaire_id: Type.Optional(Id),
+  user_id: Type.Optional(Id),
+  enrollment_id: Type.Optional(Id),
+  is_anonymous: Type.Optional(QueryBoolean),
+  ...TimeRanges('created_at', 'updated_at'),
+});
 
 export const SubmissionList = ListResponse('submissions', Submission);

@@ -74,17 +74,12 @@ export const Subscription = Type.Object(
 
 export const SUBSCRIPTION_SORT = ['created_at', 'updated_at', 'name', 'event_type', 'enabled'] as const;
 
-export const SubscriptionQuery = ListQuery(
-  SUBSCRIPTION_SORT,
-  {
-    event_type: Type.Optional(Type.String({ minLength: 1 })),
-    enabled: Type.Optional(QueryBoolean),
-    name: Type.Optional(Search('the name')),
-    search: Type.Optional(Search('the name')),
-  },
-  { sortBy: 'created_at', sortDir: 'desc' },
-);
-export type SubscriptionQuery = Static<typeof SubscriptionQuery>;
+export const SubscriptionQuery = ListQuery(SUBSCRIPTION_SORT, {
+  event_type: Type.Optional(Type.String({ minLength: 1 })),
+  enabled: Type.Optional(QueryBoolean),
+  name: Type.Optional(Search('the name')),
+  search: Type.Optional(Search('the name')),
+});
 export const SubscriptionList = ListResponse('event_subscriptions', Subscription);
 
 const RetryPolicyIn = Type.Object(

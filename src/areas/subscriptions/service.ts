@@ -1,7 +1,8 @@
 import { auditInsert, auditUpdate } from '../../db/audit.js';
 import type { Store } from '../../db/store.js';
+import type { Collection } from '../../http/collection.js';
 import { AppError } from '../../http/errors.js';
-import type { ListResult, Page } from '../../http/list.js';
+import type { Page } from '../../http/list.js';
 import { type Clock, iso } from '../../lib/clock.js';
 import { newId } from '../../lib/ids.js';
 import type { EventTypeService } from '../events/event-types.js';
@@ -69,12 +70,8 @@ const warned = (warnings: string[]) => (warnings.length > 0 ? { warnings } : {})
  * Event subscriptions and their graphs (SPEC "Event subscription", "Event subscriptions and graphs").
  * It is the workflow engine's GraphSource (routable, graphVersion).
  */
-export interface SubscriptionService {
-  create(userId: string, body: CreateSubscription): Promise<Subscription>;
-  list(page: Page, filters: st.SubscriptionFilters): Promise<ListResult<Subscription>>;
-  get(id: string): Promise<Subscription>;
-  update(userId: string, id: string, body: UpdateSubscription): Promise<Subscription>;
-  remove(userId: string, id: string): Promise<{ status: 'deleted' }>;
+export interface SubscriptionService
+  extends Collection<Subscription, CreateSubscription, UpdateSubscription, st.SubscriptionFilters> {
   getGraph(id: string): Promise<GraphView>;
   /** Replaces the graph (a new version); runs in flight finish on the version they started with. */
   putGraph(userId: string, id: string, body: PutGraphBody): Promise<GraphView>;

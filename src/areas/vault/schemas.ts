@@ -77,7 +77,6 @@ export const VaultListQuery = ListQuery(
   },
   { sortBy: 'key', sortDir: 'asc' },
 );
-export type VaultListQuery = Static<typeof VaultListQuery>;
 
 export const VaultListResponse = ListResponse('vault_entries', VaultEntry);
 export const VaultIdParams = Type.Object({ id: Id }, { additionalProperties: false });

@@ -2,8 +2,8 @@ import type { Logger } from 'pino';
 import { auditInsert, auditUpdate, softDeleted } from '../../db/audit.js';
 import { isUniqueViolation } from '../../db/errors.js';
 import type { Store, Tx } from '../../db/store.js';
+import type { Collection } from '../../http/collection.js';
 import { AppError, notFound, validationError } from '../../http/errors.js';
-import type { ListResult, Page } from '../../http/list.js';
 import { type Clock, iso } from '../../lib/clock.js';
 import { newId } from '../../lib/ids.js';
 import { deriveFernetKey, Fernet, type MultiFernet } from './fernet.js';
@@ -13,12 +13,14 @@ import { type CreateVaultEntry, MASK, type UpdateVaultEntry, type VaultEntry } f
 import * as db from './store.js';
 import type { VaultKind } from './tables.js';
 
-export interface VaultService {
-  create(by: string, input: CreateVaultEntry): Promise<VaultEntry>;
-  list(page: Page, filters: db.VaultListFilters): Promise<ListResult<VaultEntry>>;
-  get(id: string): Promise<VaultEntry>;
-  update(by: string, id: string, input: UpdateVaultEntry): Promise<VaultEntry>;
-  remove(by: string, id: string): Promise<{ message: string }>;
+export interface VaultService
+  extends Collection<
+    VaultEntry,
+    CreateVaultEntry,
+    UpdateVaultEntry,
+    db.VaultListFilters,
+    { message: string }
+  > {
   /**
    * SPEC Vault references: every string that is entirely `$secret:<key>` or `$var:<key>` is replaced
    * by the entry's plaintext, through objects and arrays; other values pass through. Resolved values

@@ -89,17 +89,12 @@ export const UpdateWebhook = Type.Object(
 export type UpdateWebhook = Static<typeof UpdateWebhook>;
 
 export const WEBHOOK_SORTABLE = ['created_at', 'updated_at', 'name', 'url', 'enabled'] as const;
-export const WebhookListQuery = ListQuery(
-  WEBHOOK_SORTABLE,
-  {
-    enabled: Type.Optional(QueryBoolean),
-    name: Type.Optional(Search('name', 2048)),
-    url: Type.Optional(Search('url', 2048)),
-    search: Type.Optional(Search('name, url and description', 2048)),
-  },
-  { sortBy: 'created_at', sortDir: 'desc' },
-);
-export type WebhookListQuery = Static<typeof WebhookListQuery>;
+export const WebhookListQuery = ListQuery(WEBHOOK_SORTABLE, {
+  enabled: Type.Optional(QueryBoolean),
+  name: Type.Optional(Search('name', 2048)),
+  url: Type.Optional(Search('url', 2048)),
+  search: Type.Optional(Search('name, url and description', 2048)),
+});
 export const WebhookListResponse = ListResponse('webhooks', Webhook);
 
 const DeliveryStatus = Type.Union([Type.Literal('PENDING'), Type.Literal('SUCCESS'), Type.Literal('FAILED')]);
@@ -168,19 +163,14 @@ export const DELIVERY_SORTABLE = [
   'http_status',
 ] as const;
 const HttpStatus = Type.Integer({ minimum: 100, maximum: 599 });
-export const DeliveryListQuery = ListQuery(
-  DELIVERY_SORTABLE,
-  {
-    status: Type.Optional(DeliveryStatus),
-    event_type: Type.Optional(Type.String({ minLength: 1, maxLength: 200, description: 'exact match' })),
-    http_status: Type.Optional(HttpStatus),
-    http_status_gte: Type.Optional(HttpStatus),
-    http_status_lte: Type.Optional(HttpStatus),
-    ...TimeRanges('delivered_at'),
-  },
-  { sortBy: 'created_at', sortDir: 'desc' },
-);
-export type DeliveryListQuery = Static<typeof DeliveryListQuery>;
+export const DeliveryListQuery = ListQuery(DELIVERY_SORTABLE, {
+  status: Type.Optional(DeliveryStatus),
+  event_type: Type.Optional(Type.String({ minLength: 1, maxLength: 200, description: 'exact match' })),
+  http_status: Type.Optional(HttpStatus),
+  http_status_gte: Type.Optional(HttpStatus),
+  http_status_lte: Type.Optional(HttpStatus),
+  ...TimeRanges('delivered_at'),
+});
 export const DeliveryListResponse = ListResponse('deliveries', Delivery);
 
 export const AttemptListQuery = ListQuery(
@@ -188,7 +178,6 @@ export const AttemptListQuery = ListQuery(
   {},
   { sortBy: 'sequence', sortDir: 'desc' },
 );
-export type AttemptListQuery = Static<typeof AttemptListQuery>;
 export const AttemptListResponse = ListResponse('attempts', DeliveryAttempt);
 
 export const TestWebhookBody = Type.Object(

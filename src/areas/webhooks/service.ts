@@ -1,6 +1,7 @@
 import type { Logger } from 'pino';
 import { auditInsert, auditUpdate, softDeleted } from '../../db/audit.js';
 import type { Store } from '../../db/store.js';
+import type { Collection } from '../../http/collection.js';
 import { AppError, notFound } from '../../http/errors.js';
 import type { ListResult, Page } from '../../http/list.js';
 import { type Clock, iso } from '../../lib/clock.js';
@@ -26,12 +27,13 @@ import { newSecret, secretHint, standardWebhooksSecret } from './signing.js';
 import type { WebhookFilters } from './webhook-store.js';
 import * as hooks from './webhook-store.js';
 
-export interface WebhookService {
-  create(by: string, input: CreateWebhook): Promise<WebhookWithSecret>;
-  list(page: Page, filters: WebhookFilters): Promise<ListResult<Webhook>>;
-  get(id: string): Promise<Webhook>;
-  update(by: string, id: string, input: UpdateWebhook): Promise<Webhook>;
-  remove(by: string, id: string): Promise<{ message: string }>;
+export interface WebhookService
+  extends Omit<
+    Collection<Webhook, CreateWebhook, UpdateWebhook, WebhookFilters, { message: string }>,
+    'create'
+  > {
+  /** The new webhook with its signing secret, shown this once. */
+  create(userId: string, body: CreateWebhook): Promise<WebhookWithSecret>;
   rotateSecret(by: string, id: string): Promise<WebhookWithSecret>;
   listDeliveries(webhookId: string, page: Page, filters: DeliveryFilters): Promise<ListResult<Delivery>>;
   getDelivery(webhookId: string, deliveryId: string): Promise<DeliveryDetail>;

@@ -68,17 +68,12 @@ export const RUN_SORT = [
   'event_subscription_id',
 ] as const;
 
-export const RunQuery = ListQuery(
-  RUN_SORT,
-  {
-    event_subscription_id: Type.Optional(Type.String({ minLength: 1 })),
-    status: Type.Optional(Type.Union(RUN_STATUSES.map((s) => Type.Literal(s)))),
-    event_type: Type.Optional(Type.String({ minLength: 1 })),
-    ...TimeRanges('started_at', 'completed_at'),
-  },
-  { sortBy: 'created_at', sortDir: 'desc' },
-);
-export type RunQuery = Static<typeof RunQuery>;
+export const RunQuery = ListQuery(RUN_SORT, {
+  event_subscription_id: Type.Optional(Type.String({ minLength: 1 })),
+  status: Type.Optional(Type.Union(RUN_STATUSES.map((s) => Type.Literal(s)))),
+  event_type: Type.Optional(Type.String({ minLength: 1 })),
+  ...TimeRanges('started_at', 'completed_at'),
+});
 export const RunList = ListResponse('runs', Run);
 export const RunNodeList = Type.Object({ nodes: Type.Array(RunNode) });
 

@@ -26,6 +26,9 @@ export const Id = Type.String({ minLength: 1, maxLength: 200 });
 export const Timestamp = Type.String({ format: 'date-time' });
 
 export const Nullable = <T extends TSchema>(schema: T) => Type.Union([schema, Type.Null()]);
+/** A record's free-text description in a create or update body: optional, null clears it. */
+export const Description = Type.Optional(Nullable(Type.String({ maxLength: 2000 })));
+
 /** Any JSON object (free-form payloads, configs). */
 export const JsonObject = Type.Object({}, { additionalProperties: true });
 

@@ -1,5 +1,5 @@
 import { Type } from '@sinclair/typebox';
-import { AuditFields, Id, Nullable, Timestamp } from '../../http/schemas.js';
+import { AuditFields, Description, Id, Nullable, Timestamp } from '../../http/schemas.js';
 import { MIN_PASSWORD_LENGTH } from '../../lib/email.js';
 
 export const Email = Type.String({ format: 'email', maxLength: 320 });
@@ -88,7 +88,7 @@ export const CreateRoleBody = Type.Object(
   {
     key: RoleKey,
     name: Type.String({ minLength: 1, maxLength: 200 }),
-    description: Type.Optional(Nullable(Type.String({ maxLength: 2000 }))),
+    description: Description,
   },
   {
     examples: [{ key: 'auditor', name: 'Auditor', description: 'Reads everything, changes nothing' }],
@@ -99,7 +99,7 @@ export const CreateRoleBody = Type.Object(
 export const UpdateRoleBody = Type.Object(
   {
     name: Type.Optional(Type.String({ minLength: 1, maxLength: 200 })),
-    description: Type.Optional(Nullable(Type.String({ maxLength: 2000 }))),
+    description: Description,
   },
   {
     examples: [{ description: 'Reads everything except the vault' }],
@@ -165,7 +165,7 @@ export const API_KEY_LIFETIME_SECONDS = { min: 3600, max: 100 * 365 * 86_400 } a
 export const CreateApiKeyBody = Type.Object(
   {
     name: Type.String({ minLength: 1, maxLength: 200 }),
-    description: Type.Optional(Nullable(Type.String({ maxLength: 2000 }))),
+    description: Description,
     scope_keys: Type.Array(ScopeKey, { maxItems: 200 }),
     expires_in: Type.Integer({
       minimum: API_KEY_LIFETIME_SECONDS.min,

@@ -1,6 +1,6 @@
 import { type Static, Type } from '@sinclair/typebox';
 import { ListQuery, ListResponse, QueryBoolean, Search } from '../../http/list-schemas.js';
-import { AuditFields, Id, JsonObject, Nullable, Timestamp } from '../../http/schemas.js';
+import { AuditFields, Description, Id, JsonObject, Nullable, Timestamp } from '../../http/schemas.js';
 
 export const CATCH_UP = ['none', 'last', 'all'] as const;
 
@@ -47,7 +47,7 @@ export type Schedule = Static<typeof Schedule>;
 export const CreateSchedule = Type.Object(
   {
     name: Name,
-    description: Type.Optional(Nullable(Type.String({ maxLength: 2000 }))),
+    description: Description,
     cron: Cron,
     timezone: Type.Optional(Timezone),
     event_type: Type.String({ minLength: 1, maxLength: 200, description: 'A registered custom event type.' }),
@@ -73,7 +73,7 @@ export type CreateSchedule = Static<typeof CreateSchedule>;
 export const UpdateSchedule = Type.Object(
   {
     name: Type.Optional(Name),
-    description: Type.Optional(Nullable(Type.String({ maxLength: 2000 }))),
+    description: Description,
     cron: Type.Optional(Cron),
     timezone: Type.Optional(Timezone),
     event_type: Type.Optional(Type.String({ minLength: 1, maxLength: 200 })),

@@ -1,18 +1,17 @@
 import { type Static, Type } from '@sinclair/typebox';
 import { ListQuery, ListResponse, QueryBoolean, Search } from '../../http/list-schemas.js';
-import { Id, JsonObject, Nullable, Timestamp, Warnings } from '../../http/schemas.js';
+import { Description, Id, JsonObject, Nullable, Timestamp, Warnings } from '../../http/schemas.js';
 
 /** Request and response shapes of /event_subscription and its graph (SPEC "Event subscriptions and graphs"). */
 
 const Name = Type.String({ minLength: 1, maxLength: 200 });
 const EventType = Type.String({ minLength: 1, maxLength: 200 });
-const Text = Type.String({ maxLength: 2000 });
 const Filter = Type.String({ minLength: 1, maxLength: 500 });
 
 const SubscriptionFields = {
   name: Name,
   event_type: EventType,
-  description: Type.Optional(Nullable(Text)),
+  description: Description,
   enabled: Type.Optional(Type.Boolean()),
   source_filter: Type.Optional(Nullable(Filter)),
   subject_filter: Type.Optional(Nullable(Filter)),
@@ -96,7 +95,7 @@ export const NodeIn = Type.Object(
     id: Type.Optional(Type.String({ minLength: 1, maxLength: 200 })),
     key: Type.String({ maxLength: 200 }),
     name: Type.Optional(Nullable(Type.String({ maxLength: 200 }))),
-    description: Type.Optional(Nullable(Text)),
+    description: Description,
     type: Type.String({ maxLength: 50 }),
     config: Type.Optional(Nullable(JsonObject)),
     retry_policy: Type.Optional(Nullable(RetryPolicyIn)),

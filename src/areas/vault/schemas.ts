@@ -1,6 +1,6 @@
 import { type Static, Type } from '@sinclair/typebox';
 import { ListQuery, ListResponse, QueryBoolean, Search } from '../../http/list-schemas.js';
-import { AuditFields, Id, Nullable } from '../../http/schemas.js';
+import { AuditFields, Description, Id, Nullable } from '../../http/schemas.js';
 
 /** Key characters of SPEC Vault references: `[a-zA-Z0-9_]`. */
 export const VAULT_KEY_PATTERN = '^[a-zA-Z0-9_]+$';
@@ -15,7 +15,6 @@ const Key = Type.String({
 const Kind = Type.Union([Type.Literal('SECRET'), Type.Literal('VAR')]);
 /** 64 KiB: secrets are passwords, tokens and keys, not files. */
 const Value = Type.String({ maxLength: 65_536 });
-const Description = Type.String({ maxLength: 2000 });
 
 export const VaultEntry = Type.Object(
   {
@@ -36,7 +35,7 @@ export const CreateVaultEntry = Type.Object(
     key: Key,
     kind: Kind,
     value: Value,
-    description: Type.Optional(Nullable(Description)),
+    description: Description,
     enabled: Type.Optional(Type.Boolean()),
   },
   {
@@ -58,7 +57,7 @@ export const UpdateVaultEntry = Type.Object(
     key: Type.Optional(Key),
     kind: Type.Optional(Kind),
     value: Type.Optional(Value),
-    description: Type.Optional(Nullable(Description)),
+    description: Description,
     enabled: Type.Optional(Type.Boolean()),
   },
   { examples: [{ value: 'tok_live_7b1e8d' }], additionalProperties: false, minProperties: 1 },

@@ -1,6 +1,14 @@
 import { type Static, Type } from '@sinclair/typebox';
 import { ListQuery, ListResponse, QueryBoolean, Search, TimeRanges } from '../../http/list-schemas.js';
-import { AuditFields, Id, JsonObject, Nullable, Timestamp, Warnings } from '../../http/schemas.js';
+import {
+  AuditFields,
+  Description,
+  Id,
+  JsonObject,
+  Nullable,
+  Timestamp,
+  Warnings,
+} from '../../http/schemas.js';
 
 const Name = Type.String({ minLength: 1, maxLength: 200 });
 const Url = Type.String({
@@ -20,7 +28,6 @@ const EventTypes = Type.Array(EventType, {
   maxItems: 100,
   description: 'CloudEvent types to deliver; `["*"]` subscribes to all.',
 });
-const Description = Type.String({ maxLength: 2000 });
 
 const WebhookFields = {
   id: Type.String(),
@@ -59,7 +66,7 @@ export const CreateWebhook = Type.Object(
     name: Name,
     url: Url,
     event_types: EventTypes,
-    description: Type.Optional(Nullable(Description)),
+    description: Description,
     enabled: Type.Optional(Type.Boolean()),
   },
   {
@@ -81,7 +88,7 @@ export const UpdateWebhook = Type.Object(
     name: Type.Optional(Name),
     url: Type.Optional(Url),
     event_types: Type.Optional(EventTypes),
-    description: Type.Optional(Nullable(Description)),
+    description: Description,
     enabled: Type.Optional(Type.Boolean()),
   },
   { examples: [{ event_types: ['*'] }], additionalProperties: false, minProperties: 1 },

@@ -187,7 +187,7 @@ export function createOutboxJob(deps: OutboxDeps, options: OutboxOptions): Outbo
       const nowMs = now.getTime();
       const housekeeping = nowMs >= housekeepingAt;
       if (housekeeping) await reapExpiredLeases(now);
-      const tasks = await claimTasks(store.db, store.dialect, {
+      const tasks = await claimTasks(store.db, {
         now: iso(now),
         leaseUntil: lease.until(),
         workerId,

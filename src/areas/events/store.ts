@@ -1,7 +1,6 @@
-import { type Kysely, type Selectable, sql } from 'kysely';
+import { type Selectable, sql } from 'kysely';
 import { prepared } from '../../db/prepared.js';
-import type { Database } from '../../db/schema.js';
-import { type Db, type Dialect, updatedAny } from '../../db/store.js';
+import { type Db, updatedAny } from '../../db/store.js';
 import { paginate, whereTimeRanges } from '../../http/list.js';
 import type { CloudEvent } from './cloudevent.js';
 import type { EventDeliveryTask, EventDeliveryTaskQuery } from './schemas.js';
@@ -73,45 +72,40 @@ export async function sourcesOf(db: Db, eventIds: string[]): Promise<Map<string,
  * (an attempt counts when it starts, so a task that kills its worker still runs out of attempts),
  * leased until `leaseUntil`. Returned oldest first.
  */
-export async function claimTasks(
-  db: Kysely<Database>,
-  dialect: Dialect,
-  opts: { now: string; leaseUntil: string; workerId: string; limit: number },
-): Promise<TaskRow[]> {
-  const claimed = {
-    status: 'IN_PROGRESS',
-    attempts: sql<number>`attempts + 1`,
-    locked_until: opts.leaseUntil,
-    locked_by: opts.workerId,
-    updated_at: opts.now,
-  } as const;
-  let rows: TaskRow[];
-  if (dialect === 'postgres') {
-    // Several workers claim at once: FOR UPDATE SKIP LOCKED hands each a disjoint batch without
-    // waiting on the others' row locks. A CTE with FOR UPDATE is evaluated exactly once, which an
-    // `IN (subquery LIMIT n)` is not guaranteed to be.
-    rows = await db
-      .with('claimable', (qb) =>
-        qb
-          .selectFrom(TABLE)
-          .select('id')
-          .where('status', '=', 'PENDING')
-          .where('next_attempt_at', '<=', opts.now)
-          .orderBy('next_attempt_at')
-          .limit(opts.limit)
-          .forUpdate()
-          .skipLocked(),
-      )
-      .updateTable(TABLE)
-      .from('claimable')
-      .set(claimed)
-      .whereRef(`${TABLE}.id`, '=', 'claimable.id')
-      .returningAll(TABLE)
-      .execute();
-  } else {
+const claimStatement = prepared(
+  (db, dialect, now: string, leaseUntil: string, workerId: string, limit: number) => {
+    const claimed = {
+      status: 'IN_PROGRESS',
+      attempts: sql<number>`attempts + 1`,
+      locked_until: leaseUntil,
+      locked_by: workerId,
+      updated_at: now,
+    } as const;
+    if (dialect === 'postgres') {
+      // Several workers claim at once: FOR UPDATE SKIP LOCKED hands each a disjoint batch without
+      // waiting on the others' row locks. A CTE with FOR UPDATE is evaluated exactly once, which an
+      // `IN (subquery LIMIT n)` is not guaranteed to be.
+      return db
+        .with('claimable', (qb) =>
+          qb
+            .selectFrom(TABLE)
+            .select('id')
+            .where('status', '=', 'PENDING')
+            .where('next_attempt_at', '<=', now)
+            .orderBy('next_attempt_at')
+            .limit(limit)
+            .forUpdate()
+            .skipLocked(),
+        )
+        .updateTable(TABLE)
+        .from('claimable')
+        .set(claimed)
+        .whereRef(`${TABLE}.id`, '=', 'claimable.id')
+        .returningAll(TABLE);
+    }
     // SQLite has one writer at a time: a single UPDATE statement is the whole claim transaction, so
     // two processes on one database file can never claim the same row. No row locks exist to skip.
-    rows = await db
+    return db
       .updateTable(TABLE)
       .set(claimed)
       .where('id', 'in', (qb) =>
@@ -119,14 +113,22 @@ export async function claimTasks(
           .selectFrom(TABLE)
           .select('id')
           .where('status', '=', 'PENDING')
-          .where('next_attempt_at', '<=', opts.now)
+          .where('next_attempt_at', '<=', now)
           .orderBy('next_attempt_at')
-          .limit(opts.limit),
+          .limit(limit),
       )
-      .returningAll()
-      .execute();
-  }
-  return rows.sort((a, b) => a.created_at.localeCompare(b.created_at) || a.id.localeCompare(b.id));
+      .returningAll();
+  },
+);
+
+export async function claimTasks(
+  db: Db,
+  opts: { now: string; leaseUntil: string; workerId: string; limit: number },
+): Promise<TaskRow[]> {
+  const { rows } = await claimStatement.execute(db, opts.now, opts.leaseUntil, opts.workerId, opts.limit);
+  return (rows as TaskRow[]).sort(
+    (a, b) => a.created_at.localeCompare(b.created_at) || a.id.localeCompare(b.id),
+  );
 }
 
 /** IN_PROGRESS tasks whose lease ran out: their worker died or stalled. */
@@ -142,15 +144,17 @@ export async function expiredLeases(db: Db, now: string, limit: number): Promise
 }
 
 /** Marks a worker's tasks DONE, in one statement. Fenced: a task re-claimed by another worker is left alone. */
-export async function markDone(db: Db, ids: string[], workerId: string, now: string): Promise<void> {
-  if (ids.length === 0) return;
-  await db
+const markDoneStatement = prepared((db, _dialect, ids: string[], workerId: string, now: string) =>
+  db
     .updateTable(TABLE)
     .set({ status: 'DONE', done_at: now, locked_until: null, error: null, updated_at: now })
     .where('id', 'in', ids)
     .where('status', '=', 'IN_PROGRESS')
-    .where('locked_by', '=', workerId)
-    .execute();
+    .where('locked_by', '=', workerId),
+);
+
+export async function markDone(db: Db, ids: string[], workerId: string, now: string): Promise<void> {
+  if (ids.length > 0) await markDoneStatement.execute(db, ids, workerId, now);
 }
 
 export interface FailureUpdate {

@@ -1,5 +1,6 @@
 import type { Static } from '@sinclair/typebox';
 import { listActive, softDeleted, updateActive } from '../../db/audit.js';
+import { prepared } from '../../db/prepared.js';
 import { type Db, type Tx, updatedAny } from '../../db/store.js';
 import type { ListResult, Page } from '../../http/list.js';
 import type { NodeType, RetryPolicy } from '../workflows/graph.js';
@@ -154,15 +155,18 @@ export function list(db: Db, page: Page, f: SubscriptionFilters): Promise<ListRe
 /** Enabled, non-deleted subscriptions of these event types: the router's indexed lookup. */
 export async function routable(db: Db, eventTypes: readonly string[]): Promise<RoutableSubscription[]> {
   if (eventTypes.length === 0) return [];
-  const rows = await db
+  const { rows } = await routableStatement.execute(db, [...eventTypes]);
+  return rows.map(toSubscription);
+}
+
+const routableStatement = prepared((db, _dialect, eventTypes: string[]) =>
+  db
     .selectFrom('event_subscription')
     .selectAll()
     .where('event_type', 'in', eventTypes)
     .where('enabled', '=', 1)
-    .where('deleted_at', 'is', null)
-    .execute();
-  return rows.map(toSubscription);
-}
+    .where('deleted_at', 'is', null),
+);
 
 type Graph = { nodes: GraphNode[]; edges: GraphEdge[] };
 

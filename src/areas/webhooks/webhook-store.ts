@@ -1,5 +1,6 @@
 import type { Selectable } from 'kysely';
 import { findActive, listActive, updateActive } from '../../db/audit.js';
+import { prepared } from '../../db/prepared.js';
 import type { Db } from '../../db/store.js';
 import type { ListResult, Page } from '../../http/list.js';
 import type { Webhook } from './schemas.js';
@@ -52,13 +53,16 @@ export function listWebhooks(db: Db, page: Page, f: WebhookFilters): Promise<Lis
 }
 
 /** The dispatcher's read: enabled, active webhooks and the types they want. */
-export async function subscribedWebhooks(db: Db): Promise<Pick<WebhookRow, 'id' | 'event_types'>[]> {
-  return db
+const subscribedStatement = prepared((db) =>
+  db
     .selectFrom('webhook')
     .select(['id', 'event_types'])
     .where('enabled', '=', 1)
-    .where('deleted_at', 'is', null)
-    .execute();
+    .where('deleted_at', 'is', null),
+);
+
+export async function subscribedWebhooks(db: Db): Promise<Pick<WebhookRow, 'id' | 'event_types'>[]> {
+  return (await subscribedStatement.execute(db)).rows;
 }
 
 /**

@@ -348,7 +348,7 @@ export function createWorkflowEngine(deps: EngineDeps): WorkflowEngine {
       const machines = local.filter((m) => claimed.has(m.run.id));
       const free = room - machines.length;
       if (free > 0) {
-        const due = await runs.claimDue(store.db, store.dialect, workerId, now, leaseUntil, free);
+        const due = await runs.claimDue(store.db, workerId, now, leaseUntil, free);
         more = due.length === free;
         machines.push(...(await hydrate(due)));
       }

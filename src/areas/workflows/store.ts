@@ -1,7 +1,7 @@
 import type { Static } from '@sinclair/typebox';
 import { sql } from 'kysely';
 import { prepared } from '../../db/prepared.js';
-import type { Db, Dialect } from '../../db/store.js';
+import type { Db } from '../../db/store.js';
 import { type ListResult, type Page, paginate, whereEquals, whereTimeRanges } from '../../http/list.js';
 import type { TimeRangeFilters } from '../../http/list-schemas.js';
 import type { CloudEvent } from '../events/cloudevent.js';
@@ -160,18 +160,22 @@ export async function claimIds(
   leaseUntil: string,
 ): Promise<Set<string>> {
   if (ids.length === 0) return new Set();
-  const rows = await db
-    .updateTable('workflow_run')
-    .set({ locked_by: workerId, wake_at: leaseUntil, updated_at: now })
-    .where('id', 'in', ids)
-    .where('status', '=', 'running')
-    .where('locked_by', 'is', null)
-    .whereRef('wake_at', '=', 'created_at')
-    .whereRef('updated_at', '=', 'created_at')
-    .returning('id')
-    .execute();
+  const { rows } = await claimIdsStatement.execute(db, ids, workerId, now, leaseUntil);
   return new Set(rows.map((r) => r.id));
 }
+
+const claimIdsStatement = prepared(
+  (db, _dialect, ids: string[], workerId: string, now: string, leaseUntil: string) =>
+    db
+      .updateTable('workflow_run')
+      .set({ locked_by: workerId, wake_at: leaseUntil, updated_at: now })
+      .where('id', 'in', ids)
+      .where('status', '=', 'running')
+      .where('locked_by', 'is', null)
+      .whereRef('wake_at', '=', 'created_at')
+      .whereRef('updated_at', '=', 'created_at')
+      .returning('id'),
+);
 
 /**
  * Claims due runs: running, with `wake_at` passed (a timer, a retry, or an expired lease of a
@@ -179,31 +183,34 @@ export async function claimIds(
  */
 export async function claimDue(
   db: Db,
-  dialect: Dialect,
   workerId: string,
   now: string,
   leaseUntil: string,
   limit: number,
 ): Promise<WorkflowRunTable[]> {
-  return db
-    .updateTable('workflow_run')
-    .set({ locked_by: workerId, wake_at: leaseUntil, updated_at: now })
-    .where('id', 'in', (eb) => {
-      let due = eb
-        .selectFrom('workflow_run')
-        .select('id')
-        .where('status', '=', 'running')
-        .where('wake_at', '<=', now)
-        .orderBy('wake_at')
-        .limit(limit);
-      if (dialect === 'postgres') due = due.forUpdate().skipLocked();
-      return due;
-    })
-    .where('status', '=', 'running')
-    .where('wake_at', '<=', now)
-    .returningAll()
-    .execute();
+  return (await claimDueStatement.execute(db, workerId, now, leaseUntil, limit)).rows;
 }
+
+const claimDueStatement = prepared(
+  (db, dialect, workerId: string, now: string, leaseUntil: string, limit: number) =>
+    db
+      .updateTable('workflow_run')
+      .set({ locked_by: workerId, wake_at: leaseUntil, updated_at: now })
+      .where('id', 'in', (eb) => {
+        let due = eb
+          .selectFrom('workflow_run')
+          .select('id')
+          .where('status', '=', 'running')
+          .where('wake_at', '<=', now)
+          .orderBy('wake_at')
+          .limit(limit);
+        if (dialect === 'postgres') due = due.forUpdate().skipLocked();
+        return due;
+      })
+      .where('status', '=', 'running')
+      .where('wake_at', '<=', now)
+      .returningAll(),
+);
 
 export async function nodesOfRuns(db: Db, runIds: string[]): Promise<WorkflowRunNodeTable[]> {
   if (runIds.length === 0) return [];

@@ -34,9 +34,10 @@ const isRow = (x: unknown): x is Record<string, unknown> =>
 /**
  * Walks the arguments in one fixed order: each value goes through `leaf`, and the shape (list
  * lengths, row keys, which values are undefined) is written into the key, so two calls with one key
- * build the same SQL.
+ * build the same SQL. With `keep`, it also answers the arguments with each value replaced by what
+ * `leaf` answered (for compiling); a call that only binds skips building that copy.
  */
-function walk(args: readonly Arg[], leaf: (v: Leaf) => Leaf): { key: string; mapped: Arg[] } {
+function walk(args: readonly Arg[], leaf: (v: Leaf) => Leaf, keep: boolean): { key: string; mapped: Arg[] } {
   // Rows are plain objects of plain values; anything else (an expression, a Date) is refused.
   let key = '';
   const value = (v: unknown): Leaf => {
@@ -46,22 +47,28 @@ function walk(args: readonly Arg[], leaf: (v: Leaf) => Leaf): { key: string; map
     return v === undefined ? undefined : leaf(v as Leaf);
   };
   const row = (r: Record<string, unknown>) => {
-    const out: Record<string, Leaf> = {};
+    const out: Record<string, Leaf> | undefined = keep ? {} : undefined;
     for (const k in r) {
       key += `${k}=`;
-      out[k] = value(r[k]);
+      const v = value(r[k]);
+      if (out) out[k] = v;
     }
     key += ';';
     return out;
   };
-  const mapped = args.map((a) => {
+  const one = (x: unknown) => (isRow(x) ? row(x) : value(x));
+  const mapped: Arg[] = [];
+  for (const a of args) {
     if (Array.isArray(a)) {
       key += `[${a.length}`;
-      return a.map((x) => (isRow(x) ? row(x) : value(x)));
+      if (keep) mapped.push(a.map(one));
+      else for (const x of a) one(x);
+    } else {
+      key += '|';
+      const m = one(a);
+      if (keep) mapped.push(m);
     }
-    key += '|';
-    return isRow(a) ? row(a) : value(a);
-  }) as Arg[];
+  }
   return { key, mapped };
 }
 
@@ -83,7 +90,7 @@ export function prepared<A extends Arg[], R>(
   const compileFor = (db: Db, args: A): Compiled => {
     const dialect: Dialect = db.getExecutor().adapter instanceof PostgresAdapter ? 'postgres' : 'sqlite';
     let n = 0;
-    const { mapped } = walk(args, () => sentinel(n++));
+    const { mapped } = walk(args, () => sentinel(n++), true);
     const built = build(db as Kysely<Database>, dialect, ...(mapped as A));
     const compiled = 'sql' in built ? built : built.compile(); // sql`…` templates compile themselves
     if (compiled.sql.includes(MARK)) throw new Error('a prepared statement put a value into its SQL text');
@@ -99,10 +106,14 @@ export function prepared<A extends Arg[], R>(
 
   const bind = (db: Db, args: A): CompiledQuery<R> => {
     const values: Leaf[] = [];
-    const { key } = walk(args, (v) => {
-      values.push(v);
-      return v;
-    });
+    const { key } = walk(
+      args,
+      (v) => {
+        values.push(v);
+        return v;
+      },
+      false,
+    );
     const adapter = db.getExecutor().adapter;
     let byKey = cache.get(adapter);
     if (!byKey) {

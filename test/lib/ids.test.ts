@@ -28,6 +28,25 @@ describe('time-ordered ids', () => {
     expect(new Set(ids).size).toBe(ids.length);
   });
 
+  it('carry through every part of the counter in order (rand_b low word, high word, rand_a)', () => {
+    const clock = manualClock(new Date('2026-01-01T00:00:00.000Z'));
+    // The largest start a millisecond can take: rand_a's top bit clear, every other bit set.
+    const next = timeOrderedIds(clock, () =>
+      Uint8Array.from([0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff]),
+    );
+    const ids = Array.from({ length: 3 }, () => next());
+    expect(ids).toEqual([
+      '019b76da-a800-77ff-bfff-ffffffffffff',
+      '019b76da-a800-7800-8000-000000000000',
+      '019b76da-a800-7800-8000-000000000001',
+    ]);
+    const lowCarry = timeOrderedIds(clock, () => Uint8Array.from([0, 1, 0, 0, 0, 5, 0xff, 0xff, 0xff, 0xff]));
+    expect([lowCarry(), lowCarry()]).toEqual([
+      '019b76da-a800-7001-8000-0005ffffffff',
+      '019b76da-a800-7001-8000-000600000000',
+    ]);
+  });
+
   it('newId: every record id is a time-ordered UUIDv7 on the system clock', () => {
     const before = Date.now();
     const ids = Array.from({ length: 100 }, () => newId());

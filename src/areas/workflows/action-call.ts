@@ -15,6 +15,10 @@ export interface ActionInvoker {
     action: string,
   ): Promise<{
     description: { idempotent: boolean; timeout_seconds: number };
+    /**
+     * Calls the action: answers by `timeoutMs` at the latest (rejecting with PLUGIN.TIMEOUT, even when
+     * the handler ignores its signal), and rejects at once when `signal` aborts.
+     */
     invoke(req: {
       payload?: unknown;
       idempotencyKey?: string;
@@ -105,43 +109,28 @@ export function createActionCaller(deps: ActionCallDeps) {
     const actionMs = description.timeout_seconds * 1000;
     const limit = Math.max(1, Math.min(node.timeoutMs ?? Number.POSITIVE_INFINITY, actionMs));
     deps.calling(true);
-    const controller = new AbortController();
-    // The run ended meanwhile (another branch failed, an END was reached): the call is abandoned.
-    const abandon = () => controller.abort();
-    if (signal?.aborted) abandon();
-    else signal?.addEventListener('abort', abandon, { once: true });
-    let timedOut = false;
-    let timeoutHandle: NodeJS.Timeout | undefined;
     try {
-      const timeout = new Promise<never>((_, reject) => {
-        timeoutHandle = setTimeout(() => {
-          timedOut = true;
-          controller.abort();
-          reject(new Error('timeout'));
-        }, limit);
-      });
-      const call = prepared.invoke({
+      // The invoker answers by `limit` at the latest (PLUGIN.TIMEOUT, even from a handler that ignores
+      // its signal), and gives up when `signal` aborts: the run ended meanwhile (another branch
+      // failed, an END was reached), so the call is abandoned. One deadline, kept by the invoker.
+      const output = await prepared.invoke({
         // Vault references resolve inside the invocation, which keeps their values out of the
         // output the run node stores and out of every error (SPEC Vault references).
         payload: state.input ?? {},
         idempotencyKey: `${machine.run.id}:${node.key}`,
         timeoutMs: limit,
-        signal: controller.signal,
+        signal,
         // What this call causes in svc is one level deeper than the run (the loop guard).
         causation: { depth: machine.depth + 1, id: machine.run.id },
       });
-      // After a timeout the call may still settle; its outcome no longer matters.
-      call.catch(() => {});
-      const output = await Promise.race([call, timeout]);
       machine.actionSucceeded(state, output, deps.clock.now());
     } catch (err) {
       const pluginTimeout = err instanceof AppError && err.code === 'PLUGIN.TIMEOUT';
-      const message =
-        timedOut || pluginTimeout
-          ? `attempt ${state.attempts} timed out after ${limit} ms (effective timeout: the smaller of timeout_ms ${
-              node.timeoutMs ?? 'unset'
-            } and the action's timeout_seconds ${description.timeout_seconds})`
-          : errorText(err);
+      const message = pluginTimeout
+        ? `attempt ${state.attempts} timed out after ${limit} ms (effective timeout: the smaller of timeout_ms ${
+            node.timeoutMs ?? 'unset'
+          } and the action's timeout_seconds ${description.timeout_seconds})`
+        : errorText(err);
       const retryAfterMs =
         err instanceof AppError
           ? (err.details as { retry_after_ms?: unknown } | undefined)?.retry_after_ms
@@ -155,8 +144,6 @@ export function createActionCaller(deps: ActionCallDeps) {
         typeof retryAfterMs === 'number' ? retryAfterMs : undefined,
       );
     } finally {
-      if (timeoutHandle) clearTimeout(timeoutHandle);
-      signal?.removeEventListener('abort', abandon);
       deps.calling(false);
     }
   };

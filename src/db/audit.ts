@@ -9,19 +9,14 @@
  * `updated_by` (runs, deliveries, tasks, plugin definitions) or without `updated_at` (refresh tokens,
  * workflow edges) spell their few columns out instead.
  *
- * Active rows are filtered with the plain `.where('deleted_at', 'is', null)` (docs/architecture.md);
- * the active row of an id is read with `findActive`, and changed through `updateActive`, whose answer
- * says whether there was one; a plain list of active rows is `listActive`.
+ * And the row helpers every store shares, which take the table as their second argument (so the
+ * architecture check sees who touches which table): the active row of an id is read with
+ * `findActive` and changed through `updateActive`, whose answer says whether there was one; a row by
+ * another unique key is `findWhere` (`countWhere` counts); a plain list of active rows is
+ * `listActive`. Other reads of active rows spell out `.where('deleted_at', 'is', null)`.
  */
 import type { Kysely, Selectable, Transaction, UpdateObject } from 'kysely';
-import {
-  type ListFilters,
-  type ListResult,
-  type Page,
-  paginate,
-  whereEquals,
-  whereFilters,
-} from '../http/list.js';
+import { type ListFilters, type ListResult, type Page, paginate, whereFilters } from '../http/list.js';
 import type { Database } from './schema.js';
 import { updatedAny } from './store.js';
 
@@ -147,49 +142,4 @@ export function listActive<T extends SoftDeletable, R>(
   // As in updateActive: the generic table name is checked at the call, not inside.
   const active = (db as Kysely<Database>).selectFrom(table as SoftDeletable).where('deleted_at', 'is', null);
   return paginate(whereFilters(active, filters), page, map, columns);
-}
-
-/** Tables of sign-ins, which end by revocation (sessions, refresh tokens). */
-type Revocable = {
-  [K in keyof Database]: Database[K] extends {
-    revoked_at: string | null;
-    revoked_reason: string | null;
-    user_id: string;
-    device_id: string | null;
-    auth_path: string;
-  }
-    ? K
-    : never;
-}[keyof Database];
-
-/** Which sign-ins to end (all conditions given must hold). */
-export interface SignInFilter {
-  sessionId?: string;
-  userId?: string;
-  deviceId?: string;
-  authPaths?: string[];
-  exceptSessionId?: string;
-}
-
-/**
- * Revokes the unrevoked rows of `table` that match `where`, the column `sessionColumn` holding the
- * session's id there. A sign-in ends in two areas' tables at once (identity's sessions, auth's
- * refresh tokens), by the same rule.
- */
-export async function revokeSignIns(
-  tx: Transaction<Database>,
-  table: Revocable,
-  sessionColumn: 'id' | 'session_id',
-  revoked: { at: string; reason: string },
-  where: SignInFilter,
-): Promise<void> {
-  // As in updateActive: the generic table name is checked at the call, not inside.
-  let q = (tx as Transaction<Database>)
-    .updateTable(table as 'refresh_token')
-    .set({ revoked_at: revoked.at, revoked_reason: revoked.reason })
-    .where('revoked_at', 'is', null);
-  q = whereEquals(q, { [sessionColumn]: where.sessionId, user_id: where.userId, device_id: where.deviceId });
-  if (where.authPaths) q = q.where('auth_path', 'in', where.authPaths);
-  if (where.exceptSessionId) q = q.where(sessionColumn, '!=', where.exceptSessionId);
-  await q.execute();
 }

@@ -131,7 +131,8 @@ function containsInsensitive(column: string, value: string): Expression<SqlBool>
 
 /**
  * A list's filters, declared: each value given narrows the rows, a value not given (undefined, or
- * '', which list schemas refuse anyway) narrows nothing. Every list applies its filters this way.
+ * '', which list schemas refuse anyway) narrows nothing. Lists apply them with `listActive` or
+ * `whereFilters`; range filters (numbers, `whereTimeRanges`) are spelled out beside them.
  */
 export interface ListFilters {
   /** `column = value` (as `whereEquals`). */

@@ -1,6 +1,6 @@
 import type { Static } from '@sinclair/typebox';
 import type { AuthSettings, Config } from '../../config/config.js';
-import type { SignInFilter } from '../../db/audit.js';
+import type { SignInFilter } from '../../db/sign-ins.js';
 import type { Db, Store, Tx } from '../../db/store.js';
 import type { AuthPath } from '../../http/access.js';
 import { AppError } from '../../http/errors.js';

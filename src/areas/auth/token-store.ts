@@ -1,5 +1,6 @@
 import type { Static } from '@sinclair/typebox';
-import { findActive, findWhere, revokeSignIns, type SignInFilter } from '../../db/audit.js';
+import { findActive, findWhere } from '../../db/audit.js';
+import { revokeSignIns, type SignInFilter } from '../../db/sign-ins.js';
 import { type Db, type Tx, updatedAny } from '../../db/store.js';
 import { type Page, paginate, whereEquals } from '../../http/list.js';
 import type { RefreshTokenRecord as RefreshTokenRecordSchema } from './schemas.js';

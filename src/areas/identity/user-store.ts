@@ -1,4 +1,5 @@
-import { findActive, findWhere, revokeSignIns, type SignInFilter, updateActive } from '../../db/audit.js';
+import { findActive, findWhere, updateActive } from '../../db/audit.js';
+import { revokeSignIns, type SignInFilter } from '../../db/sign-ins.js';
 import type { Db, Tx } from '../../db/store.js';
 import { type ListResult, type Page, paginate, whereFilters } from '../../http/list.js';
 import { toUser, USER_COLUMNS, type User } from './records.js';

@@ -1,5 +1,6 @@
-import { auditInsert, auditUpdate, type SignInFilter, softDeleted } from '../../db/audit.js';
+import { auditInsert, auditUpdate, softDeleted } from '../../db/audit.js';
 import { isUniqueViolation } from '../../db/errors.js';
+import type { SignInFilter } from '../../db/sign-ins.js';
 import type { Db, Store, Tx } from '../../db/store.js';
 import type { Acting, AuthPath, Principal } from '../../http/access.js';
 import { AppError } from '../../http/errors.js';

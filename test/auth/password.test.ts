@@ -117,6 +117,25 @@ describe(`password reset and change (${dialectName})`, () => {
     );
   });
 
+  it('guessing reset tokens locks the address (malformed or unknown ones count); a spent known one does not', async () => {
+    const { t, smtp } = await withSmtp({ env: { SVC_LOGIN_IP_MAX_ATTEMPTS: '3' } });
+    const a = await account(t);
+    await request(t, a.email);
+    const spent = tokenIn((await smtp.waitFor(1))[0].raw)!;
+    expect((await confirm(t, spent, 'a-brand-new-password')).status).toBe(200);
+    const from = (ip: string, token: string) =>
+      call(t, 'POST', '/auth/password_reset/confirm', { token, new_password: 'another-password' }, {}, ip);
+    // A known token used up is a client's mistake: it never locks the address.
+    for (let i = 0; i < 5; i++)
+      expectError(await from('198.51.100.4', spent), 401, 'AUTH.RESET_TOKEN_INVALID');
+    // Unknown and malformed tokens are guesses: the third locks the address.
+    expectError(await from('203.0.113.4', 'nonsense'), 401, 'AUTH.RESET_TOKEN_INVALID');
+    expectError(await from('203.0.113.4', `svc_reset_${'1'.repeat(43)}`), 401, 'AUTH.RESET_TOKEN_INVALID');
+    expectError(await from('203.0.113.4', `svc_reset_${'2'.repeat(43)}`), 401, 'AUTH.RESET_TOKEN_INVALID');
+    expectError(await from('203.0.113.4', spent), 429, 'AUTH.TOO_MANY_ATTEMPTS');
+    expectError(await from('198.51.100.4', spent), 401, 'AUTH.RESET_TOKEN_INVALID');
+  });
+
   it('with SVC_PASSWORD_RESET_URL the mail carries a link; a reset also lifts an account lock', async () => {
     const { t, smtp } = await withSmtp({ env: { SVC_PASSWORD_RESET_URL: 'https://app.example.test/reset' } });
     const a = await account(t);

@@ -51,6 +51,9 @@ export function createLimiter(deps: { store: Store; clock: Clock; settings: Auth
     await attempts.lock(store.db, key, max, lockEnd(at, row.lock_count));
   }
 
+  /** A failure that concerns only the address (guessing a token, a bad IdP token). */
+  const recordIpFailure = (ip: string | null) => fail(ipKey(ip), settings.loginIpMaxAttempts);
+
   function tooMany(until: string, at: Date): AppError {
     const seconds = Math.max(1, Math.ceil((new Date(until).getTime() - at.getTime()) / 1000));
     return new AppError(
@@ -124,10 +127,9 @@ export function createLimiter(deps: { store: Store; clock: Clock; settings: Auth
     /** One failed attempt against an account (and the address it came from). */
     async recordFailure(account: string | undefined, ip: string | null) {
       await fail(account, settings.loginMaxAttempts);
-      await fail(ipKey(ip), settings.loginIpMaxAttempts);
+      await recordIpFailure(ip);
     },
-    /** A failure that concerns only the address. */
-    recordIpFailure: (ip: string | null) => fail(ipKey(ip), settings.loginIpMaxAttempts),
+    recordIpFailure,
     /**
      * Looks up a presented token (refresh, MFA, password reset, device registration) by its hash: 429
      * while the address is locked; a token not of `form`, or unknown, counts against the address
@@ -145,7 +147,7 @@ export function createLimiter(deps: { store: Store; clock: Clock; settings: Auth
       await assertNotLocked([ipKey(ip)]);
       const row = form.test(token) ? await find(sha256Hex(token)) : undefined;
       if (row) return row;
-      await fail(ipKey(ip), settings.loginIpMaxAttempts);
+      await recordIpFailure(ip);
       throw invalid();
     },
     /**

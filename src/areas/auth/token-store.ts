@@ -167,7 +167,9 @@ async function spend(
   where: { id: string } | { user_id: string },
 ): Promise<boolean> {
   const unspent = tx.db.updateTable(table).set({ used_at: now }).where('used_at', 'is', null);
-  return updatedAny(await whereEquals(unspent, where).executeTakeFirst());
+  // Spelled out, not whereEquals (which skips a value not given): this write must never match all.
+  const q = 'id' in where ? unspent.where('id', '=', where.id) : unspent.where('user_id', '=', where.user_id);
+  return updatedAny(await q.executeTakeFirst());
 }
 
 /** Spends every open challenge of the user: the password it proved is no longer good enough. */

@@ -49,20 +49,31 @@ type NodeChanges = Updateable<WorkflowRunNodeTable>;
 
 /**
  * Moves run `id` out of one of the statuses `from` with `run`'s changes and then, only if that won,
- * its nodes in each status `nodes` names with their changes. The compare-and-set on the run guards
- * the whole move: of two concurrent ones, exactly one changes anything. False when it lost.
+ * its nodes in each status `nodes` names with their changes; every row it changes is updated `at`.
+ * The compare-and-set on the run guards the whole move: of two concurrent ones, exactly one changes
+ * anything. False when it lost.
  */
 async function moveRun(
   db: Db,
   id: string,
+  at: string,
   from: WorkflowRunTable['status'][],
   run: RunChanges,
   nodes: [WorkflowRunNodeTable['status'], NodeChanges][],
 ): Promise<boolean> {
-  const moved = db.updateTable('workflow_run').set(run).where('id', '=', id).where('status', 'in', from);
+  const moved = db
+    .updateTable('workflow_run')
+    .set({ ...run, updated_at: at })
+    .where('id', '=', id)
+    .where('status', 'in', from);
   if (!updatedAny(await moved.executeTakeFirst())) return false;
   const nodesOfRun = db.updateTable('workflow_run_node').where('workflow_run_id', '=', id);
-  for (const [status, changes] of nodes) await nodesOfRun.set(changes).where('status', '=', status).execute();
+  for (const [status, changes] of nodes) {
+    await nodesOfRun
+      .set({ ...changes, updated_at: at })
+      .where('status', '=', status)
+      .execute();
+  }
   return true;
 }
 
@@ -73,7 +84,6 @@ async function moveRun(
  * flight) fail saying so. False when the run was not pending or running.
  */
 export function cancelRun(db: Db, id: string, at: string, reason: string): Promise<boolean> {
-  const ended = { completed_at: at, resume_at: null, updated_at: at };
   const run: RunChanges = {
     status: 'cancelled',
     error: reason,
@@ -81,9 +91,9 @@ export function cancelRun(db: Db, id: string, at: string, reason: string): Promi
     wake_at: null,
     locked_by: null,
   };
-  return moveRun(db, id, ['pending', 'running'], { ...run, updated_at: at }, [
-    ['pending', { status: 'skipped', skip_reason: CANCELLED_SKIP, ...ended }],
-    ['running', { status: 'failed', error: CANCELLED_WHILE_RUNNING, ...ended }],
+  return moveRun(db, id, at, ['pending', 'running'], run, [
+    ['pending', { status: 'skipped', skip_reason: CANCELLED_SKIP, completed_at: at, resume_at: null }],
+    ['running', { status: 'failed', error: CANCELLED_WHILE_RUNNING, completed_at: at, resume_at: null }],
   ]);
 }
 
@@ -108,7 +118,7 @@ export function reopenFailed(db: Db, id: string, at: string): Promise<boolean> {
     completed_at: null,
     resume_at: null,
   };
-  return moveRun(db, id, ['failed'], { ...run, updated_at: at }, [
-    ['failed', { status: 'pending', ...cleared, attempts: 0, interruptions: 0, updated_at: at }],
+  return moveRun(db, id, at, ['failed'], run, [
+    ['failed', { status: 'pending', ...cleared, attempts: 0, interruptions: 0 }],
   ]);
 }

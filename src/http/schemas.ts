@@ -1,4 +1,4 @@
-import { type TSchema, Type } from '@sinclair/typebox';
+import { type TObject, type TProperties, type TSchema, Type } from '@sinclair/typebox';
 
 /**
  * The shapes every area's records share (ids, timestamps, audit fields, errors). The list query
@@ -28,6 +28,22 @@ export const Timestamp = Type.String({ format: 'date-time' });
 export const Nullable = <T extends TSchema>(schema: T) => Type.Union([schema, Type.Null()]);
 /** A record's free-text description in a create or update body: optional, null clears it. */
 export const Description = Type.Optional(Nullable(Type.String({ maxLength: 2000 })));
+
+/**
+ * A PATCH body derived from its create body, so a field is declared once: every field optional,
+ * at least one given, nothing else accepted. `fixed` names the create fields that never change
+ * (a role's key, a plugin instance's definition).
+ */
+export const patchBody = <T extends TProperties, K extends keyof T & string = never>(
+  create: TObject<T>,
+  examples: unknown[],
+  fixed: readonly K[] = [],
+) =>
+  Type.Object(Type.Partial(Type.Omit(create, [...fixed])).properties, {
+    examples,
+    additionalProperties: false,
+    minProperties: 1,
+  });
 
 /** Any JSON object (free-form payloads, configs). */
 export const JsonObject = Type.Object({}, { additionalProperties: true });

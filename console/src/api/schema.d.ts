@@ -3354,8 +3354,8 @@ export interface operations {
                 "application/json": {
                     /** Format: email */
                     email?: string;
-                    name?: string | null;
                     password?: string;
+                    name?: string | null;
                 };
             };
         };
@@ -6853,10 +6853,10 @@ export interface operations {
                  */
                 "application/json": {
                     display_name?: string;
+                    enabled?: boolean;
                     config_json?: {
                         [key: string]: unknown;
                     } | null;
-                    enabled?: boolean;
                 };
             };
         };
@@ -12571,6 +12571,7 @@ export interface operations {
                     cron?: string;
                     /** @description IANA time zone; UTC by default. */
                     timezone?: string;
+                    /** @description A registered custom event type. */
                     event_type?: string;
                     data?: {
                         [key: string]: unknown;

@@ -1,5 +1,5 @@
 import { Type } from '@sinclair/typebox';
-import { AuditFields, Description, Id, Nullable, Timestamp } from '../../http/schemas.js';
+import { AuditFields, Description, Id, Nullable, patchBody, Timestamp } from '../../http/schemas.js';
 import { MIN_PASSWORD_LENGTH } from '../../lib/email.js';
 
 export const Email = Type.String({ format: 'email', maxLength: 320 });
@@ -75,14 +75,7 @@ export const CreateUserBody = Type.Object(
   },
 );
 
-export const UpdateUserBody = Type.Object(
-  {
-    email: Type.Optional(Email),
-    name: Type.Optional(Nullable(Type.String({ maxLength: 200 }))),
-    password: Type.Optional(Password),
-  },
-  { examples: [{ name: 'Ada King' }], additionalProperties: false, minProperties: 1 },
-);
+export const UpdateUserBody = patchBody(CreateUserBody, [{ name: 'Ada King' }], ['role_keys']);
 
 export const CreateRoleBody = Type.Object(
   {
@@ -96,16 +89,10 @@ export const CreateRoleBody = Type.Object(
   },
 );
 
-export const UpdateRoleBody = Type.Object(
-  {
-    name: Type.Optional(Type.String({ minLength: 1, maxLength: 200 })),
-    description: Description,
-  },
-  {
-    examples: [{ description: 'Reads everything except the vault' }],
-    additionalProperties: false,
-    minProperties: 1,
-  },
+export const UpdateRoleBody = patchBody(
+  CreateRoleBody,
+  [{ description: 'Reads everything except the vault' }],
+  ['key'],
 );
 
 export const CreateUserRoleBody = Type.Object(

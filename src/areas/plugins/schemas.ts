@@ -1,6 +1,6 @@
 import { type Static, Type } from '@sinclair/typebox';
 import { ListQuery, ListResponse, QueryBoolean, Search } from '../../http/list-schemas.js';
-import { AuditFields, Id, JsonObject, Nullable, Timestamp } from '../../http/schemas.js';
+import { AuditFields, Id, JsonObject, Nullable, patchBody, Timestamp } from '../../http/schemas.js';
 
 const Runtime = Type.Union([Type.Literal('package'), Type.Literal('service')]);
 
@@ -100,14 +100,7 @@ export const CreateInstance = Type.Object(
 );
 export type CreateInstance = Static<typeof CreateInstance>;
 
-export const UpdateInstance = Type.Object(
-  {
-    display_name: Type.Optional(DisplayName),
-    config_json: Type.Optional(ConfigJson),
-    enabled: Type.Optional(Type.Boolean()),
-  },
-  { examples: [{ enabled: false }], additionalProperties: false, minProperties: 1 },
-);
+export const UpdateInstance = patchBody(CreateInstance, [{ enabled: false }], ['plugin_definition_id']);
 export type UpdateInstance = Static<typeof UpdateInstance>;
 
 export const InstanceListQuery = ListQuery(

@@ -1,6 +1,6 @@
 import { Type } from '@sinclair/typebox';
 import { Search, TimeRanges } from '../../http/list-schemas.js';
-import { AuditFields, Id, JsonObject, Nullable, Timestamp } from '../../http/schemas.js';
+import { AuditFields, Id, JsonObject, Nullable, patchBody, Timestamp } from '../../http/schemas.js';
 
 /** TypeBox schemas of the questionnaire catalogue: requests, responses, OpenAPI (docs/platform.md). */
 
@@ -235,15 +235,7 @@ export const CreateFolderBody = Type.Object(
   { examples: [{ name: 'Cardiology', parent_id: null }], additionalProperties: false },
 );
 
-export const UpdateFolderBody = Type.Object(
-  {
-    name: Type.Optional(Name),
-    description: Type.Optional(Description),
-    parent_id: Type.Optional(Nullable(Ref)),
-    config: Type.Optional(JsonObject),
-  },
-  { examples: [{ name: 'Cardiology (archive)' }], additionalProperties: false, minProperties: 1 },
-);
+export const UpdateFolderBody = patchBody(CreateFolderBody, [{ name: 'Cardiology (archive)' }]);
 
 export const folderFilters = {
   parent_id: Type.Optional(Ref),

@@ -1,6 +1,14 @@
 import { type Static, Type } from '@sinclair/typebox';
 import { ListQuery, ListResponse, QueryBoolean, Search } from '../../http/list-schemas.js';
-import { AuditFields, Description, Id, JsonObject, Nullable, Timestamp } from '../../http/schemas.js';
+import {
+  AuditFields,
+  Description,
+  Id,
+  JsonObject,
+  Nullable,
+  patchBody,
+  Timestamp,
+} from '../../http/schemas.js';
 
 export const CATCH_UP = ['none', 'last', 'all'] as const;
 
@@ -70,19 +78,7 @@ export const CreateSchedule = Type.Object(
 );
 export type CreateSchedule = Static<typeof CreateSchedule>;
 
-export const UpdateSchedule = Type.Object(
-  {
-    name: Type.Optional(Name),
-    description: Description,
-    cron: Type.Optional(Cron),
-    timezone: Type.Optional(Timezone),
-    event_type: Type.Optional(Type.String({ minLength: 1, maxLength: 200 })),
-    data: Type.Optional(JsonObject),
-    enabled: Type.Optional(Type.Boolean()),
-    catch_up: Type.Optional(CatchUp),
-  },
-  { additionalProperties: false, minProperties: 1, examples: [{ enabled: false }] },
-);
+export const UpdateSchedule = patchBody(CreateSchedule, [{ enabled: false }]);
 export type UpdateSchedule = Static<typeof UpdateSchedule>;
 
 export const ScheduleParams = Type.Object({ id: Id }, { additionalProperties: false });

@@ -1,6 +1,6 @@
 import { type Static, Type } from '@sinclair/typebox';
 import { ListQuery, ListResponse, QueryBoolean, Search } from '../../http/list-schemas.js';
-import { Description, Id, JsonObject, Nullable, Timestamp, Warnings } from '../../http/schemas.js';
+import { Description, Id, JsonObject, Nullable, patchBody, Timestamp, Warnings } from '../../http/schemas.js';
 
 /** Request and response shapes of /event_subscription and its graph (SPEC "Event subscriptions and graphs"). */
 
@@ -40,12 +40,7 @@ export const CreateSubscription = Type.Object(SubscriptionFields, {
 });
 export type CreateSubscription = Static<typeof CreateSubscription>;
 
-const PatchFields = Type.Partial(Type.Object(SubscriptionFields));
-export const UpdateSubscription = Type.Object(PatchFields.properties, {
-  examples: [{ enabled: false }],
-  additionalProperties: false,
-  minProperties: 1,
-});
+export const UpdateSubscription = patchBody(CreateSubscription, [{ enabled: false }]);
 export type UpdateSubscription = Static<typeof UpdateSubscription>;
 
 export const Subscription = Type.Object(
@@ -118,7 +113,7 @@ export const EdgeIn = Type.Object(
 
 export const PutGraphBody = Type.Object(
   {
-    subscription: Type.Optional(Type.Object(PatchFields.properties, { additionalProperties: false })),
+    subscription: Type.Optional(Type.Object(UpdateSubscription.properties, { additionalProperties: false })),
     nodes: Type.Optional(Type.Array(NodeIn, { maxItems: 500 })),
     edges: Type.Optional(Type.Array(EdgeIn, { maxItems: 2000 })),
   },

@@ -1,6 +1,6 @@
 import { type Static, Type } from '@sinclair/typebox';
 import { ListQuery, ListResponse, QueryBoolean, Search } from '../../http/list-schemas.js';
-import { AuditFields, Description, Id, Nullable } from '../../http/schemas.js';
+import { AuditFields, Description, Id, Nullable, patchBody } from '../../http/schemas.js';
 
 /** Key characters of SPEC Vault references: `[a-zA-Z0-9_]`. */
 export const VAULT_KEY_PATTERN = '^[a-zA-Z0-9_]+$';
@@ -52,16 +52,7 @@ export const CreateVaultEntry = Type.Object(
 );
 export type CreateVaultEntry = Static<typeof CreateVaultEntry>;
 
-export const UpdateVaultEntry = Type.Object(
-  {
-    key: Type.Optional(Key),
-    kind: Type.Optional(Kind),
-    value: Type.Optional(Value),
-    description: Description,
-    enabled: Type.Optional(Type.Boolean()),
-  },
-  { examples: [{ value: 'tok_live_7b1e8d' }], additionalProperties: false, minProperties: 1 },
-);
+export const UpdateVaultEntry = patchBody(CreateVaultEntry, [{ value: 'tok_live_7b1e8d' }]);
 export type UpdateVaultEntry = Static<typeof UpdateVaultEntry>;
 
 export const VAULT_SORTABLE = ['key', 'kind', 'enabled', 'created_at', 'updated_at'] as const;

@@ -6,6 +6,7 @@ import {
   Id,
   JsonObject,
   Nullable,
+  patchBody,
   Timestamp,
   Warnings,
 } from '../../http/schemas.js';
@@ -83,16 +84,7 @@ export const CreateWebhook = Type.Object(
 );
 export type CreateWebhook = Static<typeof CreateWebhook>;
 
-export const UpdateWebhook = Type.Object(
-  {
-    name: Type.Optional(Name),
-    url: Type.Optional(Url),
-    event_types: Type.Optional(EventTypes),
-    description: Description,
-    enabled: Type.Optional(Type.Boolean()),
-  },
-  { examples: [{ event_types: ['*'] }], additionalProperties: false, minProperties: 1 },
-);
+export const UpdateWebhook = patchBody(CreateWebhook, [{ event_types: ['*'] }]);
 export type UpdateWebhook = Static<typeof UpdateWebhook>;
 
 export const WEBHOOK_SORTABLE = ['created_at', 'updated_at', 'name', 'url', 'enabled'] as const;

@@ -10,6 +10,23 @@ describe('configuration', () => {
     expect(c.webhookTimeoutMs).toBe(10_000);
     expect(c.webhookBackoffBaseSeconds).toBe(30);
     expect(c.outboxDrainIntervalMs).toBe(30_000);
+    expect(c.worker).toBe('main');
+  });
+
+  it('SVC_WORKER names where svc serve runs the worker; true and false keep their meaning', () => {
+    const where = (value: string) => load({ SVC_WORKER: value }).worker;
+    expect(['main', 'true', '1', 'thread', 'off', 'false', '0'].map(where)).toEqual([
+      'main',
+      'main',
+      'main',
+      'thread',
+      'off',
+      'off',
+      'off',
+    ]);
+    expect(() => where('threads')).toThrow(
+      'SVC_WORKER must be main, thread or off (true or false), got "threads"',
+    );
   });
 
   it.each([

@@ -7,11 +7,13 @@
  * SQLite file or PostgreSQL database, set up over its API. The ceiling, in the same invocation: a plain
  * `node:http` server doing the same condition, computation and outbound POST, with no persistence.
  *
- *   npm run build && npm run bench -- pipeline [--store sqlite|postgres|split|split-sqlite] [--connections 10,50]
+ *   npm run build && npm run bench -- pipeline [--store sqlite|postgres|sqlite-thread|postgres-thread|split|split-sqlite] [--connections 10,50]
  *     [--seconds 15] [--reps 3] [--request-only]
  *   npm run bench -- pipeline --cost-model [--store sqlite,postgres] [--seconds 5]
  *
- * `split` is PostgreSQL with `svc serve SVC_WORKER=false` and one `svc worker`; `split-sqlite` the same on
+ * `sqlite` and `postgres` run `svc serve` as it starts by default (its worker on the API's thread);
+ * `<store>-thread` with SVC_WORKER=thread (the worker in a worker thread). `split` is PostgreSQL with
+ * `svc serve SVC_WORKER=off` and one `svc worker`; `split-sqlite` the same on
  * one SQLite file (the worker woken by the file's write-ahead log). Prints figures; never fails.
  */
 import { type ChildProcess, spawn } from 'node:child_process';
@@ -133,7 +135,10 @@ interface Svc {
   stop(): Promise<void>;
 }
 
-async function startSvc(kind: string): Promise<Svc> {
+async function startSvc(variant: string): Promise<Svc> {
+  // `<store>-thread`: the worker in a worker thread (SVC_WORKER=thread) instead of the API's thread.
+  const inThread = variant.endsWith('-thread');
+  const kind = inThread ? variant.slice(0, -'-thread'.length) : variant;
   const dir = mkdtempSync(join(tmpdir(), 'svc-bench-'));
   let databaseUrl = `sqlite:${dir}/svc.db`;
   let drop = async () => {};
@@ -166,7 +171,9 @@ async function startSvc(kind: string): Promise<Svc> {
       stdio: 'ignore',
     });
   const split = kind === 'split' || kind === 'split-sqlite';
-  const processes = [run('serve', split || REQUEST_ONLY ? { SVC_WORKER: 'false' } : {})];
+  const processes = [
+    run('serve', split || REQUEST_ONLY ? { SVC_WORKER: 'off' } : inThread ? { SVC_WORKER: 'thread' } : {}),
+  ];
   const url = `http://127.0.0.1:${port}`;
   for (let i = 0; i < 300; i++) {
     const ok = await fetch(`${url}/readyz`).then(

@@ -3,6 +3,7 @@ import fastifyCookie from '@fastify/cookie';
 import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
 import Fastify, { type FastifyReply, type FastifyRequest, LogController } from 'fastify';
+import type { Registry } from 'prom-client';
 import { migrationsApplied } from '../db/migrate.js';
 import { ping } from '../db/store.js';
 import { satisfies } from '../http/access.js';
@@ -29,7 +30,12 @@ export interface BuiltApp {
 }
 
 /** Builds the HTTP app without listening (the CLI's server owns listen and close). */
-export async function buildApp(ctx: AppContext): Promise<BuiltApp> {
+export interface BuildAppOptions {
+  /** What /metrics serves; the process registry unless given (svc serve adds its worker thread's). */
+  scrapeMetrics?: () => Promise<Registry>;
+}
+
+export async function buildApp(ctx: AppContext, options: BuildAppOptions = {}): Promise<BuiltApp> {
   const app = Fastify({
     loggerInstance: ctx.log,
     bodyLimit: ctx.config.bodyLimitBytes,
@@ -111,7 +117,7 @@ export async function buildApp(ctx: AppContext): Promise<BuiltApp> {
     request.principal = causation ? { ...principal, causation } : principal;
   });
 
-  registerHttpMetrics(app as never, ctx.services.metrics);
+  registerHttpMetrics(app as never, ctx.services.metrics, options.scrapeMetrics);
   await app.register(swagger, openapiOptions);
   await app.register(swaggerUi, docsPageOptions);
   await app.register(fastifyCookie);

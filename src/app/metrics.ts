@@ -21,8 +21,15 @@ export function createMetricsRegistry(): Registry {
   return registry;
 }
 
-/** Request counts and durations by route and status, and the /metrics endpoint itself. */
-export function registerHttpMetrics(app: FastifyInstance, registry: Registry): void {
+/**
+ * Request counts and durations by route and status, and the /metrics endpoint itself, which serves
+ * what `scrape` answers (the registry, or the registry with the worker thread's series added).
+ */
+export function registerHttpMetrics(
+  app: FastifyInstance,
+  registry: Registry,
+  scrape: () => Promise<Registry> = async () => registry,
+): void {
   const labelNames = ['method', 'route', 'status'] as const;
   const requests = counter(registry, 'http_requests_total', 'HTTP requests by route and status', labelNames);
   const duration = histogram(
@@ -46,8 +53,9 @@ export function registerHttpMetrics(app: FastifyInstance, registry: Registry): v
     '/metrics',
     { schema: { hide: true }, config: { access: { kind: 'public' } } },
     async (_req, reply) => {
-      reply.type(registry.contentType);
-      return registry.metrics();
+      const scraped = await scrape();
+      reply.type(scraped.contentType);
+      return scraped.metrics();
     },
   );
 }

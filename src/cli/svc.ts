@@ -5,9 +5,10 @@ import { buildApp } from '../app/build-app.js';
 import { loggerOptions } from '../app/logger.js';
 import { closeContext, createContext, createWorker } from '../app/runtime.js';
 import type { AppContext } from '../app/types.js';
-import { type Config, ConfigError, loadConfig } from '../config/config.js';
+import { startWorkerThread, withThreadMetrics } from '../app/worker-thread.js';
+import { type Config, ConfigError, loadConfig, type WorkerMode } from '../config/config.js';
 import { migrateToLatest } from '../db/migrate.js';
-import { openStore } from '../db/store.js';
+import { openStore, sqliteFile } from '../db/store.js';
 import { AppError } from '../http/errors.js';
 import { VERSION } from '../version.js';
 import { type CliCommand, type CliOption, commandHelp, parseArgsOptions, synopsis } from './command.js';
@@ -25,7 +26,8 @@ type Values = Record<string, string | string[] | boolean | undefined>;
 const entries: Entry[] = [
   {
     name: 'serve',
-    summary: 'serve the API (and run the background worker in-process unless SVC_WORKER=false)',
+    summary:
+      'serve the API, and the background worker unless SVC_WORKER=off (SVC_WORKER=thread: in a thread)',
     options: {},
     start: async (config) => serve(await createContext(config), config.worker),
   },
@@ -119,16 +121,22 @@ async function runOnce(config: Config, command: CliCommand, values: Values): Pro
   return 0;
 }
 
-async function serve(ctx: AppContext, withWorker: boolean): Promise<number> {
-  const { app } = await buildApp(ctx);
-  const worker = withWorker ? createWorker(ctx) : undefined;
+async function serve(ctx: AppContext, mode: WorkerMode): Promise<number> {
+  // An in-memory database is one connection's own: a thread could not see it.
+  const memory = ctx.store.dialect === 'sqlite' && sqliteFile(ctx.store.url) === null;
+  const where = mode === 'thread' && memory ? 'main' : mode;
+  const thread = where === 'thread' ? startWorkerThread(ctx) : undefined;
+  const { app } = await buildApp(ctx, {
+    scrapeMetrics: thread && (() => withThreadMetrics(ctx.services.metrics, thread)),
+  });
+  const worker = where === 'main' ? createWorker(ctx) : undefined;
   // Fastify writes the one listening line (per address it binds), in our words.
   await app.listen({
     port: ctx.config.port,
     host: ctx.config.host,
     listenTextResolver: (address) =>
       `svc ${VERSION} listening on ${address} (console at ${address}/console, docs at ${address}/docs, store: ${ctx.store.dialect}, ` +
-      `worker: ${worker ? 'in-process' : 'off'})`,
+      `worker: ${{ thread: 'worker thread', main: 'in-process', off: 'off' }[where]})`,
   });
   worker?.start();
   await untilSignal(ctx, async () => {
@@ -142,6 +150,7 @@ async function serve(ctx: AppContext, withWorker: boolean): Promise<number> {
       clearInterval(sweep);
     }
     await worker?.stop();
+    await thread?.stop();
   });
   return 0;
 }

@@ -44,7 +44,12 @@ export interface Config {
   allowPrivateNetworks: boolean;
   /** SVC_DNS_SERVERS: resolve outbound targets through these servers only (empty: the system's resolver). */
   dnsServers: string[];
-  worker: boolean;
+  /**
+   * SVC_WORKER: where `svc serve` runs the background worker: `main` (the API's own thread),
+   * `thread` (a worker thread: the API and the worker each get a core, for about 70 MiB more), `off`
+   * (none; a `svc worker` does it).
+   */
+  worker: WorkerMode;
   smtpUrl: string | undefined;
   mailFrom: string;
   oidcIssuer: string | undefined;
@@ -108,6 +113,17 @@ function bool(env: Env, name: string, fallback: boolean): boolean {
   if (raw === 'true' || raw === '1') return true;
   if (raw === 'false' || raw === '0') return false;
   throw new ConfigError(`${name} must be true or false, got "${raw}"`);
+}
+
+export type WorkerMode = 'thread' | 'main' | 'off';
+
+/** SVC_WORKER: `main` (the default; `true` too), `thread`, or `off` (`false`). */
+function workerMode(env: Env): WorkerMode {
+  const raw = str(env, 'SVC_WORKER');
+  if (raw === undefined || raw === 'main' || raw === 'true' || raw === '1') return 'main';
+  if (raw === 'thread') return 'thread';
+  if (raw === 'off' || raw === 'false' || raw === '0') return 'off';
+  throw new ConfigError(`SVC_WORKER must be main, thread or off (true or false), got "${raw}"`);
 }
 
 function url(env: Env, name: string, protocols: string[]): string | undefined {
@@ -289,7 +305,7 @@ export function loadConfig(env: Env = process.env): Config {
     webhookTimeoutMs: boundedInt(env, 'SVC_WEBHOOK_TIMEOUT_MS', 10_000, 1, 600_000),
     allowPrivateNetworks: bool(env, 'SVC_ALLOW_PRIVATE_NETWORKS', false),
     dnsServers: dnsServers(env),
-    worker: bool(env, 'SVC_WORKER', true),
+    worker: workerMode(env),
     smtpUrl: url(env, 'SVC_SMTP_URL', ['smtp:', 'smtps:']),
     mailFrom: str(env, 'SVC_MAIL_FROM') ?? 'svc <no-reply@localhost>',
     oidcIssuer: str(env, 'SVC_OIDC_ISSUER'),

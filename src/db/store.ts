@@ -14,6 +14,7 @@ import {
 } from 'kysely';
 import pg from 'pg';
 import type { Database } from './schema.js';
+import { lockedWrites, ThreadWriteLock } from './thread-lock.js';
 import { groupCommit, insideTransaction, NESTED, oneTransaction } from './transactions.js';
 
 export type Dialect = 'sqlite' | 'postgres';
@@ -50,6 +51,8 @@ export interface Store {
   readCommitted<R>(query: CompiledQuery<R>): Promise<R[]>;
   /** Statements and transactions run since the store opened (on /metrics; the pipeline benchmark's per-execution counts). */
   readonly activity: StoreActivity;
+  /** A SQLite file's write lock between this process's threads (src/db/thread-lock.ts). */
+  readonly threadLock?: ThreadWriteLock;
   close(): Promise<void>;
 }
 
@@ -71,7 +74,12 @@ function countStatement(activity: StoreActivity, sqlText: string): void {
  * On SQLite (one connection) the query would wait forever for the connection the transaction holds;
  * on PostgreSQL it would silently run outside the transaction. Failing loudly beats both.
  */
-function guarded(dialect: KyselyDialect, activity: StoreActivity, beginSql?: string): KyselyDialect {
+function guarded(
+  dialect: KyselyDialect,
+  activity: StoreActivity,
+  beginSql?: string,
+  beforeBegin?: () => Promise<void>,
+): KyselyDialect {
   return {
     createAdapter: () => dialect.createAdapter(),
     createQueryCompiler: () => dialect.createQueryCompiler(),
@@ -86,6 +94,7 @@ function guarded(dialect: KyselyDialect, activity: StoreActivity, beginSql?: str
         },
         beginTransaction: async (conn, settings) => {
           activity.transactions++;
+          if (beforeBegin) await beforeBegin();
           if (beginSql) await conn.executeQuery(CompiledQuery.raw(beginSql));
           else await driver.beginTransaction(conn, settings);
         },
@@ -104,11 +113,16 @@ pg.types.setTypeParser(20, (v) => Number.parseInt(v, 10));
 export interface StoreOptions {
   /** Refuse `store.db` inside a transaction callback (tests; see insideTransaction for the cost). */
   guardTransactions?: boolean;
+  /**
+   * SQLite file: the write lock shared with the other threads of this process on the same file
+   * (svc serve's worker thread takes its API thread's; src/db/thread-lock.ts). A new one if not given.
+   */
+  threadLock?: SharedArrayBuffer;
 }
 
 export function openStore(url: string, options: StoreOptions = {}): Store {
   const guard = options.guardTransactions ?? false;
-  if (url.startsWith('sqlite:')) return openSqlite(url, guard);
+  if (url.startsWith('sqlite:')) return openSqlite(url, guard, options.threadLock);
   return openPostgres(url, guard);
 }
 
@@ -138,7 +152,7 @@ export function sqliteFile(url: string): string | null {
   return path === ':memory:' ? null : path;
 }
 
-function openSqlite(url: string, guard: boolean): Store {
+function openSqlite(url: string, guard: boolean, threadLock?: SharedArrayBuffer): Store {
   const file = sqliteFile(url);
   const memory = file === null;
   if (!memory) mkdirSync(dirname(file), { recursive: true });
@@ -155,11 +169,14 @@ function openSqlite(url: string, guard: boolean): Store {
   // the single connection already runs one transaction at a time; reads outside transactions are
   // unaffected (WAL).
   const activity: StoreActivity = { statements: 0, transactions: 0 };
+  const lock = memory ? undefined : new ThreadWriteLock(threadLock);
+  const writes = lock && lockedWrites(conn, lock);
   const db = new Kysely<Database>({
     dialect: guarded(
-      new SqliteDialect({ database: withStatementCache(conn, activity) }),
+      new SqliteDialect({ database: withStatementCache(conn, activity, 256, writes?.wrap) }),
       activity,
       'begin immediate',
+      writes?.beforeBegin,
     ),
   });
   const store = makeStore(db, 'sqlite', url, guard, activity);
@@ -174,6 +191,7 @@ function openSqlite(url: string, guard: boolean): Store {
   const statements = withStatementCache(reader, activity, 256);
   return {
     ...store,
+    threadLock: lock,
     async readCommitted<R>(query: CompiledQuery<R>) {
       return statements.prepare(query.sql).all(query.parameters as unknown[]) as R[];
     },
@@ -192,7 +210,12 @@ function openSqlite(url: string, guard: boolean): Store {
  * Safe because every query runs to completion (`all`/`run`) under Kysely's connection mutex; nothing
  * here streams (`iterate`) on SQLite.
  */
-function withStatementCache(conn: SQLite.Database, activity: StoreActivity, size = 256) {
+function withStatementCache(
+  conn: SQLite.Database,
+  activity: StoreActivity,
+  size = 256,
+  wrap?: (stmt: SQLite.Statement, sqlText: string) => SQLite.Statement,
+) {
   const cache = new Map<string, SQLite.Statement>();
   return {
     close: () => conn.close(),
@@ -202,6 +225,7 @@ function withStatementCache(conn: SQLite.Database, activity: StoreActivity, size
       let stmt = cache.get(sqlText);
       if (!stmt) {
         stmt = conn.prepare(sqlText);
+        if (wrap) stmt = wrap(stmt, sqlText);
         if (cache.size >= size) cache.delete(cache.keys().next().value as string);
         cache.set(sqlText, stmt);
       }

@@ -1,0 +1,134 @@
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { eventually } from '../events/helpers.js';
+import { SvcProcess } from '../helpers/process.js';
+import { dialectName, sharedDatabase, type TestDatabase } from '../helpers/store.js';
+
+const EMAIL = 'thread-admin@example.test';
+const PASSWORD = 'thread-admin-password';
+const TYPE = 'com.example.ping';
+const EVENTS = 30;
+
+/**
+ * `svc serve` with SVC_WORKER=thread: the API on the main thread, the worker (drain, engine) in a
+ * worker thread on a connection of its own. With the drain and the engine's polls set to ten
+ * minutes, only the wakes the API forwards to the thread explain prompt progress. Events go in over
+ * HTTP and out as the workflow's HTTP calls to a local receiver; /metrics counts the thread's work.
+ */
+describe(`svc serve with its worker in a thread (${dialectName})`, () => {
+  let database: TestDatabase;
+  let serve: SvcProcess;
+  let receiver: http.Server;
+  const received: number[] = [];
+  let token = '';
+  const call = async (method: string, path: string, body?: unknown, type = 'application/json') => {
+    const res = await fetch(`${serve.address}/api/v1${path}`, {
+      method,
+      headers: { 'content-type': type, authorization: `Bearer ${token}` },
+      body: body === undefined ? undefined : JSON.stringify(body),
+    });
+    const json = (await res.json()) as Record<string, unknown> & { id: string };
+    if (!res.ok) throw new Error(`${method} ${path}: ${res.status} ${JSON.stringify(json)}`);
+    return json;
+  };
+
+  beforeAll(async () => {
+    database = await sharedDatabase('svc-thread-');
+    receiver = http.createServer((req, res) => {
+      let body = '';
+      req.on('data', (c) => (body += c));
+      req.on('end', () => {
+        received.push((JSON.parse(body) as { n: number }).n);
+        res.end('{}');
+      });
+    });
+    await new Promise<void>((r) => receiver.listen(0, '127.0.0.1', r));
+    serve = new SvcProcess('serve', database.url, {
+      SVC_WORKER: 'thread',
+      SVC_OUTBOX_DRAIN_INTERVAL_MS: '600000',
+      SVC_WORKFLOW_POLL_INTERVAL_MS: '600000',
+      SVC_ALLOW_PRIVATE_NETWORKS: 'true',
+      SVC_BOOTSTRAP_ADMIN_EMAIL: EMAIL,
+      SVC_BOOTSTRAP_ADMIN_PASSWORD: PASSWORD,
+    });
+    await serve.ready();
+  }, 60_000);
+  afterAll(async () => {
+    await serve?.stop();
+    await new Promise((r) => receiver?.close(r));
+    await database?.drop();
+  });
+
+  it('says so, runs workflows woken across the threads, counts the thread on /metrics, stops cleanly', async () => {
+    expect(serve.output).toContain('worker: worker thread');
+    const login = await call('POST', '/auth/login/credentials', { email: EMAIL, password: PASSWORD });
+    token = login.access_token as string;
+    await call('POST', '/event_definition', { event_type: TYPE });
+    const defs = await call('GET', '/plugin_definition?name=http');
+    const instance = await call('POST', '/plugin_instance', {
+      plugin_definition_id: (defs.plugin_definitions as Array<{ id: string }>)[0].id,
+      display_name: 'receiver',
+      enabled: true,
+    });
+    const sub = await call('POST', '/event_subscription', { name: 'ping', event_type: TYPE });
+    const { port } = receiver.address() as AddressInfo;
+    await call('PUT', `/event_subscription/${sub.id}/graph`, {
+      nodes: [
+        {
+          id: 'double',
+          key: 'double',
+          type: 'COMPUTE',
+          config: { logic: { '*': [{ var: 'event.data.n' }, 2] } },
+        },
+        {
+          id: 'send',
+          key: 'send',
+          type: 'ACTION',
+          config: {
+            plugin_instance_id: instance.id,
+            plugin_action: 'request',
+            input_mapping: {
+              method: 'POST',
+              url: `http://127.0.0.1:${port}/`,
+              body: { eachKey: { n: { var: 'nodes.double.output.result' } } },
+            },
+          },
+        },
+      ],
+      edges: [{ from_node_id: 'double', to_node_id: 'send' }],
+    });
+    // Let the thread's start-up steps pass: from here only a forwarded wake moves anything.
+    await new Promise((r) => setTimeout(r, 500));
+    const batch = Array.from({ length: EVENTS }, (_, n) => ({
+      specversion: '1.0',
+      id: `ping-${n}`,
+      source: '/tests/thread',
+      type: TYPE,
+      data: { n },
+    }));
+    await call('POST', '/event', batch, 'application/cloudevents-batch+json');
+    await eventually(
+      async () => received.length >= EVENTS,
+      20_000,
+      `${EVENTS} calls received:\n${serve.output.slice(-3000)}`,
+    );
+    expect(received.sort((x, y) => x - y)).toEqual(Array.from({ length: EVENTS }, (_, n) => 2 * n));
+
+    const metrics = await (await fetch(`${serve.address}/metrics`)).text();
+    const value = (name: string) =>
+      metrics
+        .split('\n')
+        .filter((l) => l.startsWith(name))
+        .reduce((sum, l) => sum + Number(l.split(' ').at(-1)), 0);
+    // The drain runs only in the thread: its settlements reach /metrics all the same.
+    expect(value('svc_outbox_tasks_settled_total')).toBeGreaterThanOrEqual(EVENTS);
+    // The process's own series once, not once per thread.
+    expect(metrics.match(/^process_cpu_user_seconds_total /gm)).toHaveLength(1);
+
+    await serve.stop();
+    expect(serve.output).toContain('shut down cleanly');
+    expect(serve.child.exitCode).toBe(0);
+    expect(serve.output).not.toMatch(/"level":50/);
+  });
+});

@@ -27,11 +27,9 @@ export class ThreadWriteLock {
   acquire(): boolean {
     const deadline = Date.now() + this.waitMs;
     for (;;) {
-      const owner = Atomics.compareExchange(this.cell, 0, 0, this.me);
-      if (owner === 0) return true;
-      const left = deadline - Date.now();
-      if (left <= 0) return false;
-      Atomics.wait(this.cell, 0, owner, left);
+      const tried = this.tryTake(deadline);
+      if (typeof tried === 'boolean') return tried;
+      Atomics.wait(this.cell, 0, tried.owner, tried.left);
     }
   }
 
@@ -39,13 +37,19 @@ export class ThreadWriteLock {
   async acquireAsync(): Promise<boolean> {
     const deadline = Date.now() + this.waitMs;
     for (;;) {
-      const owner = Atomics.compareExchange(this.cell, 0, 0, this.me);
-      if (owner === 0) return true;
-      const left = deadline - Date.now();
-      if (left <= 0) return false;
-      const waited = waitAsync(this.cell, 0, owner, left);
+      const tried = this.tryTake(deadline);
+      if (typeof tried === 'boolean') return tried;
+      const waited = waitAsync(this.cell, 0, tried.owner, tried.left);
       if (waited.async) await waited.value;
     }
+  }
+
+  /** One try: taken (true), out of time (false), or whom to wait for and how long at most. */
+  private tryTake(deadline: number): boolean | { owner: number; left: number } {
+    const owner = Atomics.compareExchange(this.cell, 0, 0, this.me);
+    if (owner === 0) return true;
+    const left = deadline - Date.now();
+    return left <= 0 ? false : { owner, left };
   }
 
   release(): void {

@@ -9,7 +9,8 @@ import { openStore } from '../db/store.js';
  * The worker thread of `svc serve` (SVC_WORKER=thread): the background worker (outbox drain,
  * engines, timers) on a connection and services of its own, beside the API on the main thread. The
  * API's wakes arrive as messages; a stop message finishes the steps in flight, closes the store and
- * ends the thread.
+ * ends the thread. Should the start fail (the store unreachable), the thread ends with the error and
+ * the API thread starts it again later.
  */
 async function run(port: NonNullable<typeof parentPort>, data: WorkerThreadData): Promise<void> {
   const log = pino(loggerOptions(data.config.logLevel)).child({ thread: 'worker' });
@@ -25,10 +26,11 @@ async function run(port: NonNullable<typeof parentPort>, data: WorkerThreadData)
         .getMetricsAsJSON()
         .then((metrics) => port.postMessage({ kind: 'metrics', id: message.id, metrics }));
     else if (message.kind === 'stop')
+      // In a thread, process.exit ends the thread alone: nothing left open can keep it running.
       void worker
         .stop()
         .then(() => closeContext(ctx))
-        .then(() => port.close());
+        .then(() => process.exit(0));
   });
   worker.start();
   port.postMessage({ kind: 'ready' });

@@ -1,5 +1,8 @@
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { eventually } from '../events/helpers.js';
 import { SvcProcess } from '../helpers/process.js';
@@ -10,11 +13,32 @@ const PASSWORD = 'thread-admin-password';
 const TYPE = 'com.example.ping';
 const EVENTS = 30;
 
+/** A package plugin whose `crash_once` action ends the thread it runs in the first time (a marker file remembers). */
+const CRASH_PLUGIN = `
+import { existsSync, writeFileSync } from 'node:fs';
+export default {
+  manifest: {
+    name: 'crasher',
+    version: '1.0.0',
+    instance_config_schema: { type: 'object' },
+    actions: [{ name: 'crash_once', title: 'crash once', input_schema: {}, output_schema: {}, idempotent: true, timeout_seconds: 10 }],
+  },
+  handlers: {
+    crash_once: ({ input }) => {
+      if (existsSync(input.marker)) return { survived: true };
+      writeFileSync(input.marker, 'crashed');
+      process.exit(3);
+    },
+  },
+};
+`;
+
 /**
  * `svc serve` with SVC_WORKER=thread: the API on the main thread, the worker (drain, engine) in a
  * worker thread on a connection of its own. With the drain and the engine's polls set to ten
  * minutes, only the wakes the API forwards to the thread explain prompt progress. Events go in over
  * HTTP and out as the workflow's HTTP calls to a local receiver; /metrics counts the thread's work.
+ * A thread that dies (here a plugin ends it) is started again and finishes the run it held.
  */
 describe(`svc serve with its worker in a thread (${dialectName})`, () => {
   let database: TestDatabase;
@@ -22,6 +46,7 @@ describe(`svc serve with its worker in a thread (${dialectName})`, () => {
   let receiver: http.Server;
   const received: number[] = [];
   let token = '';
+  const plugins = mkdtempSync(join(tmpdir(), 'svc-thread-plugins-'));
   const call = async (method: string, path: string, body?: unknown, type = 'application/json') => {
     const res = await fetch(`${serve.address}/api/v1${path}`, {
       method,
@@ -44,8 +69,12 @@ describe(`svc serve with its worker in a thread (${dialectName})`, () => {
       });
     });
     await new Promise<void>((r) => receiver.listen(0, '127.0.0.1', r));
+    mkdirSync(join(plugins, 'crasher'));
+    writeFileSync(join(plugins, 'crasher', 'index.mjs'), CRASH_PLUGIN);
     serve = new SvcProcess('serve', database.url, {
       SVC_WORKER: 'thread',
+      SVC_PLUGIN_DIR: plugins,
+      SVC_WORKFLOW_LEASE_MS: '1000',
       SVC_OUTBOX_DRAIN_INTERVAL_MS: '600000',
       SVC_WORKFLOW_POLL_INTERVAL_MS: '600000',
       SVC_ALLOW_PRIVATE_NETWORKS: 'true',
@@ -58,19 +87,24 @@ describe(`svc serve with its worker in a thread (${dialectName})`, () => {
     await serve?.stop();
     await new Promise((r) => receiver?.close(r));
     await database?.drop();
+    rmSync(plugins, { recursive: true, force: true });
   });
 
-  it('says so, runs workflows woken across the threads, counts the thread on /metrics, stops cleanly', async () => {
+  const instanceOf = async (plugin: string) => {
+    const defs = await call('GET', `/plugin_definition?name=${plugin}`);
+    return call('POST', '/plugin_instance', {
+      plugin_definition_id: (defs.plugin_definitions as Array<{ id: string }>)[0].id,
+      display_name: plugin,
+      enabled: true,
+    });
+  };
+
+  it('says so, runs workflows woken across the threads and counts the thread on /metrics', async () => {
     expect(serve.output).toContain('worker: worker thread');
     const login = await call('POST', '/auth/login/credentials', { email: EMAIL, password: PASSWORD });
     token = login.access_token as string;
     await call('POST', '/event_definition', { event_type: TYPE });
-    const defs = await call('GET', '/plugin_definition?name=http');
-    const instance = await call('POST', '/plugin_instance', {
-      plugin_definition_id: (defs.plugin_definitions as Array<{ id: string }>)[0].id,
-      display_name: 'receiver',
-      enabled: true,
-    });
+    const instance = await instanceOf('http');
     const sub = await call('POST', '/event_subscription', { name: 'ping', event_type: TYPE });
     const { port } = receiver.address() as AddressInfo;
     await call('PUT', `/event_subscription/${sub.id}/graph`, {
@@ -125,10 +159,56 @@ describe(`svc serve with its worker in a thread (${dialectName})`, () => {
     expect(value('svc_outbox_tasks_settled_total')).toBeGreaterThanOrEqual(EVENTS);
     // The process's own series once, not once per thread.
     expect(metrics.match(/^process_cpu_user_seconds_total /gm)).toHaveLength(1);
+  });
 
+  it('a thread that dies is started again, and the run it held completes', async () => {
+    const marker = join(plugins, 'crashed');
+    const instance = await instanceOf('crasher');
+    await call('POST', '/event_definition', { event_type: 'com.example.crash' });
+    const sub = await call('POST', '/event_subscription', { name: 'crash', event_type: 'com.example.crash' });
+    await call('PUT', `/event_subscription/${sub.id}/graph`, {
+      nodes: [
+        {
+          id: 'boom',
+          key: 'boom',
+          type: 'ACTION',
+          config: {
+            plugin_instance_id: instance.id,
+            plugin_action: 'crash_once',
+            input_mapping: { marker: { preserve: marker } },
+          },
+        },
+      ],
+      edges: [],
+    });
+    await call(
+      'POST',
+      '/event',
+      { specversion: '1.0', id: 'crash-1', source: '/tests/thread', type: 'com.example.crash', data: {} },
+      'application/cloudevents+json',
+    );
+    await serve.said('worker thread ended; starting it again', 20_000);
+    expect(serve.output).toMatch(/"code":3,"restart_in_ms":1000/);
+    expect(serve.alive).toBe(true);
+    expect((await fetch(`${serve.address}/healthz`)).status).toBe(200);
+    const run = await eventually(
+      async () => {
+        const runs = await call('GET', `/workflow_run?event_subscription_id=${sub.id}`);
+        const [only] = runs.runs as Array<{ id: string; status: string }>;
+        return only?.status === 'completed' && only;
+      },
+      20_000,
+      'the crashed run completed',
+    );
+    const nodes = await call('GET', `/workflow_run/${run.id}/node`);
+    expect((nodes.nodes as Array<{ output: unknown }>)[0].output).toEqual({ survived: true });
+  });
+
+  it('stops cleanly on SIGTERM, the thread with it', async () => {
+    const before = serve.output.length;
     await serve.stop();
     expect(serve.output).toContain('shut down cleanly');
     expect(serve.child.exitCode).toBe(0);
-    expect(serve.output).not.toMatch(/"level":50/);
+    expect(serve.output.slice(before)).not.toMatch(/"level":50/);
   });
 });

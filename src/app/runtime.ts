@@ -24,6 +24,8 @@ export interface RuntimeOptions {
   startup?: boolean;
   /** Event handlers called after the areas' own (tests' and benchmarks' probes). */
   eventHandlers?: readonly EventHandler[];
+  /** A SQLite file's write lock shared with another thread of this process (SVC_WORKER=thread). */
+  threadLock?: SharedArrayBuffer;
   /** The process runs the worker alone (`svc worker`), beside processes that serve the API. */
   workerOnly?: boolean;
 }
@@ -33,7 +35,11 @@ export async function createContext(config: Config, options: RuntimeOptions = {}
   const log = options.log ?? pino(loggerOptions(config.logLevel));
   const fullConfig = withDevSecrets(config, log);
   const store =
-    options.store ?? openStore(fullConfig.databaseUrl, { guardTransactions: options.guardTransactions });
+    options.store ??
+    openStore(fullConfig.databaseUrl, {
+      guardTransactions: options.guardTransactions,
+      threadLock: options.threadLock,
+    });
   await migrateToLatest(store);
   const clock = options.clock ?? systemClock;
   const services = createServices({

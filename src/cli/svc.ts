@@ -29,7 +29,14 @@ const entries: Entry[] = [
     summary:
       'serve the API, and the background worker unless SVC_WORKER=off (SVC_WORKER=thread: in a thread)',
     options: {},
-    start: async (config) => serve(await createContext(config), config.worker),
+    start: async (config) =>
+      serve(
+        // The API thread's connection and the worker thread's share one write lock (src/db/thread-lock.ts).
+        await createContext(config, {
+          threadLock: config.worker === 'thread' ? new SharedArrayBuffer(4) : undefined,
+        }),
+        config.worker,
+      ),
   },
   {
     name: 'worker',

@@ -3,7 +3,6 @@ import pino from 'pino';
 import { loggerOptions } from '../app/logger.js';
 import { closeContext, createContext, createWorker } from '../app/runtime.js';
 import type { ThreadMessage, WorkerThreadData } from '../app/worker-thread.js';
-import { openStore } from '../db/store.js';
 
 /**
  * The worker thread of `svc serve` (SVC_WORKER=thread): the background worker (outbox drain,
@@ -16,8 +15,7 @@ async function run(port: NonNullable<typeof parentPort>, data: WorkerThreadData)
   const log = pino(loggerOptions(data.config.logLevel)).child({ thread: 'worker' });
   // The start-up tasks run again, as in `svc worker`: the main thread ran them already, so they find
   // their work done, but plugin discovery fills this thread's own registry of what it can run.
-  const store = openStore(data.config.databaseUrl, { threadLock: data.threadLock });
-  const ctx = await createContext(data.config, { log, store });
+  const ctx = await createContext(data.config, { log, threadLock: data.threadLock });
   const worker = createWorker(ctx);
   port.on('message', (message: ThreadMessage) => {
     if (message.kind === 'wake') ctx.services.wakeups.wake(message.name);

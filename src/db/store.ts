@@ -115,7 +115,8 @@ export interface StoreOptions {
   guardTransactions?: boolean;
   /**
    * SQLite file: the write lock shared with the other threads of this process on the same file
-   * (svc serve's worker thread takes its API thread's; src/db/thread-lock.ts). A new one if not given.
+   * (svc serve's API thread and its worker thread; src/db/thread-lock.ts). Without it (one thread
+   * on the file, the default) statements run as prepared, with nothing added to the hot path.
    */
   threadLock?: SharedArrayBuffer;
 }
@@ -169,7 +170,7 @@ function openSqlite(url: string, guard: boolean, threadLock?: SharedArrayBuffer)
   // the single connection already runs one transaction at a time; reads outside transactions are
   // unaffected (WAL).
   const activity: StoreActivity = { statements: 0, transactions: 0 };
-  const lock = memory ? undefined : new ThreadWriteLock(threadLock);
+  const lock = !memory && threadLock ? new ThreadWriteLock(threadLock) : undefined;
   const writes = lock && lockedWrites(conn, lock);
   const db = new Kysely<Database>({
     dialect: guarded(

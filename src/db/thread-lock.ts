@@ -53,10 +53,10 @@ export class ThreadWriteLock {
   }
 
   release(): void {
-    if (Atomics.compareExchange(this.cell, 0, this.me, 0) === this.me) Atomics.notify(this.cell, 0, 1);
+    this.releaseFor(threadId);
   }
 
-  /** Frees the lock if the thread `id` (ended) held it. */
+  /** Frees the lock if the thread `id` held it (this one's, or one that ended holding it). */
   releaseFor(id: number): void {
     if (Atomics.compareExchange(this.cell, 0, id + 1, 0) === id + 1) Atomics.notify(this.cell, 0, 1);
   }

@@ -1,5 +1,10 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { Worker } from 'node:worker_threads';
+import { CompiledQuery } from 'kysely';
 import { describe, expect, it } from 'vitest';
+import { openStore } from '../../src/db/store.js';
 import { ThreadWriteLock } from '../../src/db/thread-lock.js';
 
 /**
@@ -48,5 +53,24 @@ describe('ThreadWriteLock', () => {
     lock.releaseFor(id);
     expect(lock.acquire()).toBe(true);
     lock.release();
+  });
+
+  it('is on a store only where threads share its file: one thread on a file pays nothing for it', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'svc-lock-'));
+    const alone = openStore(`sqlite:${join(dir, 'a.db')}`);
+    const shared = openStore(`sqlite:${join(dir, 'b.db')}`, { threadLock: new SharedArrayBuffer(4) });
+    try {
+      expect(alone.threadLock).toBeUndefined();
+      expect(shared.threadLock).toBeInstanceOf(ThreadWriteLock);
+      // A write through the shared store leaves the lock free once it has committed.
+      await shared.transaction((tx) => tx.db.executeQuery(CompiledQuery.raw('create table t (x int)')));
+      const other = new ThreadWriteLock(shared.threadLock!.buffer, 50);
+      expect(other.acquire()).toBe(true);
+      other.release();
+    } finally {
+      await alone.close();
+      await shared.close();
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });

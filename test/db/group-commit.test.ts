@@ -121,4 +121,26 @@ describe(`concurrent transactions (${dialectName})`, () => {
       expect((await committed()).filter((n) => n >= 7000 && n < 8000)).toHaveLength(50);
     },
   );
+
+  it(
+    onPostgres
+      ? 'PostgreSQL: store.write runs its statement as it is, without a transaction'
+      : 'SQLite: store.write joins the group commit of the transactions queued with it',
+    async () => {
+      await store.write((db) => sql`insert into group_probe (n) values (9099)`.execute(db));
+      const before = { ...store.activity };
+      const outcomes = await Promise.allSettled([
+        store.transaction((tx) => sql`insert into group_probe (n) values (9000)`.execute(tx.db)),
+        store.write((db) => sql`insert into group_probe (n) values (9001)`.execute(db)),
+        store.write((db) => sql`insert into group_probe (n) values (9099)`.execute(db)), // taken
+        store.transaction((tx) => sql`insert into group_probe (n) values (9002)`.execute(tx.db)),
+      ]);
+      // A write that fails fails alone, as a transaction callback does.
+      expect(outcomes.map((o) => o.status)).toEqual(['fulfilled', 'fulfilled', 'rejected', 'fulfilled']);
+      const transactions = store.activity.transactions - before.transactions;
+      if (onPostgres) expect(transactions).toBe(2);
+      else expect(transactions).toBeLessThanOrEqual(2);
+      expect((await committed()).filter((n) => n >= 9000 && n < 9100)).toEqual([9000, 9001, 9002, 9099]);
+    },
+  );
 });

@@ -5,9 +5,11 @@ import { type Api, api, job, nodesOf, pluginInstance, publish, runsOf, workflow 
 import { pluginCalls, wftestPluginDir } from './plugin.js';
 
 /**
- * Two engines (two app contexts, as two processes would be) on one store. The engine that creates a
- * run claims it without reading it back; that shortcut must never take a run another engine already
- * drove, or it would replay the run from its first node and call a non-idempotent ACTION twice.
+ * Two engines (two app contexts, as two processes would be) on one store. The engine whose router
+ * creates a run creates it already claimed, under its lease, and drives it from memory without a
+ * claim statement. Another engine must not take such a run while that lease holds; once it has run
+ * out the other engine may, and then the creator must never replay the run from its first node (it
+ * would call a non-idempotent ACTION twice): it resumes the run from its persisted state.
  */
 describe(`two workflow engines on one store (${dialectName})`, () => {
   let db: TestDatabase;
@@ -18,7 +20,12 @@ describe(`two workflow engines on one store (${dialectName})`, () => {
 
   beforeAll(async () => {
     db = await sharedDatabase('svc-wf-two-');
-    const env = { SVC_PLUGIN_DIR: pluginDir, SVC_WORKFLOW_POLL_INTERVAL_MS: '20' };
+    // The shortest lease the configuration takes: the test waits it out.
+    const env = {
+      SVC_PLUGIN_DIR: pluginDir,
+      SVC_WORKFLOW_POLL_INTERVAL_MS: '20',
+      SVC_WORKFLOW_LEASE_MS: '300',
+    };
     creator = await startTestApp({ databaseUrl: db.url, env });
     other = await startTestApp({ databaseUrl: db.url, env });
     a = await api(creator);
@@ -29,7 +36,7 @@ describe(`two workflow engines on one store (${dialectName})`, () => {
     await db.drop();
   });
 
-  it('a run driven by another engine is resumed from its persisted state, not replayed', async () => {
+  it("a run is the creating engine's while its lease holds; once it runs out, another engine's progress is resumed, not replayed", async () => {
     const wftest = await pluginInstance(a, 'wftest');
     const marker = `two-engines-${Date.now()}`;
     const wf = await workflow(a, {
@@ -48,12 +55,19 @@ describe(`two workflow engines on one store (${dialectName})`, () => {
       ],
     });
     await publish(creator);
-    // The creating engine routes the event: the run exists, and it remembers it as its own to drive.
+    // The creating engine routes the event: the run exists, claimed by it, remembered as its own.
     while (await job(creator, 'outbox').run()) {}
     const [created] = await runsOf(a, wf.id);
     expect(created.status).toBe('running');
 
-    // The other engine finds the run due first, calls the ACTION and parks the run at the DELAY.
+    // While the creator's lease holds, the other engine finds nothing due.
+    await job(other, 'workflows').run();
+    expect((await nodesOf(a, created.id)).call.status).toBe('pending');
+    expect(pluginCalls().filter((c) => c.input.marker === marker)).toHaveLength(0);
+
+    // The lease runs out (the creator never stepped): the other engine takes the run, calls the
+    // ACTION and parks the run at the DELAY.
+    await new Promise((r) => setTimeout(r, 350));
     await job(other, 'workflows').run();
     expect((await nodesOf(a, created.id)).wait.status).toBe('running');
     await new Promise((r) => setTimeout(r, 80));
@@ -71,6 +85,37 @@ describe(`two workflow engines on one store (${dialectName})`, () => {
       'completed',
     ]);
     expect(nodes.call.attempts).toBe(1);
+    expect(pluginCalls().filter((c) => c.input.marker === marker)).toHaveLength(1);
+  });
+
+  it('the creating engine creates the run claimed, under its lease, and drives it in its next step', async () => {
+    const wftest = await pluginInstance(a, 'wftest');
+    const marker = `two-engines-fresh-${Date.now()}`;
+    const wf = await workflow(a, {
+      nodes: [
+        {
+          key: 'call',
+          type: 'ACTION',
+          config: { plugin_instance_id: wftest, plugin_action: 'record_once', input_mapping: { marker } },
+        },
+      ],
+    });
+    await publish(creator);
+    while (await job(creator, 'outbox').run()) {}
+    const [created] = await runsOf(a, wf.id);
+    const stored = await creator.ctx.store.db
+      .selectFrom('workflow_run')
+      .select(['locked_by', 'wake_at', 'created_at'])
+      .where('id', '=', created.id)
+      .executeTakeFirstOrThrow();
+    expect(stored.locked_by).toBe(creator.ctx.services.workflowEngine.workerId);
+    const lease = Date.parse(stored.wake_at as string) - Date.parse(stored.created_at);
+    expect(lease).toBeGreaterThanOrEqual(300);
+    expect(lease).toBeLessThan(400);
+
+    await job(creator, 'workflows').run();
+    const [run] = await runsOf(a, wf.id);
+    expect(run.status).toBe('completed');
     expect(pluginCalls().filter((c) => c.input.marker === marker)).toHaveLength(1);
   });
 });

@@ -93,16 +93,14 @@ export function createOutboxJob(deps: OutboxDeps, options: OutboxOptions): Outbo
       let reaped: boolean;
       let outcome: 'retry' | 'failed' = 'retry';
       if (Number(task.interruptions) < MAX_INTERRUPTIONS) {
-        reaped = await interrupt(store.db, task, `${what}; retried, not counted as an attempt`, iso(now));
+        reaped = await store.write((db) =>
+          interrupt(db, task, `${what}; retried, not counted as an attempt`, iso(now)),
+        );
       } else {
         const update = failedAttempt(task, `${what}, after ${MAX_INTERRUPTIONS} interruptions`, now);
         if (update.status === 'FAILED') outcome = 'failed';
-        reaped = await markFailed(
-          store.db,
-          update,
-          { lockedUntil: task.locked_until!, attempts: task.attempts },
-          iso(now),
-        );
+        const held = { lockedUntil: task.locked_until!, attempts: task.attempts };
+        reaped = await store.write((db) => markFailed(db, update, held, iso(now)));
       }
       if (reaped) {
         deps.metrics.settled(outcome);
@@ -160,13 +158,13 @@ export function createOutboxJob(deps: OutboxDeps, options: OutboxOptions): Outbo
   async function settle(tasks: TaskRow[], results: Array<string | null>): Promise<void> {
     const now = clock.now();
     const doneIds = tasks.filter((_, i) => results[i] === null).map((t) => t.id);
-    await markDone(store.db, doneIds, workerId, iso(now));
+    if (doneIds.length > 0) await store.write((db) => markDone(db, doneIds, workerId, iso(now)));
     deps.metrics.settled('done', doneIds.length);
     for (const [i, task] of tasks.entries()) {
       const error = results[i];
       if (error === null) continue;
       const update = failedAttempt(task, error, now);
-      await markFailed(store.db, update, { workerId }, iso(now));
+      await store.write((db) => markFailed(db, update, { workerId }, iso(now)));
       deps.metrics.settled(update.status === 'FAILED' ? 'failed' : 'retry');
       if (update.next_attempt_at) knownDueAt = earliest(knownDueAt, Date.parse(update.next_attempt_at));
       if (update.status === 'FAILED') {
@@ -187,16 +185,13 @@ export function createOutboxJob(deps: OutboxDeps, options: OutboxOptions): Outbo
       const nowMs = now.getTime();
       const housekeeping = nowMs >= housekeepingAt;
       if (housekeeping) await reapExpiredLeases(now);
-      const tasks = await claimTasks(store.db, {
-        now: iso(now),
-        leaseUntil: lease.until(),
-        workerId,
-        limit: batchSize,
-      });
+      const tasks = await store.write((db) =>
+        claimTasks(db, { now: iso(now), leaseUntil: lease.until(), workerId, limit: batchSize }),
+      );
       if (tasks.length > 0) {
         const ids = tasks.map((t) => t.id);
         const stopHeartbeat = lease.heartbeat(
-          (until) => extendLeases(store.db, ids, workerId, until),
+          (until) => store.write((db) => extendLeases(db, ids, workerId, until)),
           (err) => log.warn({ err }, 'outbox: lease renewal failed'),
         );
         try {

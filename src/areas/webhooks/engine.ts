@@ -224,7 +224,7 @@ export function createDeliveryEngine(opts: EngineOptions): DeliveryEngine {
     try {
       const byLease = new Map<string, string[]>();
       for (const r of rows) byLease.set(r.locked_by ?? '', [...(byLease.get(r.locked_by ?? '') ?? []), r.id]);
-      for (const [lease, ids] of byLease) await sending.releaseUnsent(store.db, ids, lease);
+      for (const [lease, ids] of byLease) await store.write((db) => sending.releaseUnsent(db, ids, lease));
     } catch (err) {
       // Their leases expire instead; the reaper then counts one attempt too many, nothing worse.
       log.error({ err, count: rows.length }, 'returning unsent webhook deliveries failed');
@@ -260,16 +260,19 @@ export function createDeliveryEngine(opts: EngineOptions): DeliveryEngine {
         lastReap = now.getTime();
         await reap(now);
       }
-      // One statement, no explicit transaction: the claim is atomic by itself.
-      const claimed = await sending.claimDue(store.db, {
-        now: nowIso,
-        leaseUntil: lease.until(),
-        token: `${engineId}:${++claimSeq}`,
-        limit: asked,
-        perWebhookCap,
-        inFlight: perWebhook,
-        dialect: store.dialect,
-      });
+      // One statement, atomic by itself (store.write: on SQLite it shares the group commit).
+      const token = `${engineId}:${++claimSeq}`;
+      const claimed = await store.write((db) =>
+        sending.claimDue(db, {
+          now: nowIso,
+          leaseUntil: lease.until(),
+          token,
+          limit: asked,
+          perWebhookCap,
+          inFlight: perWebhook,
+          dialect: store.dialect,
+        }),
+      );
       lastClaimShort = claimed.length < asked;
       let bodies: Map<string, string>;
       try {

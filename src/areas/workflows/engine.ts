@@ -104,8 +104,11 @@ export function createWorkflowEngine(deps: EngineDeps): WorkflowEngine {
   const publishesEnd = runEventPolicy(deps.runEventWanted ?? (async () => false));
   const plans = new PlanCache();
   const batchSize = deps.batchSize ?? 64;
-  /** Runs this process just created: claimed without a query for them when the job runs here. */
-  const hints: RunMachine[] = [];
+  /**
+   * Runs this process just created, already claimed by this engine (router.ts `claim`), with when
+   * that lease runs out: driven from memory, without a claim statement, while enough of it is left.
+   */
+  const hints: Array<{ machine: RunMachine; leaseUntil: number }> = [];
   /** Ends the current step's wait (new work arrived). */
   let wakeStep: (() => void) | undefined;
   /** Runs of this process inside an ACTION call: only those make waiting for the in-flight ones slow. */
@@ -118,6 +121,8 @@ export function createWorkflowEngine(deps: EngineDeps): WorkflowEngine {
   };
 
   const lease = createLease(clock, deps.leaseMs);
+  /** The lease fields of a run this worker holds. */
+  const held = () => ({ wake_at: lease.until(), locked_by: workerId });
   const runParallelism = deps.runParallelism ?? 8;
   const actionSlots = new Slots(deps.workerParallelism ?? 128);
   /** Wakes the job when a released run (DELAY, retry backoff) comes due. */
@@ -145,8 +150,11 @@ export function createWorkflowEngine(deps: EngineDeps): WorkflowEngine {
       countRunsSince: (id, since) => runs.countRunsSince(deps.store.db, id, since),
       defaultLimit: deps.maxRunsPerMinute ?? 0,
     }),
-    started(machines) {
-      if (hints.length + machines.length <= MAX_LOCAL_HINTS) hints.push(...machines);
+    // Past MAX_LOCAL_HINTS new runs are created unclaimed and due: `claimDue` takes them.
+    claim: () => (hints.length < MAX_LOCAL_HINTS ? held() : null),
+    started(created) {
+      for (const { machine, leaseUntil } of created)
+        hints.push({ machine, leaseUntil: Date.parse(leaseUntil) });
       notify();
     },
   });
@@ -193,7 +201,7 @@ export function createWorkflowEngine(deps: EngineDeps): WorkflowEngine {
 
   function heartbeat(runId: string): () => void {
     return lease.heartbeat(
-      (until) => runs.renewLease(store.db, runId, workerId, until, iso(clock.now())),
+      (until) => store.write((db) => runs.renewLease(db, runId, workerId, until, iso(clock.now()))),
       (err) => log.warn({ run_id: runId, err }, 'workflow engine: lease renewal failed'),
     );
   }
@@ -209,9 +217,6 @@ export function createWorkflowEngine(deps: EngineDeps): WorkflowEngine {
       } else invoking--;
     },
   });
-
-  /** The lease fields of a run this worker holds. */
-  const held = () => ({ wake_at: lease.until(), locked_by: workerId });
 
   /**
    * Drives one run until it ends or only timers are left: every ready ACTION starts at once (up to
@@ -244,8 +249,10 @@ export function createWorkflowEngine(deps: EngineDeps): WorkflowEngine {
           logFinished(machine, log, deps.metrics);
           return;
         }
+        let started = false;
         for (const inv of step.invokes) {
           if (calls.size >= runParallelism || !actionSlots.take()) break;
+          started = true;
           ended ??= new AbortController();
           stopBeat ??= heartbeat(machine.run.id);
           const call = invoke(machine, inv, ended.signal)
@@ -274,8 +281,10 @@ export function createWorkflowEngine(deps: EngineDeps): WorkflowEngine {
           dueTimer.arm(Date.parse(step.wakeAt));
           return;
         }
-        // Side-effect-free progress is written before waiting; each attempt writes its own start.
-        if (machine.dirty.size > 0 || machine.runDirty) await persist(machine, held());
+        // Side-effect-free progress is written before waiting; each attempt writes its own start, and
+        // with it everything the run did before (a write takes all changes up to its turn), so a step
+        // that started a call leaves the writing to it: one write fewer per ACTION.
+        if (!started && (machine.dirty.size > 0 || machine.runDirty)) await persist(machine, held());
         if (!signalled) {
           await new Promise<void>((resolve) => {
             const wait = step.wakeAt === null ? null : Date.parse(step.wakeAt) - clock.now().getTime();
@@ -335,20 +344,19 @@ export function createWorkflowEngine(deps: EngineDeps): WorkflowEngine {
     const room = capacity - inFlight.size;
     let more = false;
     if (room > 0) {
-      const now = iso(clock.now());
+      const nowMs = clock.now().getTime();
+      const now = iso(new Date(nowMs));
       const leaseUntil = lease.until();
-      const local = hints.splice(0, room);
-      const claimed = await runs.claimIds(
-        store.db,
-        local.map((m) => m.run.id),
-        workerId,
-        now,
-        leaseUntil,
-      );
-      const machines = local.filter((m) => claimed.has(m.run.id));
+      // A run created here is this engine's until its lease runs out; with less than half of it left
+      // it is not started from memory (it might not be ours by its first write): it is left to run
+      // out, and then claimed again, by any worker, from its stored state.
+      const machines = hints
+        .splice(0, room)
+        .filter((h) => h.leaseUntil - nowMs > lease.ms / 2)
+        .map((h) => h.machine);
       const free = room - machines.length;
       if (free > 0) {
-        const due = await runs.claimDue(store.db, workerId, now, leaseUntil, free);
+        const due = await store.write((db) => runs.claimDue(db, workerId, now, leaseUntil, free));
         more = due.length === free;
         machines.push(...(await hydrate(due)));
       }

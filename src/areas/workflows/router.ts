@@ -22,8 +22,13 @@ export interface RouterDeps {
   planOf(subscriptionId: string, version: number): Promise<Plan>;
   /** Writes a new run and its pending nodes (the engine's write batcher); false when it exists. */
   createRun(item: { run: WorkflowRunTable; nodes: WorkflowRunNodeTable[] }): Promise<boolean>;
-  /** Runs just created, handed to this process's engine to drive without a claim query. */
-  started(machines: RunMachine[]): void;
+  /**
+   * The lease a new run is created under when this process's engine takes it (its `locked_by` and
+   * `wake_at`), or null to create it unclaimed, due now, for any worker.
+   */
+  claim(): { locked_by: string; wake_at: string } | null;
+  /** Runs just created under `claim()`'s lease, handed to this process's engine to drive. */
+  started(runs: Array<{ machine: RunMachine; leaseUntil: string }>): void;
   /** SVC_WORKFLOW_MAX_DEPTH: an event this many runs deep starts no run (docs/workflows.md "Loop safety"). */
   maxDepth: number;
   /** Pauses a subscription that starts too many runs a minute (docs/workflows.md "Loop safety"). */
@@ -105,7 +110,10 @@ export function createRouter(deps: RouterDeps): EventHandler {
     );
   }
 
-  async function startRun(sub: RoutedSubscription, event: CloudEvent): Promise<RunMachine | null> {
+  async function startRun(
+    sub: RoutedSubscription,
+    event: CloudEvent,
+  ): Promise<{ machine: RunMachine; leaseUntil: string | null } | null> {
     const depth = depthOf(event);
     if (depth >= deps.maxDepth) {
       await refuse(
@@ -121,14 +129,17 @@ export function createRouter(deps: RouterDeps): EventHandler {
     const { row, nodes, states } = newRun(plan, event, iso(deps.clock.now()), null);
     const runId = row.id;
     const at = row.created_at;
-    const inserted = await deps.createRun({ run: row, nodes });
+    // Created already claimed by this process's engine: no claim statement before it is driven.
+    const lease = deps.claim();
+    const inserted = await deps.createRun({ run: lease ? { ...row, ...lease } : row, nodes });
     if (!inserted) return null;
-    return new RunMachine(
+    const machine = new RunMachine(
       plan,
       event,
       { id: runId, status: 'running', error: null, started_at: at, completed_at: null },
       states,
     );
+    return { machine, leaseUntil: lease?.wake_at ?? null };
   }
 
   /** Whether `sub` takes `event`; a condition that cannot be evaluated skips it (logged). */
@@ -171,7 +182,7 @@ export function createRouter(deps: RouterDeps): EventHandler {
           if (sub.event_type === event.type && takes(sub, event)) pairs.push({ sub, event });
       }
       const failed = new Map<string, string[]>();
-      const started: RunMachine[] = [];
+      const started: Array<{ machine: RunMachine; leaseUntil: string }> = [];
       const allowance = await allowances(pairs);
       // All at once: the write batcher commits the runs submitted together in one transaction.
       await Promise.all(
@@ -188,9 +199,9 @@ export function createRouter(deps: RouterDeps): EventHandler {
               );
               return;
             }
-            const machine = await startRun(sub, event);
-            if (machine) {
-              started.push(machine);
+            const run = await startRun(sub, event);
+            if (run) {
+              if (run.leaseUntil !== null) started.push({ machine: run.machine, leaseUntil: run.leaseUntil });
               deps.metrics.runStarted(sub.id);
             }
           } catch (err) {

@@ -145,39 +145,6 @@ export async function countRunsSince(db: Db, subscriptionId: string, since: stri
 }
 
 /**
- * Claims these runs (just created here) if no worker ever claimed them; answers the ids claimed.
- * The caller drives them from the all-pending state it created, so a run another worker already
- * took (and perhaps progressed, then released at a DELAY) must not be claimed here: it is left to
- * `claimDue`, which reads its persisted state. A claim sets `locked_by`, `wake_at` and
- * `updated_at`, and every later write sets them again, so a run still showing all three as
- * created has never been claimed.
- */
-export async function claimIds(
-  db: Db,
-  ids: string[],
-  workerId: string,
-  now: string,
-  leaseUntil: string,
-): Promise<Set<string>> {
-  if (ids.length === 0) return new Set();
-  const { rows } = await claimIdsStatement.execute(db, ids, workerId, now, leaseUntil);
-  return new Set(rows.map((r) => r.id));
-}
-
-const claimIdsStatement = prepared(
-  (db, _dialect, ids: string[], workerId: string, now: string, leaseUntil: string) =>
-    db
-      .updateTable('workflow_run')
-      .set({ locked_by: workerId, wake_at: leaseUntil, updated_at: now })
-      .where('id', 'in', ids)
-      .where('status', '=', 'running')
-      .where('locked_by', 'is', null)
-      .whereRef('wake_at', '=', 'created_at')
-      .whereRef('updated_at', '=', 'created_at')
-      .returning('id'),
-);
-
-/**
  * Claims due runs: running, with `wake_at` passed (a timer, a retry, or an expired lease of a
  * worker that stopped). PostgreSQL skips rows another worker is claiming; SQLite has one writer.
  */

@@ -10,6 +10,7 @@
  *   npm run build && npm run bench -- pipeline [--store sqlite|postgres|sqlite-thread|postgres-thread|split|split-sqlite] [--connections 10,50]
  *     [--seconds 15] [--reps 3] [--request-only]
  *   npm run bench -- pipeline --cost-model [--store sqlite,postgres] [--seconds 5]
+ *   npm run bench -- pipeline --instructions 1000 [--store sqlite] [--reps 3]   (callgrind.ts)
  *
  * `sqlite` and `postgres` run `svc serve` as it starts by default (its worker on the API's thread);
  * `<store>-thread` with SVC_WORKER=thread (the worker in a worker thread). `split` is PostgreSQL with
@@ -26,6 +27,8 @@ import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import autocannon from 'autocannon';
 import { createPostgresDatabase } from '../../test/helpers/database.js';
+import { COUNTED_NODE_ARGS, startCounting, stopCounting, underCallgrind, WARM_UP } from './callgrind.js';
+import { ceiling } from './ceiling.js';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 const { values } = parseArgs({
@@ -38,6 +41,8 @@ const { values } = parseArgs({
     'request-only': { type: 'boolean', default: false },
     // How an execution's cost grows with stored runs, subscriptions of other types and nodes per graph.
     'cost-model': { type: 'boolean', default: false },
+    // Instructions per execution counted by callgrind over this many executions (callgrind.ts).
+    instructions: { type: 'string' },
   },
 });
 const SECONDS = Number(values.seconds);
@@ -83,44 +88,6 @@ function receiver() {
   };
 }
 
-/** The ceiling: the same condition, computation and outbound POST in a plain server, nothing stored. */
-async function ceiling(target: string): Promise<{ url: string; close(): void }> {
-  const agent = new http.Agent({ keepAlive: true, maxSockets: 256 });
-  const to = new URL(target);
-  const server = http.createServer((req, res) => {
-    const chunks: Buffer[] = [];
-    req.on('data', (c: Buffer) => chunks.push(c));
-    req.on('end', () => {
-      const { answers } = JSON.parse(Buffer.concat(chunks).toString('utf8'));
-      const type = 'svc.submission.created';
-      if (!(answers.score > 5)) return res.end('{}');
-      const out = JSON.stringify({
-        type,
-        score: answers.score,
-        doubled: answers.score * 2,
-        label: `${type}:${answers.score}`,
-      });
-      const call = http.request(
-        {
-          host: to.hostname,
-          port: to.port,
-          path: '/',
-          method: 'POST',
-          agent,
-          headers: { 'content-type': 'application/json' },
-        },
-        (r) => {
-          r.resume();
-          r.on('end', () => res.end('{"ok":true}'));
-        },
-      );
-      call.end(out);
-    });
-  });
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-  return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, close: () => server.close() };
-}
-
 async function freePort(): Promise<number> {
   const s = http.createServer();
   await new Promise<void>((r) => s.listen(0, '127.0.0.1', r));
@@ -135,7 +102,8 @@ interface Svc {
   stop(): Promise<void>;
 }
 
-async function startSvc(variant: string): Promise<Svc> {
+/** `wrap`: a command line prefix svc runs under (callgrind.ts). */
+async function startSvc(variant: string, wrap: string[] = []): Promise<Svc> {
   // `<store>-thread`: the worker in a worker thread (SVC_WORKER=thread) instead of the API's thread.
   const inThread = variant.endsWith('-thread');
   const kind = inThread ? variant.slice(0, -'-thread'.length) : variant;
@@ -164,8 +132,11 @@ async function startSvc(variant: string): Promise<Svc> {
   };
   // e.g. SVC_BENCH_NODE_ARGS='--cpu-prof --cpu-prof-dir=/tmp/prof' to profile svc under the load.
   const nodeArgs = (process.env.SVC_BENCH_NODE_ARGS ?? '').split(' ').filter(Boolean);
+  // Under callgrind: no V8 background threads (compilers, GC helpers), whose share varies run to run.
+  if (wrap.length > 0) nodeArgs.push(...COUNTED_NODE_ARGS);
+  const [command, ...prefix] = [...wrap, process.execPath];
   const run = (role: string, extra: Record<string, string> = {}) =>
-    spawn(process.execPath, [...nodeArgs, 'dist/cli/svc.js', role], {
+    spawn(command, [...prefix, ...nodeArgs, 'dist/cli/svc.js', role], {
       cwd: ROOT,
       env: { ...env, ...extra },
       stdio: 'ignore',
@@ -175,7 +146,8 @@ async function startSvc(variant: string): Promise<Svc> {
     run('serve', split || REQUEST_ONLY ? { SVC_WORKER: 'off' } : inThread ? { SVC_WORKER: 'thread' } : {}),
   ];
   const url = `http://127.0.0.1:${port}`;
-  for (let i = 0; i < 300; i++) {
+  // Under valgrind the start takes a minute or more.
+  for (let i = 0; i < (wrap.length > 0 ? 3000 : 300); i++) {
     const ok = await fetch(`${url}/readyz`).then(
       (r) => r.ok,
       () => false,
@@ -409,15 +381,16 @@ const receiverUrl = await rx.listen();
 const top = await ceiling(receiverUrl);
 const SUBMIT = '/api/v1/questionnaire_submission';
 
-/** Submits `amount` more at concurrency 50 and waits for their executions: stored runs for the cost model. */
+/** Submits `amount` more (at concurrency 50 unless told) and waits for their executions. */
 async function preload(
   url: string,
   request: { headers: Record<string, string>; body: string },
   amount: number,
+  connections = 50,
 ) {
   if (amount <= 0) return;
   const before = rx.counts().valid;
-  await autocannon({ url, method: 'POST', connections: Math.min(50, amount), amount, ...request });
+  await autocannon({ url, method: 'POST', connections: Math.min(connections, amount), amount, ...request });
   while (rx.counts().valid - before < amount) await new Promise((r) => setTimeout(r, 100));
 }
 
@@ -457,6 +430,91 @@ async function costModel(kind: string) {
   } finally {
     await svc.stop();
   }
+}
+
+/**
+ * Instructions per execution (callgrind.ts): svc and the ceiling each under callgrind, `n` executions
+ * at concurrency 10 counted after WARM_UP uncounted ones (set-up, JIT warm-up), REPS times.
+ */
+async function instructions(n: number) {
+  const dir = mkdtempSync(join(tmpdir(), 'svc-callgrind-'));
+  const ceilingProcess = spawn(
+    underCallgrind(dir)[0],
+    [
+      ...underCallgrind(dir).slice(1),
+      process.execPath,
+      ...COUNTED_NODE_ARGS,
+      '--import',
+      'tsx',
+      'bench/pipeline/ceiling.ts',
+      receiverUrl,
+    ],
+    { cwd: ROOT, stdio: ['ignore', 'pipe', 'ignore'] },
+  );
+  const ceilingUrl = await new Promise<string>((resolve) =>
+    ceilingProcess.stdout?.once('data', (d: Buffer) => resolve(d.toString().trim())),
+  );
+  const ceilingPid = ceilingProcess.pid as number;
+  const count = async (
+    pids: number[],
+    url: string,
+    request: { headers: Record<string, string>; body: string },
+  ) => {
+    for (const pid of pids) startCounting(pid);
+    await preload(url, request, n, 10);
+    let sum = 0;
+    for (const pid of pids) sum += await stopCounting(pid, dir);
+    return sum / n;
+  };
+  console.log(
+    `pipeline instructions: ${n} executions at concurrency 10 counted by callgrind, ${REPS} repetitions\n`,
+  );
+  console.log(
+    '| store | svc: instructions per exec (millions) | ceiling: instructions per exec (millions) | svc / ceiling | statements / transactions per exec |',
+  );
+  console.log('|---|---|---|---|---|');
+  try {
+    for (const kind of values.store.split(',')) {
+      const svc = await startSvc(kind, underCallgrind(dir));
+      try {
+        const { request } = await setUp(svc.url, receiverUrl);
+        const pids = svc.processes.map((p) => p.pid as number);
+        await preload(`${svc.url}${SUBMIT}`, request, WARM_UP, 10);
+        await preload(ceilingUrl, request, WARM_UP, 10);
+        const svcIr: number[] = [];
+        const topIr: number[] = [];
+        const activity: number[][] = [];
+        for (let i = 0; i < REPS; i++) {
+          const a0 = await storeActivity(svc.url);
+          svcIr.push(await count(pids, `${svc.url}${SUBMIT}`, request));
+          const a1 = await storeActivity(svc.url);
+          activity.push([(a1.statements - a0.statements) / n, (a1.transactions - a0.transactions) / n]);
+          topIr.push(await count([ceilingPid], ceilingUrl, request));
+        }
+        const ratio = svcIr.map((x, i) => x / topIr[i]);
+        const mil = (xs: number[]) => xs.map((x) => x / 1e6);
+        console.log(
+          `| ${kind} | **${median(mil(svcIr)).toFixed(3)}** (${range(mil(svcIr), 3)}) | ${median(mil(topIr)).toFixed(3)} (${range(mil(topIr), 3)}) | ` +
+            `${median(ratio).toFixed(1)}× (${range(ratio, 1)}) | ${median(activity.map((a) => a[0])).toFixed(1)} / ${median(activity.map((a) => a[1])).toFixed(1)} |`,
+        );
+      } finally {
+        await svc.stop();
+      }
+    }
+  } finally {
+    // valgrind writes its last dump as the process ends: wait for it before removing the directory.
+    const ended = new Promise((r) => ceilingProcess.once('exit', r));
+    ceilingProcess.kill('SIGTERM');
+    await ended;
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+if (values.instructions) {
+  await instructions(Number(values.instructions));
+  top.close();
+  rx.server.close();
+  process.exit(0);
 }
 
 if (values['cost-model']) {

@@ -118,4 +118,30 @@ describe(`two workflow engines on one store (${dialectName})`, () => {
     expect(run.status).toBe('completed');
     expect(pluginCalls().filter((c) => c.input.marker === marker)).toHaveLength(1);
   });
+
+  it('a run that waited in memory past half its lease is claimed from the store once, never also driven from memory', async () => {
+    const wftest = await pluginInstance(a, 'wftest');
+    const marker = `two-engines-stale-${Date.now()}`;
+    const wf = await workflow(a, {
+      nodes: [
+        {
+          key: 'call',
+          type: 'ACTION',
+          config: { plugin_instance_id: wftest, plugin_action: 'record_once', input_mapping: { marker } },
+        },
+      ],
+    });
+    await publish(creator);
+    while (await job(creator, 'outbox').run()) {}
+    // The lease runs out before the creator steps: in that one step its memory still holds the run,
+    // and the store offers it as due. Driving both copies would call the ACTION twice.
+    await new Promise((r) => setTimeout(r, 350));
+    for (let i = 0; i < 20 && (await runsOf(a, wf.id))[0].status === 'running'; i++) {
+      await job(creator, 'workflows').run();
+    }
+    const [run] = await runsOf(a, wf.id);
+    expect(run.status).toBe('completed');
+    expect((await nodesOf(a, run.id)).call.attempts).toBe(1);
+    expect(pluginCalls().filter((c) => c.input.marker === marker)).toHaveLength(1);
+  });
 });

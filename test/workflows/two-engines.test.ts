@@ -11,6 +11,14 @@ import { pluginCalls, wftestPluginDir } from './plugin.js';
  * out the other engine may, and then the creator must never replay the run from its first node (it
  * would call a non-idempotent ACTION twice): it resumes the run from its persisted state.
  */
+const LEASE_MS = 1_000;
+const LEASE_OUT_MS = LEASE_MS + 50;
+
+/** Steps `app`'s workflows job until `done` holds (a step waits for its runs at most a poll interval). */
+async function stepUntil(app: TestApp, done: () => Promise<boolean>): Promise<void> {
+  for (let i = 0; i < 200 && !(await done()); i++) await job(app, 'workflows').run();
+}
+
 describe(`two workflow engines on one store (${dialectName})`, () => {
   let db: TestDatabase;
   let creator: TestApp;
@@ -20,11 +28,12 @@ describe(`two workflow engines on one store (${dialectName})`, () => {
 
   beforeAll(async () => {
     db = await sharedDatabase('svc-wf-two-');
-    // The shortest lease the configuration takes: the test waits it out.
+    // A short lease the test waits out; long enough that a loaded machine still checks the other
+    // engine well inside it.
     const env = {
       SVC_PLUGIN_DIR: pluginDir,
       SVC_WORKFLOW_POLL_INTERVAL_MS: '20',
-      SVC_WORKFLOW_LEASE_MS: '300',
+      SVC_WORKFLOW_LEASE_MS: String(LEASE_MS),
     };
     creator = await startTestApp({ databaseUrl: db.url, env });
     other = await startTestApp({ databaseUrl: db.url, env });
@@ -67,15 +76,13 @@ describe(`two workflow engines on one store (${dialectName})`, () => {
 
     // The lease runs out (the creator never stepped): the other engine takes the run, calls the
     // ACTION and parks the run at the DELAY.
-    await new Promise((r) => setTimeout(r, 350));
-    await job(other, 'workflows').run();
+    await new Promise((r) => setTimeout(r, LEASE_OUT_MS));
+    await stepUntil(other, async () => (await nodesOf(a, created.id)).wait.status === 'running');
     expect((await nodesOf(a, created.id)).wait.status).toBe('running');
     await new Promise((r) => setTimeout(r, 80));
 
     // Now the creating engine steps: it must resume the persisted run, not replay it from `call`.
-    for (let i = 0; i < 20 && (await runsOf(a, wf.id))[0].status === 'running'; i++) {
-      await job(creator, 'workflows').run();
-    }
+    await stepUntil(creator, async () => (await runsOf(a, wf.id))[0].status !== 'running');
     const [run] = await runsOf(a, wf.id);
     expect(run.status).toBe('completed');
     const nodes = await nodesOf(a, run.id);
@@ -110,10 +117,10 @@ describe(`two workflow engines on one store (${dialectName})`, () => {
       .executeTakeFirstOrThrow();
     expect(stored.locked_by).toBe(creator.ctx.services.workflowEngine.workerId);
     const lease = Date.parse(stored.wake_at as string) - Date.parse(stored.created_at);
-    expect(lease).toBeGreaterThanOrEqual(300);
-    expect(lease).toBeLessThan(400);
+    expect(lease).toBeGreaterThanOrEqual(LEASE_MS);
+    expect(lease).toBeLessThan(LEASE_MS + 100);
 
-    await job(creator, 'workflows').run();
+    await stepUntil(creator, async () => (await runsOf(a, wf.id))[0].status !== 'running');
     const [run] = await runsOf(a, wf.id);
     expect(run.status).toBe('completed');
     expect(pluginCalls().filter((c) => c.input.marker === marker)).toHaveLength(1);
@@ -135,10 +142,8 @@ describe(`two workflow engines on one store (${dialectName})`, () => {
     while (await job(creator, 'outbox').run()) {}
     // The lease runs out before the creator steps: in that one step its memory still holds the run,
     // and the store offers it as due. Driving both copies would call the ACTION twice.
-    await new Promise((r) => setTimeout(r, 350));
-    for (let i = 0; i < 20 && (await runsOf(a, wf.id))[0].status === 'running'; i++) {
-      await job(creator, 'workflows').run();
-    }
+    await new Promise((r) => setTimeout(r, LEASE_OUT_MS));
+    await stepUntil(creator, async () => (await runsOf(a, wf.id))[0].status !== 'running');
     const [run] = await runsOf(a, wf.id);
     expect(run.status).toBe('completed');
     expect((await nodesOf(a, run.id)).call.attempts).toBe(1);

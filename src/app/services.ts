@@ -133,6 +133,8 @@ export function createServices(deps: ServiceDeps): Services {
       wake: outboxSignal.wake,
       registry: deps.config.production ? undefined : eventRegistry,
       enrich: enrichEventData,
+      // Called at publish time, once the drain below exists.
+      drain: { claim: () => outbox.claim(), started: (rows) => outbox.started(rows) },
     }),
   });
   const identity = createIdentityService({
@@ -226,7 +228,7 @@ export function createServices(deps: ServiceDeps): Services {
     subscriptions,
     actions: plugins,
     metrics: createWorkflowMetrics(metrics),
-    wake: () => wakeups.wake(WORKFLOWS_JOB),
+    wakeups,
     leaseMs: deps.config.workflowLeaseMs,
     pollIntervalMs: deps.config.workflowPollIntervalMs,
     runParallelism: deps.config.workflowRunParallelism,

@@ -46,6 +46,11 @@ export class DueTimer {
     this.timer.unref();
   }
 
+  /** Whether the armed wake-up's time is `now` or past by the job's clock (it may not have fired yet). */
+  isDue(now: number): boolean {
+    return this.armedAt <= now;
+  }
+
   /** Disarms (graceful stop). */
   clear(): void {
     clearTimeout(this.timer);

@@ -2,6 +2,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { createWorker } from '../../src/app/runtime.js';
 import { validateCloudEvent } from '../../src/areas/events/cloudevent.js';
 import type { EventHandler } from '../../src/areas/events/handlers.js';
+import { createEventPublisher } from '../../src/areas/events/publish.js';
 import { afterFailure } from '../../src/areas/events/retry.js';
 import { AppError } from '../../src/http/errors.js';
 import { manualClock } from '../../src/lib/clock.js';
@@ -442,6 +443,117 @@ describe(`outbox (${dialectName})`, () => {
       expect(seen.calls.filter((e) => e.subject === user.id)).toEqual([task.cloudevent]);
       const done = await listTasks(t, '?status=DONE&limit=250');
       expect(done.tasks.map((x: { id: string }) => x.id)).toContain(task.id);
+    });
+  });
+
+  describe('tasks born claimed (docs/events.md)', () => {
+    it('a task published while the drain runs here is written claimed by it and stepped from memory; no other drain can take it', async () => {
+      const seen = recorder('seen');
+      const { t } = await start({}, [seen.handler]);
+      const job = outboxJob(t);
+      job.start();
+      const rival = recorder('rival');
+      const other = anotherDrain(t, [rival.handler], { workerId: 'worker-b' });
+      try {
+        const events = await publishMany(t, 3);
+        for (const row of await allTasks(t))
+          expect(row).toMatchObject({
+            status: 'IN_PROGRESS',
+            attempts: 1,
+            interruptions: 0,
+            locked_by: job.workerId,
+            locked_until: at(30_000),
+          });
+        // The store offers nothing due to anyone else while the lease holds.
+        expect(await other.run()).toBe(false);
+        expect(rival.calls).toHaveLength(0);
+
+        expect(await job.run()).toBe(false);
+        expect(seen.calls.map((e) => e.id)).toEqual(events.map((e) => e.id));
+        for (const row of await allTasks(t))
+          expect(row).toMatchObject({
+            status: 'DONE',
+            attempts: 1,
+            interruptions: 0,
+            done_at: T0.toISOString(),
+          });
+      } finally {
+        await job.stop();
+        await other.stop();
+      }
+    });
+
+    it('a task that waited past half its lease is not stepped from memory: the reaper hands it back once the lease ends, and it is delivered once', async () => {
+      const seen = recorder('seen');
+      const { t, clock } = await start({}, [seen.handler]);
+      const job = outboxJob(t);
+      job.start();
+      try {
+        const [event] = await publishMany(t, 1);
+        clock.advance(20_000);
+        await job.run();
+        expect(seen.calls).toHaveLength(0);
+        expect((await allTasks(t))[0]).toMatchObject({ status: 'IN_PROGRESS', locked_by: job.workerId });
+
+        clock.advance(10_000);
+        await job.run();
+        expect(seen.calls.map((e) => e.id)).toEqual([event.id]);
+        expect((await allTasks(t))[0]).toMatchObject({ status: 'DONE', attempts: 1, interruptions: 1 });
+      } finally {
+        await job.stop();
+      }
+    });
+
+    it('with tasks in memory the store is asked only when woken: a due task another process wrote is then taken with them', async () => {
+      const seen = recorder('seen');
+      const { t, clock } = await start({}, [seen.handler]);
+      const job = outboxJob(t);
+      job.start();
+      // Another process's publisher: its tasks are written due, for any drain to claim.
+      const elsewhere = createEventPublisher({ clock, wake: () => {} });
+      try {
+        // On PostgreSQL the drain's LISTEN wakes it once connected (what was published meanwhile).
+        if (dialectName === 'postgres')
+          await eventually(
+            async () => t.logs.some((l) => l.msg === 'outbox: listening for notifications'),
+            5_000,
+            'LISTEN',
+          );
+        // The first step does housekeeping, which always asks the store.
+        await job.run();
+        const [first] = await publishMany(t, 1);
+        const other = await t.ctx.store.transaction((tx) => elsewhere.publish(tx, userCreated(9)));
+        await job.run();
+        expect(seen.calls.map((e) => e.id)).toEqual([first.id]);
+
+        // Another process's NOTIFY (or its commit in the SQLite log) wakes this drain: it asks the store.
+        const [second] = await publishMany(t, 1);
+        t.ctx.services.wakeups.wake('outbox');
+        await job.run();
+        expect(seen.calls.map((e) => e.id)).toEqual([first.id, other.id, second.id]);
+        expect((await allTasks(t)).every((r) => r.status === 'DONE' && r.attempts === 1)).toBe(true);
+      } finally {
+        await job.stop();
+      }
+    });
+
+    it('stopping hands the tasks still in memory back, due and unattempted; after that, tasks are written due', async () => {
+      const { t } = await start();
+      const job = outboxJob(t);
+      job.start();
+      await publishMany(t, 2);
+      await job.stop();
+      for (const row of await allTasks(t))
+        expect(row).toMatchObject({ status: 'PENDING', attempts: 0, locked_by: null, locked_until: null });
+      await publishMany(t, 1);
+      expect((await allTasks(t)).map((r) => r.status)).toEqual(['PENDING', 'PENDING', 'PENDING']);
+
+      const rescue = recorder('rescue');
+      const other = anotherDrain(t, [rescue.handler], { workerId: 'worker-b' });
+      await other.run();
+      expect(rescue.calls).toHaveLength(3);
+      expect((await allTasks(t)).every((r) => r.status === 'DONE' && r.attempts === 1)).toBe(true);
+      await other.stop();
     });
   });
 

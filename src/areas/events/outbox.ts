@@ -20,6 +20,7 @@ import {
   markDone,
   markFailed,
   nextDueAt,
+  releaseTasks,
   type TaskRow,
 } from './store.js';
 
@@ -46,8 +47,22 @@ export interface OutboxDeps {
   metrics: OutboxMetrics;
 }
 
+/** The lease of a task written already claimed by this process's drain (`OutboxJob.claim`). */
+export interface HeldTask {
+  locked_by: string;
+  locked_until: string;
+}
+
 export type OutboxJob = Job & {
   readonly workerId: string;
+  /**
+   * The lease for a task about to be written, so that it is born claimed by this drain: null when
+   * the drain does not run in this process (SVC_WORKER=false, or in the worker thread) or already
+   * holds MAX_LOCAL_TASKS in memory. The task is then written due and claimed from the store.
+   */
+  claim(): HeldTask | null;
+  /** Tasks written with `claim()`'s lease, once committed: stepped from memory, never claimed again. */
+  started(rows: readonly TaskRow[]): void;
   /** Starts LISTEN (PostgreSQL) so this process wakes when another one publishes. */
   start(): void;
   stop(): Promise<void>;
@@ -56,6 +71,8 @@ export type OutboxJob = Job & {
 const MAX_ERROR_LENGTH = 2_000;
 /** Never re-arm the due-timer closer than this: a due task another worker holds locked must not spin us. */
 const MIN_TIMER_MS = 50;
+/** Past this many tasks waiting in memory, new tasks are written due (claimed from the store). */
+const MAX_LOCAL_TASKS = 10_000;
 
 /**
  * The outbox drain (SPEC Pipeline 2): claim a batch, hand each event to every handler, then settle
@@ -80,6 +97,12 @@ export function createOutboxJob(deps: OutboxDeps, options: OutboxOptions): Outbo
   const housekeepingMs = Math.min(1_000, options.leaseMs / 2);
   let housekeepingAt = 0;
   let knownDueAt: number | null = null;
+  // Tasks this process wrote already claimed by this drain (docs/events.md "Tasks born claimed"),
+  // waiting for the next step. The store holds each one, leased to `workerId`.
+  let running = false;
+  const local: Array<{ row: TaskRow; leaseUntil: number }> = [];
+  // The last claim filled its batch: the store has more due now.
+  let storeMore = false;
 
   /**
    * Expired leases are interrupted attempts (the worker crashed or stalled, not the event's fault):
@@ -176,6 +199,15 @@ export function createOutboxJob(deps: OutboxDeps, options: OutboxOptions): Outbo
     }
   }
 
+  async function release(ids: string[]): Promise<void> {
+    try {
+      await store.write((db) => releaseTasks(db, ids, workerId, iso(clock.now())));
+    } catch (err) {
+      // Their lease runs out instead, and the reaper hands them back.
+      log.warn({ err, tasks: ids.length }, 'outbox: handing back unstarted tasks failed');
+    }
+  }
+
   return {
     name: OUTBOX_JOB,
     intervalMs: options.intervalMs,
@@ -185,9 +217,29 @@ export function createOutboxJob(deps: OutboxDeps, options: OutboxOptions): Outbo
       const nowMs = now.getTime();
       const housekeeping = nowMs >= housekeepingAt;
       if (housekeeping) await reapExpiredLeases(now);
-      const tasks = await store.write((db) =>
-        claimTasks(db, { now: iso(now), leaseUntil: lease.until(), workerId, limit: batchSize }),
-      );
+      // The store is asked only when it may hold due tasks this drain was not handed: a wake (an
+      // event written due, another process's NOTIFY or commit, the due-timer), a retry this drain
+      // scheduled coming due, a full batch last time, housekeeping, or nothing in memory. Tasks
+      // born claimed need no claim.
+      const woken = deps.wakeups.takeWoken(OUTBOX_JOB);
+      const retryDue = knownDueAt !== null && knownDueAt <= nowMs;
+      const askStore = woken || housekeeping || storeMore || retryDue || local.length === 0;
+      // A task waiting in memory is this drain's until its lease runs out; with less than half of it
+      // left it is not started from memory (it may not be ours by the time it settles): the lease is
+      // left to run out, and the reaper hands it back as an interruption, to any worker.
+      const mine = local
+        .splice(0, askStore ? Math.ceil(batchSize / 2) : batchSize)
+        .filter((t) => t.leaseUntil - nowMs > lease.ms / 2)
+        .map((t) => t.row);
+      let tasks = mine;
+      if (askStore) {
+        const limit = batchSize - mine.length;
+        const claimed = await store.write((db) =>
+          claimTasks(db, { now: iso(now), leaseUntil: lease.until(), workerId, limit }),
+        );
+        storeMore = claimed.length === limit;
+        if (claimed.length > 0) tasks = mine.length > 0 ? [...claimed, ...mine] : claimed;
+      }
       if (tasks.length > 0) {
         const ids = tasks.map((t) => t.id);
         const stopHeartbeat = lease.heartbeat(
@@ -201,7 +253,7 @@ export function createOutboxJob(deps: OutboxDeps, options: OutboxOptions): Outbo
           stopHeartbeat();
         }
       }
-      if (tasks.length === batchSize) return true;
+      if (storeMore || local.length > 0) return true;
       if (housekeeping) {
         const due = await nextDueAt(store.db);
         knownDueAt = due ? Date.parse(due) : null;
@@ -214,11 +266,28 @@ export function createOutboxJob(deps: OutboxDeps, options: OutboxOptions): Outbo
       }
       return false;
     },
+    claim() {
+      if (!running || local.length >= MAX_LOCAL_TASKS) return null;
+      return { locked_by: workerId, locked_until: lease.until() };
+    },
+    started(rows) {
+      if (!running) {
+        // Committed after this drain stopped: hand them back at once rather than at lease expiry.
+        void release(rows.map((r) => r.id));
+        return;
+      }
+      for (const row of rows) local.push({ row, leaseUntil: Date.parse(row.locked_until!) });
+      deps.wakeups.nudge(OUTBOX_JOB);
+    },
     start() {
+      running = true;
       deps.signal.listen();
     },
     async stop() {
+      running = false;
       dueTimer.clear();
+      // The loop has ended: tasks still waiting in memory go back to the store, due now.
+      await release(local.splice(0).map((t) => t.row.id));
       await deps.signal.close();
     },
   };

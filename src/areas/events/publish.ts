@@ -3,9 +3,10 @@ import type { Causation } from '../../lib/causation.js';
 import { type Clock, iso } from '../../lib/clock.js';
 import { newId } from '../../lib/ids.js';
 import type { CloudEvent } from './cloudevent.js';
+import type { HeldTask } from './outbox.js';
 import type { EventRegistry } from './registry.js';
 import { DEFAULT_MAX_ATTEMPTS } from './retry.js';
-import { insertNewTasks, insertTask } from './store.js';
+import { insertNewTasks, insertTask, type TaskRow } from './store.js';
 
 export interface EventInput {
   /** Full type, e.g. `svc.user.created`. */
@@ -37,26 +38,35 @@ export type EventEnricher = <T>(type: string, data: T) => T;
 
 export const LOCAL_HANDLERS_TARGET = 'local-handlers';
 
-/** The outbox task of an event: due now, handed to every local handler. */
-function taskRow(event: CloudEvent<unknown>, now: string) {
+/**
+ * The outbox task of an event, handed to every local handler: due now, or, when `held`, already
+ * claimed by this process's drain (IN_PROGRESS, its first attempt counted, as a claim counts it).
+ */
+function taskRow(event: CloudEvent<unknown>, now: string, held: HeldTask | null): TaskRow {
   return {
     id: newId(),
     event_id: event.id,
     event_type: event.type,
     cloudevent: JSON.stringify(event),
     target: LOCAL_HANDLERS_TARGET,
-    status: 'PENDING' as const,
+    status: held ? 'IN_PROGRESS' : 'PENDING',
     error: null,
-    attempts: 0,
+    attempts: held ? 1 : 0,
     interruptions: 0,
     max_attempts: DEFAULT_MAX_ATTEMPTS,
     next_attempt_at: now,
-    locked_until: null,
-    locked_by: null,
+    locked_until: held?.locked_until ?? null,
+    locked_by: held?.locked_by ?? null,
     done_at: null,
     created_at: now,
     updated_at: now,
   };
+}
+
+/** This process's outbox drain, when tasks can be written already claimed by it (outbox.ts). */
+export interface LocalDrain {
+  claim(): HeldTask | null;
+  started(rows: readonly TaskRow[]): void;
 }
 
 export function createEventPublisher(deps: {
@@ -71,6 +81,11 @@ export function createEventPublisher(deps: {
   registry?: EventRegistry;
   /** What areas add to their events' data before anyone sees it (the submissions' scoring index). */
   enrich?: EventEnricher;
+  /**
+   * The drain of this process: its tasks are written already claimed by it and handed over after
+   * commit, with no claim statement and no wake of other processes (docs/events.md).
+   */
+  drain?: LocalDrain;
 }): EventPublisher {
   return {
     async publish(tx, given) {
@@ -93,18 +108,23 @@ export function createEventPublisher(deps: {
         event.svcdepth = input.causation.depth;
         if (input.causation.id) event.causationid = input.causation.id;
       }
-      await insertTask(tx.db, taskRow(event, now));
-      tx.afterCommit(deps.wake);
+      const held = deps.drain?.claim() ?? null;
+      const row = taskRow(event, now, held);
+      await insertTask(tx.db, row);
+      tx.afterCommit(held ? () => deps.drain!.started([row]) : deps.wake);
       return event;
     },
 
     async enqueue(tx, events) {
       const now = iso(deps.clock.now());
-      const written = await insertNewTasks(
-        tx.db,
-        events.map((e) => taskRow(e, now)),
-      );
-      if (written.size > 0) tx.afterCommit(deps.wake);
+      const held = deps.drain?.claim() ?? null;
+      const rows = events.map((e) => taskRow(e, now, held));
+      const written = await insertNewTasks(tx.db, rows);
+      if (written.size === 0) return written;
+      if (held) {
+        const mine = rows.filter((r) => written.has(r.event_id));
+        tx.afterCommit(() => deps.drain!.started(mine));
+      } else tx.afterCommit(deps.wake);
       return written;
     },
   };

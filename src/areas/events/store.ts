@@ -222,6 +222,28 @@ export async function interrupt(db: Db, task: TaskRow, error: string, now: strin
   return updatedAny(result);
 }
 
+/**
+ * Hands tasks a worker holds back unattempted (written claimed by a drain that is stopping before it
+ * stepped them): PENDING, due now, the attempt their claim counted given back. Fenced by the holder.
+ */
+export async function releaseTasks(db: Db, ids: string[], workerId: string, now: string): Promise<void> {
+  if (ids.length === 0) return;
+  await db
+    .updateTable(TABLE)
+    .set({
+      status: 'PENDING',
+      attempts: sql<number>`attempts - 1`,
+      next_attempt_at: now,
+      locked_until: null,
+      locked_by: null,
+      updated_at: now,
+    })
+    .where('id', 'in', ids)
+    .where('status', '=', 'IN_PROGRESS')
+    .where('locked_by', '=', workerId)
+    .execute();
+}
+
 /** A FAILED task made PENDING again, due now, with its counts reset (POST /event_delivery_task/{id}/retry). */
 export async function retryFailed(db: Db, id: string, now: string): Promise<boolean> {
   const result = await db

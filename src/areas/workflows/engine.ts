@@ -19,6 +19,7 @@ import { type Clock, iso } from '../../lib/clock.js';
 import { DueTimer } from '../../worker/due-timer.js';
 import { createLease } from '../../worker/lease.js';
 import { Slots } from '../../worker/slots.js';
+import type { Wakeups } from '../../worker/wakeups.js';
 import type { Job } from '../../worker/worker.js';
 import { newWorkerId } from '../../worker/worker-id.js';
 import type { EventHandler } from '../events/handlers.js';
@@ -43,8 +44,8 @@ export interface EngineDeps {
   subscriptions: GraphSource;
   actions: ActionInvoker;
   metrics: WorkflowMetrics;
-  /** Wakes the `workflows` job (in this process). */
-  wake: () => void;
+  /** Wakes the `workflows` job of this process: `wake` for runs due in the store, `nudge` for new runs in memory. */
+  wakeups: Pick<Wakeups, 'wake' | 'nudge' | 'takeWoken'>;
   /** How long a claim is exclusive; renewed every third of it while an ACTION runs. */
   leaseMs: number;
   /** How often the job looks for due runs written by other processes. */
@@ -113,11 +114,16 @@ export function createWorkflowEngine(deps: EngineDeps): WorkflowEngine {
   let wakeStep: (() => void) | undefined;
   /** Runs of this process inside an ACTION call: only those make waiting for the in-flight ones slow. */
   let invoking = 0;
-  /** New work for this process: end the step's wait (when worth it) and wake the job's loop. */
-  const notify = () => {
+  /**
+   * New work for this process: end the step's wait (when worth it) and wake the job's loop. `inStore`:
+   * the work is in the store (a run come due), so the next step asks the store for it; new runs are
+   * in memory (`hints`) and need no claim.
+   */
+  const notify = (inStore: boolean) => {
     // While every run in flight is a quick step, new runs are claimed right after them, together.
     if (invoking > 0) wakeStep?.();
-    deps.wake();
+    if (inStore) deps.wakeups.wake(WORKFLOWS_JOB);
+    else deps.wakeups.nudge(WORKFLOWS_JOB);
   };
 
   const lease = createLease(clock, deps.leaseMs);
@@ -126,7 +132,7 @@ export function createWorkflowEngine(deps: EngineDeps): WorkflowEngine {
   const runParallelism = deps.runParallelism ?? 8;
   const actionSlots = new Slots(deps.workerParallelism ?? 128);
   /** Wakes the job when a released run (DELAY, retry backoff) comes due. */
-  const dueTimer = new DueTimer(clock, notify);
+  const dueTimer = new DueTimer(clock, () => notify(true));
 
   function planOf(subscriptionId: string, version: number): Promise<Plan> {
     return plans.get(subscriptionId, version, async () => {
@@ -155,7 +161,7 @@ export function createWorkflowEngine(deps: EngineDeps): WorkflowEngine {
     started(created) {
       for (const { machine, leaseUntil } of created)
         hints.push({ machine, leaseUntil: Date.parse(leaseUntil) });
-      notify();
+      notify(false);
     },
   });
 
@@ -323,6 +329,8 @@ export function createWorkflowEngine(deps: EngineDeps): WorkflowEngine {
   const inFlight = new Set<Promise<void>>();
   const capacity = batchSize;
   const pollMs = deps.pollIntervalMs ?? 1000;
+  let nextStoreAskAt = 0;
+  let storeMore = false;
   let progress: (() => void) | undefined;
   const poke = () => progress?.();
 
@@ -355,9 +363,15 @@ export function createWorkflowEngine(deps: EngineDeps): WorkflowEngine {
         .filter((h) => h.leaseUntil - nowMs > lease.ms / 2)
         .map((h) => h.machine);
       const free = room - machines.length;
-      if (free > 0) {
+      // The store is asked when it may hold due runs this engine was not handed: a wake (a resume, a
+      // run created due), a timer that is due, a full claim last time, or every poll interval (runs
+      // other processes created due or left behind). New runs of this process are in `hints`.
+      const woken = deps.wakeups.takeWoken(WORKFLOWS_JOB);
+      if (free > 0 && (woken || storeMore || dueTimer.isDue(nowMs) || nowMs >= nextStoreAskAt)) {
+        nextStoreAskAt = nowMs + pollMs;
         const due = await store.write((db) => runs.claimDue(db, workerId, now, leaseUntil, free));
-        more = due.length === free;
+        storeMore = due.length === free;
+        more = storeMore;
         machines.push(...(await hydrate(due)));
       }
       for (const m of machines) launch(m);

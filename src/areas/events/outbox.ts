@@ -1,6 +1,7 @@
 import type { Logger } from 'pino';
 import type { Store } from '../../db/store.js';
 import { type Clock, iso } from '../../lib/clock.js';
+import { ClaimGate } from '../../worker/claim-gate.js';
 import { DueTimer } from '../../worker/due-timer.js';
 import { createLease } from '../../worker/lease.js';
 import type { Wakeups } from '../../worker/wakeups.js';
@@ -101,8 +102,8 @@ export function createOutboxJob(deps: OutboxDeps, options: OutboxOptions): Outbo
   // waiting for the next step. The store holds each one, leased to `workerId`.
   let running = false;
   const local: Array<{ row: TaskRow; leaseUntil: number }> = [];
-  // The last claim filled its batch: the store has more due now.
-  let storeMore = false;
+  // Housekeeping's cadence doubles as the poll of the store while tasks flow through memory.
+  const claims = new ClaimGate(deps.wakeups, OUTBOX_JOB, housekeepingMs);
 
   /**
    * Expired leases are interrupted attempts (the worker crashed or stalled, not the event's fault):
@@ -217,13 +218,11 @@ export function createOutboxJob(deps: OutboxDeps, options: OutboxOptions): Outbo
       const nowMs = now.getTime();
       const housekeeping = nowMs >= housekeepingAt;
       if (housekeeping) await reapExpiredLeases(now);
-      // The store is asked only when it may hold due tasks this drain was not handed: a wake (an
-      // event written due, another process's NOTIFY or commit, the due-timer), a retry this drain
-      // scheduled coming due, a full batch last time, housekeeping, or nothing in memory. Tasks
-      // born claimed need no claim.
-      const woken = deps.wakeups.takeWoken(OUTBOX_JOB);
+      // The store is asked when it may hold due tasks this drain was not handed (a wake: an event
+      // written due, another process's NOTIFY or commit, the due-timer; a retry of this drain's come
+      // due; housekeeping; nothing in memory). Tasks born claimed need no claim.
       const retryDue = knownDueAt !== null && knownDueAt <= nowMs;
-      const askStore = woken || housekeeping || storeMore || retryDue || local.length === 0;
+      const askStore = claims.shouldAsk(nowMs, housekeeping || retryDue || local.length === 0);
       // A task waiting in memory is this drain's until its lease runs out; with less than half of it
       // left it is not started from memory (it may not be ours by the time it settles): the lease is
       // left to run out, and the reaper hands it back as an interruption, to any worker.
@@ -237,7 +236,7 @@ export function createOutboxJob(deps: OutboxDeps, options: OutboxOptions): Outbo
         const claimed = await store.write((db) =>
           claimTasks(db, { now: iso(now), leaseUntil: lease.until(), workerId, limit }),
         );
-        storeMore = claimed.length === limit;
+        claims.claimed(claimed.length, limit);
         if (claimed.length > 0) tasks = mine.length > 0 ? [...claimed, ...mine] : claimed;
       }
       if (tasks.length > 0) {
@@ -253,7 +252,7 @@ export function createOutboxJob(deps: OutboxDeps, options: OutboxOptions): Outbo
           stopHeartbeat();
         }
       }
-      if (storeMore || local.length > 0) return true;
+      if (claims.more || local.length > 0) return true;
       if (housekeeping) {
         const due = await nextDueAt(store.db);
         knownDueAt = due ? Date.parse(due) : null;

@@ -16,6 +16,7 @@
 import type { Logger } from 'pino';
 import type { Store } from '../../db/store.js';
 import { type Clock, iso } from '../../lib/clock.js';
+import { ClaimGate } from '../../worker/claim-gate.js';
 import { DueTimer } from '../../worker/due-timer.js';
 import { createLease } from '../../worker/lease.js';
 import { Slots } from '../../worker/slots.js';
@@ -30,6 +31,7 @@ import type { RunMachine } from './machine.js';
 import type { WorkflowMetrics } from './metrics.js';
 import { buildPlan, type Plan, PlanCache } from './plan.js';
 import { createRateGuard } from './rate-guard.js';
+import { countFinishedNodes, reportRunFinished } from './reporting.js';
 import { resumeRuns } from './resume.js';
 import { createRouter } from './router.js';
 import { runEndedEvent, runEventPolicy } from './run-events.js';
@@ -81,21 +83,6 @@ export interface WorkflowEngine {
   planOf(subscriptionId: string, version: number): Promise<Plan>;
   /** Written in `locked_by` of the runs this engine holds. */
   workerId: string;
-}
-
-/** One info line per finished run: what operators grep for first. */
-function logFinished({ run, plan }: RunMachine, log: Logger, metrics: WorkflowMetrics): void {
-  const durationMs =
-    run.started_at && run.completed_at ? Date.parse(run.completed_at) - Date.parse(run.started_at) : null;
-  const line = {
-    run_id: run.id,
-    subscription_id: plan.subscriptionId,
-    status: run.status,
-    duration_ms: durationMs,
-  };
-  metrics.runFinished(plan.subscriptionId, run.status);
-  if (run.status === 'failed') log.info({ ...line, error: run.error }, 'workflow run failed');
-  else log.info(line, `workflow run ${run.status}`);
 }
 
 export function createWorkflowEngine(deps: EngineDeps): WorkflowEngine {
@@ -196,13 +183,7 @@ export function createWorkflowEngine(deps: EngineDeps): WorkflowEngine {
     const at = iso(clock.now());
     const ok = await writeRun({ run: { ...machine.run }, lease, nodes: changes.nodes, at, ended });
     if (!ok) throw new LeaseLost(`run ${machine.run.id} is no longer held by this worker`);
-    // Counted once durable: a node's final status is written once.
-    for (const n of changes.nodes) {
-      if ((n.status === 'completed' || n.status === 'failed') && n.started_at && n.completed_at) {
-        const seconds = (Date.parse(n.completed_at) - Date.parse(n.started_at)) / 1000;
-        deps.metrics.nodeFinished(n.type, n.status, Math.max(0, seconds));
-      }
-    }
+    countFinishedNodes(changes.nodes, deps.metrics);
   }
 
   function heartbeat(runId: string): () => void {
@@ -252,7 +233,7 @@ export function createWorkflowEngine(deps: EngineDeps): WorkflowEngine {
           // Only calls still in flight need stopping (an abort builds a DOMException, stack and all).
           if (calls.size > 0) ended?.abort();
           await persist(machine, { wake_at: null, locked_by: null });
-          logFinished(machine, log, deps.metrics);
+          reportRunFinished(machine, log, deps.metrics);
           return;
         }
         let started = false;
@@ -329,8 +310,7 @@ export function createWorkflowEngine(deps: EngineDeps): WorkflowEngine {
   const inFlight = new Set<Promise<void>>();
   const capacity = batchSize;
   const pollMs = deps.pollIntervalMs ?? 1000;
-  let nextStoreAskAt = 0;
-  let storeMore = false;
+  const claims = new ClaimGate(deps.wakeups, WORKFLOWS_JOB, pollMs);
   let progress: (() => void) | undefined;
   const poke = () => progress?.();
 
@@ -363,15 +343,12 @@ export function createWorkflowEngine(deps: EngineDeps): WorkflowEngine {
         .filter((h) => h.leaseUntil - nowMs > lease.ms / 2)
         .map((h) => h.machine);
       const free = room - machines.length;
-      // The store is asked when it may hold due runs this engine was not handed: a wake (a resume, a
-      // run created due), a timer that is due, a full claim last time, or every poll interval (runs
-      // other processes created due or left behind). New runs of this process are in `hints`.
-      const woken = deps.wakeups.takeWoken(WORKFLOWS_JOB);
-      if (free > 0 && (woken || storeMore || dueTimer.isDue(nowMs) || nowMs >= nextStoreAskAt)) {
-        nextStoreAskAt = nowMs + pollMs;
+      // Due runs of the store (a resume, a timer, runs other processes left behind): new runs of
+      // this process are in `hints` and need no claim.
+      if (free > 0 && claims.shouldAsk(nowMs, dueTimer.isDue(nowMs))) {
         const due = await store.write((db) => runs.claimDue(db, workerId, now, leaseUntil, free));
-        storeMore = due.length === free;
-        more = storeMore;
+        claims.claimed(due.length, free);
+        more = claims.more;
         machines.push(...(await hydrate(due)));
       }
       for (const m of machines) launch(m);

@@ -116,6 +116,30 @@ describe(`plugin invocation (${dialectName})`, () => {
       core = await api.instance('core');
     });
 
+    it('attempts that start together read their instances in one statement; an unknown instance fails alone', async () => {
+      const other = await api.instance('core');
+      const ids = [core, other, core, other, core, 'no-such-instance', core, other];
+      const before = t.ctx.store.activity.statements;
+      const results = await Promise.allSettled(
+        ids.map((id) => t.ctx.services.plugins.prepareAction(id, 'echo')),
+      );
+      expect(t.ctx.store.activity.statements - before).toBe(1);
+      expect(results.map((r) => r.status)).toEqual(
+        ids.map((id) => (id === 'no-such-instance' ? 'rejected' : 'fulfilled')),
+      );
+      const refused = results[5] as PromiseRejectedResult;
+      expect(refused.reason).toBeInstanceOf(AppError);
+      expect((refused.reason as AppError).code).toBe('PLUGIN.INSTANCE_NOT_FOUND');
+      // A change committed before an invocation asks is seen by it: nothing is cached.
+      expect((await api.patch(other, { enabled: false })).status).toBe(200);
+      const [disabled, enabled] = await Promise.all([
+        api.invoke(other, { action: 'echo' }),
+        api.invoke(core, { action: 'echo' }),
+      ]);
+      expect(disabled.json().code).toBe('PLUGIN.INSTANCE_DISABLED');
+      expect(enabled.status).toBe(200);
+    });
+
     it('echo answers {output: <payload>}; no payload means {}', async () => {
       const res = await api.invoke(core, {
         action: 'echo',

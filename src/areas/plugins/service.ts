@@ -5,6 +5,7 @@ import { AppError } from '../../http/errors.js';
 import type { ListResult, Page } from '../../http/list.js';
 import type { Causation } from '../../lib/causation.js';
 import { type Clock, iso } from '../../lib/clock.js';
+import { coalescing } from '../../lib/coalesce.js';
 import { newId } from '../../lib/ids.js';
 import type { GuardOptions } from '../../lib/net-guard.js';
 import { maskSecrets, secretValues } from '../vault/references.js';
@@ -139,8 +140,13 @@ export function createPluginService(deps: PluginDeps): PluginService {
   }
 
   /** The instance, its definition and the action, as an invocation or a description needs them. */
+  // Every ACTION attempt reads its instance; attempts that start in one turn of the event loop (a
+  // step's runs) share one query, which leaves after all of them asked (src/lib/coalesce.ts).
+  const invocationTarget = coalescing((ids: string[]) => db.findInvocationTargets(store.db, ids));
+
   async function target(instanceId: string, actionName: string) {
-    const row = await db.findInvocationTarget(store.db, instanceId);
+    // A graph's id is checked when it is saved; anything else must not fail the shared query.
+    const row = typeof instanceId === 'string' ? await invocationTarget(instanceId) : undefined;
     if (!row) throw new AppError('PLUGIN.INSTANCE_NOT_FOUND', 'Plugin instance not found');
     const actions = parseDefinitionJson<PluginAction[]>(row.actions);
     const action = actions.find((a) => a.name === actionName);

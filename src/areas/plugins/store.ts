@@ -94,7 +94,7 @@ export async function findActiveInstance(db: Db, id: string): Promise<InstanceRo
   return findActive(db, 'plugin_instance', id);
 }
 
-const invocationTargetStatement = prepared((db, _dialect, id: string) =>
+const invocationTargetsStatement = prepared((db, _dialect, ids: string[]) =>
   db
     .selectFrom('plugin_instance as i')
     .innerJoin('plugin_definition as d', 'd.id', 'i.plugin_definition_id')
@@ -107,14 +107,14 @@ const invocationTargetStatement = prepared((db, _dialect, id: string) =>
       'd.instance_config_schema',
       'd.actions',
     ])
-    .where('i.id', '=', id)
+    .where('i.id', 'in', ids)
     .where('i.deleted_at', 'is', null),
 );
 
-/** The active instance with the name and state of its definition: the one read of an invocation. */
-export async function findInvocationTarget(db: Db, id: string) {
-  const { rows } = await invocationTargetStatement.execute(db, id);
-  return rows[0];
+/** The active instances with the name and state of their definition, by id: the one read of an invocation. */
+export async function findInvocationTargets(db: Db, ids: string[]) {
+  const { rows } = await invocationTargetsStatement.execute(db, ids);
+  return new Map(rows.map((r) => [r.id, r]));
 }
 
 export async function updateInstance(

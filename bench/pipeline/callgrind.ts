@@ -1,8 +1,10 @@
 /**
  * Instructions per execution, counted by valgrind's callgrind (`bench/pipeline --instructions`).
  * Executions/s on this shared 2-core machine swing ±15% between invocations of the same build, which
- * hides a change of 5–10%; callgrind counts the instructions a process executes, which repeat for
- * the same build and load whatever else the machine does. The process runs under
+ * hides a change of 5–10%; callgrind counts the instructions a process executes, whatever else the
+ * machine does. They repeat for a fixed sequence of work, which a batching pipeline is not: how many
+ * executions share a batch depends on timing, so runs spread ±14% (docs/performance.md), a coarse
+ * figure rather than a decision of a few per cent. The process runs under
  * `valgrind --tool=callgrind --instr-atstart=no` (start-up and set-up uninstrumented), the count is
  * zeroed and switched on for the measured submissions only, then dumped and read. It counts the
  * process's own instructions in user space, SQLite's included, not the kernel's (the writes to the

@@ -217,7 +217,11 @@ export function createOutboxJob(deps: OutboxDeps, options: OutboxOptions): Outbo
       const now = clock.now();
       const nowMs = now.getTime();
       const housekeeping = nowMs >= housekeepingAt;
-      if (housekeeping) await reapExpiredLeases(now);
+      if (housekeeping) {
+        // Set first: a step that returns early (more is waiting) must not make the next one housekeep too.
+        housekeepingAt = nowMs + housekeepingMs;
+        await reapExpiredLeases(now);
+      }
       // The store is asked when it may hold due tasks this drain was not handed (a wake: an event
       // written due, another process's NOTIFY or commit, the due-timer; a retry of this drain's come
       // due; housekeeping; nothing in memory). Tasks born claimed need no claim.
@@ -256,7 +260,6 @@ export function createOutboxJob(deps: OutboxDeps, options: OutboxOptions): Outbo
       if (housekeeping) {
         const due = await nextDueAt(store.db);
         knownDueAt = due ? Date.parse(due) : null;
-        housekeepingAt = nowMs + housekeepingMs;
         if (knownDueAt !== null) dueTimer.arm(knownDueAt);
       } else {
         // What was due by `now` was claimable in this step; look ahead only.

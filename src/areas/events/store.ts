@@ -196,6 +196,16 @@ export async function markFailed(
   return updatedAny(result);
 }
 
+/** The columns of a task made due again now, held by nobody (a hand-back, an interruption, a retry). */
+const dueAgain = (now: string) =>
+  ({
+    status: 'PENDING',
+    next_attempt_at: now,
+    locked_until: null,
+    locked_by: null,
+    updated_at: now,
+  }) as const;
+
 /**
  * A task whose lease ran out (its worker crashed or stalled) goes back to PENDING, due at once, with
  * the attempt the claim counted given back and one more interruption. Fenced like the reaper's
@@ -205,14 +215,10 @@ export async function interrupt(db: Db, task: TaskRow, error: string, now: strin
   const result = await db
     .updateTable(TABLE)
     .set({
-      status: 'PENDING',
+      ...dueAgain(now),
       attempts: sql<number>`attempts - 1`,
       interruptions: sql<number>`interruptions + 1`,
-      next_attempt_at: now,
       error,
-      locked_until: null,
-      locked_by: null,
-      updated_at: now,
     })
     .where('id', '=', task.id)
     .where('status', '=', 'IN_PROGRESS')
@@ -230,14 +236,7 @@ export async function releaseTasks(db: Db, ids: string[], workerId: string, now:
   if (ids.length === 0) return;
   await db
     .updateTable(TABLE)
-    .set({
-      status: 'PENDING',
-      attempts: sql<number>`attempts - 1`,
-      next_attempt_at: now,
-      locked_until: null,
-      locked_by: null,
-      updated_at: now,
-    })
+    .set({ ...dueAgain(now), attempts: sql<number>`attempts - 1` })
     .where('id', 'in', ids)
     .where('status', '=', 'IN_PROGRESS')
     .where('locked_by', '=', workerId)
@@ -248,17 +247,7 @@ export async function releaseTasks(db: Db, ids: string[], workerId: string, now:
 export async function retryFailed(db: Db, id: string, now: string): Promise<boolean> {
   const result = await db
     .updateTable(TABLE)
-    .set({
-      status: 'PENDING',
-      attempts: 0,
-      interruptions: 0,
-      next_attempt_at: now,
-      error: null,
-      done_at: null,
-      locked_until: null,
-      locked_by: null,
-      updated_at: now,
-    })
+    .set({ ...dueAgain(now), attempts: 0, interruptions: 0, error: null, done_at: null })
     .where('id', '=', id)
     .where('status', '=', 'FAILED')
     .executeTakeFirst();

@@ -45,16 +45,31 @@ describe(`two workflow engines on one store (${dialectName})`, () => {
     await db.drop();
   });
 
-  it("a run is the creating engine's while its lease holds; once it runs out, another engine's progress is resumed, not replayed", async () => {
+  /**
+   * A workflow whose first node `call` runs wftest's `record_once` with `marker` (then `more`), and
+   * one event routed to it by the creating engine: its run exists, claimed by that engine.
+   */
+  async function routedRun(
+    marker: string,
+    more: { nodes: Record<string, unknown>[]; edges: Record<string, unknown>[] } = { nodes: [], edges: [] },
+  ) {
     const wftest = await pluginInstance(a, 'wftest');
+    const call = {
+      key: 'call',
+      type: 'ACTION',
+      config: { plugin_instance_id: wftest, plugin_action: 'record_once', input_mapping: { marker } },
+    };
+    const wf = await workflow(a, { nodes: [call, ...more.nodes], edges: more.edges });
+    await publish(creator);
+    while (await job(creator, 'outbox').run()) {}
+    return wf;
+  }
+
+  it("a run is the creating engine's while its lease holds; once it runs out, another engine's progress is resumed, not replayed", async () => {
     const marker = `two-engines-${Date.now()}`;
-    const wf = await workflow(a, {
+    // The creating engine routes the event: the run exists, claimed by it, remembered as its own.
+    const wf = await routedRun(marker, {
       nodes: [
-        {
-          key: 'call',
-          type: 'ACTION',
-          config: { plugin_instance_id: wftest, plugin_action: 'record_once', input_mapping: { marker } },
-        },
         { key: 'wait', type: 'DELAY', config: { delay_ms: 50 } },
         { key: 'done', type: 'END', config: {} },
       ],
@@ -63,9 +78,6 @@ describe(`two workflow engines on one store (${dialectName})`, () => {
         { from_node_id: 'wait', to_node_id: 'done' },
       ],
     });
-    await publish(creator);
-    // The creating engine routes the event: the run exists, claimed by it, remembered as its own.
-    while (await job(creator, 'outbox').run()) {}
     const [created] = await runsOf(a, wf.id);
     expect(created.status).toBe('running');
 
@@ -96,19 +108,8 @@ describe(`two workflow engines on one store (${dialectName})`, () => {
   });
 
   it('the creating engine creates the run claimed, under its lease, and drives it in its next step', async () => {
-    const wftest = await pluginInstance(a, 'wftest');
     const marker = `two-engines-fresh-${Date.now()}`;
-    const wf = await workflow(a, {
-      nodes: [
-        {
-          key: 'call',
-          type: 'ACTION',
-          config: { plugin_instance_id: wftest, plugin_action: 'record_once', input_mapping: { marker } },
-        },
-      ],
-    });
-    await publish(creator);
-    while (await job(creator, 'outbox').run()) {}
+    const wf = await routedRun(marker);
     const [created] = await runsOf(a, wf.id);
     const stored = await creator.ctx.store.db
       .selectFrom('workflow_run')
@@ -127,19 +128,8 @@ describe(`two workflow engines on one store (${dialectName})`, () => {
   });
 
   it('a run that waited in memory past half its lease is claimed from the store once, never also driven from memory', async () => {
-    const wftest = await pluginInstance(a, 'wftest');
     const marker = `two-engines-stale-${Date.now()}`;
-    const wf = await workflow(a, {
-      nodes: [
-        {
-          key: 'call',
-          type: 'ACTION',
-          config: { plugin_instance_id: wftest, plugin_action: 'record_once', input_mapping: { marker } },
-        },
-      ],
-    });
-    await publish(creator);
-    while (await job(creator, 'outbox').run()) {}
+    const wf = await routedRun(marker);
     // The lease runs out before the creator steps: in that one step its memory still holds the run,
     // and the store offers it as due. Driving both copies would call the ACTION twice.
     await new Promise((r) => setTimeout(r, LEASE_OUT_MS));

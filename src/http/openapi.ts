@@ -10,33 +10,28 @@ import type { Access } from './access.js';
  * schema; `describeOperation` adds the rest and refuses a route that forgot them, at start-up.
  */
 
-const TAGS: Array<{ name: string; description: string }> = [
-  {
-    name: 'auth',
-    description: 'Sign-in: credentials, MFA, refresh tokens, password reset, external IdP, devices',
-  },
-  { name: 'users', description: 'Users and the signed-in user' },
-  { name: 'roles', description: 'Roles and who holds them' },
-  { name: 'scopes', description: 'The scope catalogue and what each role grants' },
-  { name: 'api keys', description: 'Long-lived keys that never exceed their creator' },
-  { name: 'devices', description: 'Registered devices' },
-  { name: 'vault', description: 'Encrypted secrets and variables referenced as $secret: and $var:' },
-  { name: 'plugins', description: 'Plugin definitions, configured instances, and invoking an action' },
-  { name: 'events', description: 'Event types and the outbox' },
-  {
-    name: 'event subscriptions',
-    description: 'What runs when an event arrives: conditions and workflow graphs',
-  },
-  { name: 'workflows', description: 'Runs, their nodes, simulation and the expression evaluator' },
-  { name: 'webhooks', description: 'Signed HTTP deliveries of events, with retries and a delivery log' },
-  { name: 'questionnaires', description: 'Questionnaires, their revisions and publishing' },
-  { name: 'folders', description: 'The folder tree questionnaires live in' },
-  { name: 'permissions', description: 'Who may see or manage a folder or questionnaire' },
-  { name: 'config', description: 'Effective questionnaire configuration' },
-  { name: 'enrollments', description: 'Responders enrolled into questionnaires, and their consent' },
-  { name: 'submissions', description: 'Answers to published questionnaires' },
-  { name: 'analytics', description: 'Embedded BI dashboards' },
-];
+/** Each tag of the document and what it groups, in the order the docs page shows them. */
+const TAGS: Record<string, string> = {
+  auth: 'Sign-in: credentials, MFA, refresh tokens, password reset, external IdP, devices',
+  users: 'Users and the signed-in user',
+  roles: 'Roles and who holds them',
+  scopes: 'The scope catalogue and what each role grants',
+  'api keys': 'Long-lived keys that never exceed their creator',
+  devices: 'Registered devices',
+  vault: 'Encrypted secrets and variables referenced as $secret: and $var:',
+  plugins: 'Plugin definitions, configured instances, and invoking an action',
+  events: 'Event types and the outbox',
+  'event subscriptions': 'What runs when an event arrives: conditions and workflow graphs',
+  workflows: 'Runs, their nodes, simulation and the expression evaluator',
+  webhooks: 'Signed HTTP deliveries of events, with retries and a delivery log',
+  questionnaires: 'Questionnaires, their revisions and publishing',
+  folders: 'The folder tree questionnaires live in',
+  permissions: 'Who may see or manage a folder or questionnaire',
+  config: 'Effective questionnaire configuration',
+  enrollments: 'Responders enrolled into questionnaires, and their consent',
+  submissions: 'Answers to published questionnaires',
+  analytics: 'Embedded BI dashboards',
+};
 
 /** The short guide at the top of the docs page (Markdown). */
 const GUIDE = `svc is an access-controlled event, workflow and integration service: users, roles and scopes,
@@ -87,7 +82,7 @@ export const openapiOptions: FastifyDynamicSwaggerOptions = {
       license: { name: 'Proprietary (UNLICENSED)', identifier: 'LicenseRef-Proprietary' },
     },
     servers: [{ url: '/', description: 'this svc instance' }],
-    tags: TAGS,
+    tags: Object.entries(TAGS).map(([name, description]) => ({ name, description })),
     components: {
       securitySchemes: {
         bearer: { type: 'http', scheme: 'bearer', description: 'JWT access token or svc_key_ API key' },

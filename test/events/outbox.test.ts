@@ -555,6 +555,34 @@ describe(`outbox (${dialectName})`, () => {
       expect((await allTasks(t)).every((r) => r.status === 'DONE' && r.attempts === 1)).toBe(true);
       await other.stop();
     });
+
+    it('a publish that took its lease before the drain stopped and commits after: its task is handed back at once, not at lease expiry', async () => {
+      const { t } = await start();
+      const job = outboxJob(t);
+      job.start();
+      let stopping: Promise<void> | undefined;
+      await t.ctx.store.transaction(async (tx) => {
+        await t.ctx.services.events.publish(tx, userCreated(1));
+        // The drain stops while the publishing transaction is still open (not awaited here: on
+        // SQLite its hand-back would queue behind this very transaction).
+        stopping = job.stop();
+      });
+      await stopping;
+      // Handed back by `started` after the commit, with the clock not moved: due now, unattempted.
+      await eventually(
+        async () => (await allTasks(t)).every((r) => r.status === 'PENDING'),
+        5_000,
+        'the hand-back',
+      );
+      expect(await allTasks(t)).toEqual([
+        expect.objectContaining({ status: 'PENDING', attempts: 0, locked_by: null, locked_until: null }),
+      ]);
+      const rescue = recorder('rescue');
+      const other = anotherDrain(t, [rescue.handler], { workerId: 'worker-b' });
+      await other.run();
+      expect(rescue.calls).toHaveLength(1);
+      await other.stop();
+    });
   });
 
   describe('worker', () => {

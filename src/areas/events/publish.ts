@@ -3,7 +3,7 @@ import type { Causation } from '../../lib/causation.js';
 import { type Clock, iso } from '../../lib/clock.js';
 import { newId } from '../../lib/ids.js';
 import type { CloudEvent } from './cloudevent.js';
-import type { HeldTask } from './outbox.js';
+import type { HeldTask, OutboxJob } from './outbox.js';
 import type { EventRegistry } from './registry.js';
 import { DEFAULT_MAX_ATTEMPTS } from './retry.js';
 import { insertNewTasks, insertTask, type TaskRow } from './store.js';
@@ -64,10 +64,7 @@ function taskRow(event: CloudEvent<unknown>, now: string, held: HeldTask | null)
 }
 
 /** This process's outbox drain, when tasks can be written already claimed by it (outbox.ts). */
-export interface LocalDrain {
-  claim(): HeldTask | null;
-  started(rows: readonly TaskRow[]): void;
-}
+export type LocalDrain = Pick<OutboxJob, 'claim' | 'started'>;
 
 export function createEventPublisher(deps: {
   clock: Clock;

@@ -195,6 +195,31 @@ const questionnaireEvent = (
   );
 
 const RUN_ID = '0199a3b1-2d3e-7f4a-9b5c-6d7e8f9a0b1c';
+/** The events of one submission: always its id and questionnaire, plus what `required` adds. */
+const submissionEvent = (
+  name: string,
+  description: string,
+  required: string[],
+  properties: Record<string, unknown>,
+  examples: Record<string, unknown>[],
+) =>
+  define(
+    'submission',
+    `submission.${name}`,
+    description,
+    dataSchema(`svc.submission.${name} data`, ['submission_id', 'questionnaire_id', ...required], properties),
+    'submission_id',
+    examples,
+  );
+/** An update or deletion also says whether the submission was anonymous. */
+const changedSubmissionProperties = { ...submissionProperties, is_anonymous: { type: 'boolean' } };
+const submissionExample = {
+  submission_id: SUBMISSION_ID,
+  questionnaire_id: QUESTIONNAIRE_ID,
+  user_id: USER_ID,
+  enrollment_id: ENROLLMENT_ID,
+};
+
 const runEvent = (status: 'completed' | 'failed' | 'cancelled', description: string) =>
   define(
     'workflow_run',
@@ -311,46 +336,27 @@ export const EVENT_DEFINITIONS: readonly BuiltinEventDefinition[] = [
     ['ARCHIVE'],
     [questionnaireExample('ARCHIVED', 'ARCHIVE', 3)],
   ),
-  define(
-    'submission',
-    'submission.created',
+  submissionEvent(
+    'created',
     'A signed-in user submitted a questionnaire. data.answers is enriched when it has a scoring block.',
-    dataSchema('svc.submission.created data', ['submission_id', 'questionnaire_id', 'answers'], {
-      ...submissionProperties,
-      answers,
-    }),
-    'submission_id',
+    ['answers'],
+    { ...submissionProperties, answers },
     [
-      {
-        submission_id: SUBMISSION_ID,
-        questionnaire_id: QUESTIONNAIRE_ID,
-        questionnaire_revision: 2,
-        user_id: USER_ID,
-        enrollment_id: ENROLLMENT_ID,
-        answers: { q1: 'yes' },
-      },
-      {
-        submission_id: SUBMISSION_ID,
-        questionnaire_id: QUESTIONNAIRE_ID,
-        questionnaire_revision: 2,
-        user_id: USER_ID,
-        enrollment_id: null,
-        answers: scoredAnswers,
-      },
+      { ...submissionExample, questionnaire_revision: 2, answers: { q1: 'yes' } },
+      { ...submissionExample, questionnaire_revision: 2, enrollment_id: null, answers: scoredAnswers },
     ],
   ),
-  define(
-    'submission',
-    'submission.anonymous_created',
+  submissionEvent(
+    'anonymous_created',
     'A questionnaire was submitted anonymously with an API key. data.answers is enriched like submission.created.',
-    dataSchema('svc.submission.anonymous_created data', ['submission_id', 'questionnaire_id', 'answers'], {
+    ['answers'],
+    {
       submission_id: id,
       questionnaire_id: id,
       questionnaire_revision: submissionProperties.questionnaire_revision,
       answers,
       api_key_id: nullableString,
-    }),
-    'submission_id',
+    },
     [
       {
         submission_id: SUBMISSION_ID,
@@ -361,53 +367,27 @@ export const EVENT_DEFINITIONS: readonly BuiltinEventDefinition[] = [
       },
     ],
   ),
-  define(
-    'submission',
-    'submission.updated',
+  submissionEvent(
+    'updated',
     'A submission was changed.',
-    dataSchema('svc.submission.updated data', ['submission_id', 'questionnaire_id'], {
-      ...submissionProperties,
-      is_anonymous: { type: 'boolean' },
+    [],
+    {
+      ...changedSubmissionProperties,
       changed_fields: {
         type: 'array',
         items: { type: 'string' },
         description: 'Which of answers and metadata the change replaced.',
       },
       answers: { ...answers, description: `The answers after the change. ${answers.description}` },
-    }),
-    'submission_id',
-    [
-      {
-        submission_id: SUBMISSION_ID,
-        questionnaire_id: QUESTIONNAIRE_ID,
-        user_id: USER_ID,
-        enrollment_id: ENROLLMENT_ID,
-        is_anonymous: false,
-        changed_fields: ['answers'],
-        answers: { q1: 'maybe' },
-      },
-    ],
+    },
+    [{ ...submissionExample, is_anonymous: false, changed_fields: ['answers'], answers: { q1: 'maybe' } }],
   ),
-  define(
-    'submission',
-    'submission.deleted',
+  submissionEvent(
+    'deleted',
     'A submission was soft-deleted.',
-    dataSchema('svc.submission.deleted data', ['submission_id', 'questionnaire_id'], {
-      ...submissionProperties,
-      is_anonymous: { type: 'boolean' },
-      deleted_at: timestamp,
-    }),
-    'submission_id',
-    [
-      {
-        submission_id: SUBMISSION_ID,
-        questionnaire_id: QUESTIONNAIRE_ID,
-        user_id: USER_ID,
-        enrollment_id: null,
-        is_anonymous: false,
-        deleted_at: EXAMPLE_TIME,
-      },
-    ],
+    [],
+    { ...changedSubmissionProperties, deleted_at: timestamp },
+    [{ ...submissionExample, enrollment_id: null, is_anonymous: false, deleted_at: EXAMPLE_TIME }],
   ),
   runEvent(
     'completed',

@@ -20,9 +20,9 @@ const tags = ['auth'];
 const deviceTags = ['devices'];
 
 /** Devices: registration, device login, consent, and device records (docs/auth.md). */
-export function registerDeviceRoutes(app: App, { auth }: { auth: AuthService }): void {
+export function registerDeviceRoutes(api: App, { auth }: { auth: AuthService }): void {
   // ---- devices
-  app.post(
+  api.post(
     '/auth/device/register',
     {
       schema: {
@@ -36,7 +36,7 @@ export function registerDeviceRoutes(app: App, { auth }: { auth: AuthService }):
     },
     async (req) => auth.registerDevice(req.principal.userId, req.body),
   );
-  app.post(
+  api.post(
     '/auth/device/login',
     {
       schema: {
@@ -51,7 +51,7 @@ export function registerDeviceRoutes(app: App, { auth }: { auth: AuthService }):
     },
     async (req) => auth.deviceLogin(req.body.registration_token, requestMeta(req)),
   );
-  app.post(
+  api.post(
     '/auth/device/consent',
     {
       schema: {
@@ -65,7 +65,7 @@ export function registerDeviceRoutes(app: App, { auth }: { auth: AuthService }):
     },
     async (req) => auth.recordConsent(req.principal, req.body),
   );
-  app.delete(
+  api.delete(
     '/auth/device/:id',
     {
       schema: {
@@ -80,7 +80,7 @@ export function registerDeviceRoutes(app: App, { auth }: { auth: AuthService }):
     },
     async (req) => auth.removeOwnDevice(req.principal, req.params.id),
   );
-  app.get(
+  api.get(
     '/device',
     {
       schema: {
@@ -97,7 +97,7 @@ export function registerDeviceRoutes(app: App, { auth }: { auth: AuthService }):
       return envelope('devices', await auth.listDevices(page, filters), req.query);
     },
   );
-  app.get(
+  api.get(
     '/device/:id',
     {
       schema: {
@@ -111,7 +111,7 @@ export function registerDeviceRoutes(app: App, { auth }: { auth: AuthService }):
     },
     async (req) => auth.getDevice(req.params.id),
   );
-  app.patch(
+  api.patch(
     '/device/:id',
     {
       schema: {
@@ -126,7 +126,7 @@ export function registerDeviceRoutes(app: App, { auth }: { auth: AuthService }):
     },
     async (req) => auth.updateDevice(req.principal.userId, req.params.id, req.body),
   );
-  app.delete(
+  api.delete(
     '/device/:id',
     {
       schema: {

@@ -5,8 +5,8 @@ import { registerSessionRoutes } from './session-routes.js';
 import { registerSignInRoutes } from './sign-in-routes.js';
 
 /** Sign-in flows (docs/auth.md): sign-in, MFA and passwords; refresh tokens and settings; devices. */
-export function registerAuthRoutes(app: App, deps: { auth: AuthService }): void {
-  registerSignInRoutes(app, deps);
-  registerSessionRoutes(app, deps);
-  registerDeviceRoutes(app, deps);
+export function registerAuthRoutes(api: App, deps: { auth: AuthService }): void {
+  registerSignInRoutes(api, deps);
+  registerSessionRoutes(api, deps);
+  registerDeviceRoutes(api, deps);
 }

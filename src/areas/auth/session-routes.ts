@@ -14,9 +14,9 @@ import type { AuthService } from './service.js';
 const tags = ['auth'];
 
 /** Refresh-token records and per-user sign-in settings (auth:manage). */
-export function registerSessionRoutes(app: App, { auth }: { auth: AuthService }): void {
+export function registerSessionRoutes(api: App, { auth }: { auth: AuthService }): void {
   // ---- refresh token records
-  app.get(
+  api.get(
     '/refresh_token',
     {
       schema: {
@@ -33,7 +33,7 @@ export function registerSessionRoutes(app: App, { auth }: { auth: AuthService })
       return envelope('refresh_tokens', await auth.listRefreshTokens(page, filters), req.query);
     },
   );
-  app.get(
+  api.get(
     '/refresh_token/:id',
     {
       schema: {
@@ -47,7 +47,7 @@ export function registerSessionRoutes(app: App, { auth }: { auth: AuthService })
     },
     async (req) => auth.getRefreshToken(req.params.id),
   );
-  app.delete(
+  api.delete(
     '/refresh_token/:id',
     {
       schema: {
@@ -64,7 +64,7 @@ export function registerSessionRoutes(app: App, { auth }: { auth: AuthService })
   );
 
   // ---- per-user settings
-  app.get(
+  api.get(
     '/auth/user/:id/settings',
     {
       schema: {
@@ -78,7 +78,7 @@ export function registerSessionRoutes(app: App, { auth }: { auth: AuthService })
     },
     async (req) => auth.getUserSettings(req.params.id),
   );
-  app.patch(
+  api.patch(
     '/auth/user/:id/settings',
     {
       schema: {

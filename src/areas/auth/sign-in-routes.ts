@@ -24,9 +24,9 @@ import type { AuthService } from './service.js';
 const tags = ['auth'];
 
 /** Sign-in (credentials, MFA step, IdP, refresh, sign-out), MFA management, passwords (docs/auth.md). */
-export function registerSignInRoutes(app: App, { auth }: { auth: AuthService }): void {
+export function registerSignInRoutes(api: App, { auth }: { auth: AuthService }): void {
   // ---- sign-in
-  app.post(
+  api.post(
     '/auth/login/credentials',
     {
       schema: {
@@ -48,7 +48,7 @@ export function registerSignInRoutes(app: App, { auth }: { auth: AuthService }):
     ['/auth/login/mfa_verify', 'verifyMfaLogin', ''],
     ['/auth/login/mfa/verify_login', 'verifyMfaLoginAlias', ' (alias)'],
   ]) {
-    app.post(
+    api.post(
       url,
       {
         schema: {
@@ -69,7 +69,7 @@ export function registerSignInRoutes(app: App, { auth }: { auth: AuthService }):
         ),
     );
   }
-  app.post(
+  api.post(
     '/auth/login/external_idp',
     {
       schema: {
@@ -85,7 +85,7 @@ export function registerSignInRoutes(app: App, { auth }: { auth: AuthService }):
     async (req, reply) =>
       deliverTokens(req, reply, await auth.loginWithExternalIdp(req.body.id_token, requestMeta(req))),
   );
-  app.post(
+  api.post(
     '/auth/refresh',
     {
       schema: {
@@ -104,7 +104,7 @@ export function registerSignInRoutes(app: App, { auth }: { auth: AuthService }):
       return deliverTokens(req, reply, await auth.refresh(token, requestMeta(req)));
     },
   );
-  app.post(
+  api.post(
     '/auth/logout',
     {
       schema: {
@@ -123,7 +123,7 @@ export function registerSignInRoutes(app: App, { auth }: { auth: AuthService }):
   );
 
   // ---- MFA
-  app.post(
+  api.post(
     '/auth/mfa/setup',
     {
       schema: {
@@ -136,7 +136,7 @@ export function registerSignInRoutes(app: App, { auth }: { auth: AuthService }):
     },
     async (req) => auth.mfaSetup(req.principal),
   );
-  app.post(
+  api.post(
     '/auth/mfa/verify',
     {
       schema: {
@@ -150,7 +150,7 @@ export function registerSignInRoutes(app: App, { auth }: { auth: AuthService }):
     },
     async (req) => auth.mfaVerify(req.principal, req.body.code, requestMeta(req)),
   );
-  app.patch(
+  api.patch(
     '/auth/mfa/enable',
     {
       schema: {
@@ -166,7 +166,7 @@ export function registerSignInRoutes(app: App, { auth }: { auth: AuthService }):
   );
 
   // ---- passwords
-  app.post(
+  api.post(
     '/auth/password_reset/request',
     {
       schema: {
@@ -181,7 +181,7 @@ export function registerSignInRoutes(app: App, { auth }: { auth: AuthService }):
     },
     async (req) => auth.requestPasswordReset(req.body.email, requestMeta(req)),
   );
-  app.post(
+  api.post(
     '/auth/password_reset/confirm',
     {
       schema: {
@@ -195,7 +195,7 @@ export function registerSignInRoutes(app: App, { auth }: { auth: AuthService }):
     },
     async (req) => auth.confirmPasswordReset(req.body.token, req.body.new_password, requestMeta(req)),
   );
-  app.post(
+  api.post(
     '/user/change_password',
     {
       schema: {

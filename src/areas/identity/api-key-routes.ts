@@ -8,11 +8,11 @@ import { ApiKey, CreateApiKeyBody, CreatedApiKey } from './schemas.js';
 import type { IdentityService } from './service.js';
 
 /** API keys (auth:manage, which is also what SPEC calls auth:api_key: Authentication 10). */
-export function registerApiKeyRoutes(app: App, { identity }: { identity: IdentityService }): void {
+export function registerApiKeyRoutes(api: App, { identity }: { identity: IdentityService }): void {
   // The role-scope table is the same for every caller until the authz version moves, and
   // roleScopeTable hands out one array per version: its answer is serialised once per version.
   // ---- API keys (auth:manage, which is also what SPEC calls auth:api_key: Authentication 10)
-  app.post(
+  api.post(
     '/api_key',
     {
       schema: {
@@ -26,7 +26,7 @@ export function registerApiKeyRoutes(app: App, { identity }: { identity: Identit
     },
     async (req) => identity.createApiKey(req.principal, req.body),
   );
-  app.get(
+  api.get(
     '/api_key',
     {
       schema: {
@@ -45,7 +45,7 @@ export function registerApiKeyRoutes(app: App, { identity }: { identity: Identit
       return envelope('api_keys', await identity.listApiKeys(req.principal, page, filters), req.query);
     },
   );
-  app.get(
+  api.get(
     '/api_key/:id',
     {
       schema: {
@@ -59,7 +59,7 @@ export function registerApiKeyRoutes(app: App, { identity }: { identity: Identit
     },
     async (req) => identity.getApiKey(req.principal, req.params.id),
   );
-  app.delete(
+  api.delete(
     '/api_key/:id',
     {
       schema: {

@@ -19,11 +19,11 @@ import type { IdentityService } from './service.js';
 const AUDIT_SORT = ['created_at', 'updated_at'] as const;
 
 /** Roles and user roles. */
-export function registerRoleRoutes(app: App, { identity }: { identity: IdentityService }): void {
+export function registerRoleRoutes(api: App, { identity }: { identity: IdentityService }): void {
   // The role-scope table is the same for every caller until the authz version moves, and
   // roleScopeTable hands out one array per version: its answer is serialised once per version.
   // ---- roles
-  app.get(
+  api.get(
     '/role',
     {
       schema: {
@@ -48,7 +48,7 @@ export function registerRoleRoutes(app: App, { identity }: { identity: IdentityS
       return envelope('roles', await identity.listRoles(page, filters), req.query);
     },
   );
-  app.post(
+  api.post(
     '/role',
     {
       schema: {
@@ -62,7 +62,7 @@ export function registerRoleRoutes(app: App, { identity }: { identity: IdentityS
     },
     async (req) => identity.createRole(req.principal.userId, req.body),
   );
-  app.get(
+  api.get(
     '/role/:id',
     {
       schema: {
@@ -76,7 +76,7 @@ export function registerRoleRoutes(app: App, { identity }: { identity: IdentityS
     },
     async (req) => identity.getRole(req.params.id),
   );
-  app.patch(
+  api.patch(
     '/role/:id',
     {
       schema: {
@@ -91,7 +91,7 @@ export function registerRoleRoutes(app: App, { identity }: { identity: IdentityS
     },
     async (req) => identity.updateRole(req.principal.userId, req.params.id, req.body),
   );
-  app.delete(
+  api.delete(
     '/role/:id',
     {
       schema: {
@@ -108,7 +108,7 @@ export function registerRoleRoutes(app: App, { identity }: { identity: IdentityS
       return { message: 'Role deleted' };
     },
   );
-  app.get(
+  api.get(
     '/role/:id/scope',
     {
       schema: {
@@ -122,7 +122,7 @@ export function registerRoleRoutes(app: App, { identity }: { identity: IdentityS
     },
     async (req) => identity.persistedRoleScopes(req.params.id),
   );
-  app.put(
+  api.put(
     '/role/:id/scope',
     {
       schema: {
@@ -139,7 +139,7 @@ export function registerRoleRoutes(app: App, { identity }: { identity: IdentityS
   );
 
   // ---- user roles
-  app.get(
+  api.get(
     '/user_role',
     {
       schema: {
@@ -159,7 +159,7 @@ export function registerRoleRoutes(app: App, { identity }: { identity: IdentityS
       return envelope('user_roles', await identity.listUserRoles(page, filters), req.query);
     },
   );
-  app.post(
+  api.post(
     '/user_role',
     {
       schema: {
@@ -173,7 +173,7 @@ export function registerRoleRoutes(app: App, { identity }: { identity: IdentityS
     },
     async (req) => identity.assignRole(req.principal.userId, req.body),
   );
-  app.get(
+  api.get(
     '/user_role/:id',
     {
       schema: {
@@ -187,7 +187,7 @@ export function registerRoleRoutes(app: App, { identity }: { identity: IdentityS
     },
     async (req) => identity.getUserRole(req.params.id),
   );
-  app.delete(
+  api.delete(
     '/user_role/:id',
     {
       schema: {

@@ -6,9 +6,9 @@ import type { IdentityService } from './service.js';
 import { registerUserRoutes } from './user-routes.js';
 
 /** Users and the current user, roles and user roles, scopes and role-scope management, API keys. */
-export function registerIdentityRoutes(app: App, deps: { identity: IdentityService }): void {
-  registerUserRoutes(app, deps);
-  registerRoleRoutes(app, deps);
-  registerScopeRoutes(app, deps);
-  registerApiKeyRoutes(app, deps);
+export function registerIdentityRoutes(api: App, deps: { identity: IdentityService }): void {
+  registerUserRoutes(api, deps);
+  registerRoleRoutes(api, deps);
+  registerScopeRoutes(api, deps);
+  registerApiKeyRoutes(api, deps);
 }

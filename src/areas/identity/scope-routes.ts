@@ -11,12 +11,12 @@ import type { IdentityService } from './service.js';
 const AUDIT_SORT = ['created_at', 'updated_at'] as const;
 
 /** The scope catalogue and role-scope management (SPEC "Role and scope management"). */
-export function registerScopeRoutes(app: App, { identity }: { identity: IdentityService }): void {
+export function registerScopeRoutes(api: App, { identity }: { identity: IdentityService }): void {
   // The role-scope table is the same for every caller until the authz version moves, and
   // roleScopeTable hands out one array per version: its answer is serialised once per version.
   const roleScopeBodies = new WeakMap<object, Buffer>();
   // ---- scopes and role-scope management (SPEC "Role and scope management")
-  app.get(
+  api.get(
     '/scope',
     {
       schema: {
@@ -29,7 +29,7 @@ export function registerScopeRoutes(app: App, { identity }: { identity: Identity
     },
     async () => ({ scopes: [...identity.scopeCatalogue()] }),
   );
-  app.get(
+  api.get(
     '/role_scope',
     {
       schema: {
@@ -56,7 +56,7 @@ export function registerScopeRoutes(app: App, { identity }: { identity: Identity
       return sendJsonBytes(reply, body);
     },
   );
-  app.get(
+  api.get(
     '/role_scope_entry',
     {
       schema: {
@@ -77,7 +77,7 @@ export function registerScopeRoutes(app: App, { identity }: { identity: Identity
       return envelope('role_scope_entries', await identity.listRoleScopeEntries(page, filters), req.query);
     },
   );
-  app.post(
+  api.post(
     '/role_scope_entry',
     {
       schema: {
@@ -91,7 +91,7 @@ export function registerScopeRoutes(app: App, { identity }: { identity: Identity
     },
     async (req) => identity.addRoleScope(req.principal.userId, req.body),
   );
-  app.get(
+  api.get(
     '/role_scope_entry/:id',
     {
       schema: {
@@ -105,7 +105,7 @@ export function registerScopeRoutes(app: App, { identity }: { identity: Identity
     },
     async (req) => identity.getRoleScopeEntry(req.params.id),
   );
-  app.delete(
+  api.delete(
     '/role_scope_entry/:id',
     {
       schema: {

@@ -10,11 +10,11 @@ import type { IdentityService } from './service.js';
 const AUDIT_SORT = ['created_at', 'updated_at'] as const;
 
 /** Users and the signed-in user. */
-export function registerUserRoutes(app: App, { identity }: { identity: IdentityService }): void {
+export function registerUserRoutes(api: App, { identity }: { identity: IdentityService }): void {
   // The role-scope table is the same for every caller until the authz version moves, and
   // roleScopeTable hands out one array per version: its answer is serialised once per version.
   // ---- users (SPEC "Endpoints with scope only": user:*)
-  app.get(
+  api.get(
     '/user',
     {
       schema: {
@@ -35,7 +35,7 @@ export function registerUserRoutes(app: App, { identity }: { identity: IdentityS
       return envelope('users', await identity.listUsers(page, filters), req.query);
     },
   );
-  app.post(
+  api.post(
     '/user',
     {
       schema: {
@@ -49,7 +49,7 @@ export function registerUserRoutes(app: App, { identity }: { identity: IdentityS
     },
     async (req) => identity.createUser(req.principal, req.body),
   );
-  app.get(
+  api.get(
     '/user/:id',
     {
       schema: {
@@ -63,7 +63,7 @@ export function registerUserRoutes(app: App, { identity }: { identity: IdentityS
     },
     async (req) => identity.getUser(req.params.id),
   );
-  app.patch(
+  api.patch(
     '/user/:id',
     {
       schema: {
@@ -78,7 +78,7 @@ export function registerUserRoutes(app: App, { identity }: { identity: IdentityS
     },
     async (req) => identity.updateUser(req.principal, req.params.id, req.body),
   );
-  app.delete(
+  api.delete(
     '/user/:id',
     {
       schema: {
@@ -94,7 +94,7 @@ export function registerUserRoutes(app: App, { identity }: { identity: IdentityS
   );
 
   // ---- current user (open endpoint: authenticated, no scope)
-  app.get(
+  api.get(
     '/current_user',
     {
       schema: {

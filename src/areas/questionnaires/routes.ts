@@ -12,9 +12,9 @@ export type QuestionnaireRouteDeps = Pick<
 >;
 
 /** Questionnaires and their revisions, folders, permissions, config (docs/platform.md). */
-export function registerQuestionnaireRoutes(app: App, deps: QuestionnaireRouteDeps): void {
-  registerCatalogueRoutes(app, deps);
-  registerFolderRoutes(app, deps);
-  registerPermissionRoutes(app, deps);
-  registerConfigRoutes(app, deps);
+export function registerQuestionnaireRoutes(api: App, deps: QuestionnaireRouteDeps): void {
+  registerCatalogueRoutes(api, deps);
+  registerFolderRoutes(api, deps);
+  registerPermissionRoutes(api, deps);
+  registerConfigRoutes(api, deps);
 }

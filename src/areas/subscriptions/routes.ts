@@ -18,10 +18,10 @@ const tags = ['event subscriptions'];
 
 /** /event_subscription CRUD (event_subscription:*) and its graph (workflow:read / workflow:write). */
 export function registerSubscriptionRoutes(
-  app: App,
+  api: App,
   { subscriptions }: { subscriptions: SubscriptionService },
 ): void {
-  app.post(
+  api.post(
     '/event_subscription',
     {
       schema: {
@@ -35,7 +35,7 @@ export function registerSubscriptionRoutes(
     },
     async (req) => subscriptions.create(req.principal.userId, req.body),
   );
-  app.get(
+  api.get(
     '/event_subscription',
     {
       schema: {
@@ -52,7 +52,7 @@ export function registerSubscriptionRoutes(
       return envelope('event_subscriptions', await subscriptions.list(page, filters), page);
     },
   );
-  app.get(
+  api.get(
     '/event_subscription/:id',
     {
       schema: {
@@ -66,7 +66,7 @@ export function registerSubscriptionRoutes(
     },
     async (req) => subscriptions.get(req.params.id),
   );
-  app.patch(
+  api.patch(
     '/event_subscription/:id',
     {
       schema: {
@@ -81,7 +81,7 @@ export function registerSubscriptionRoutes(
     },
     async (req) => subscriptions.update(req.principal.userId, req.params.id, req.body),
   );
-  app.delete(
+  api.delete(
     '/event_subscription/:id',
     {
       schema: {
@@ -96,7 +96,7 @@ export function registerSubscriptionRoutes(
     },
     async (req) => subscriptions.remove(req.principal.userId, req.params.id),
   );
-  app.get(
+  api.get(
     '/event_subscription/:id/graph',
     {
       schema: {
@@ -110,7 +110,7 @@ export function registerSubscriptionRoutes(
     },
     async (req) => subscriptions.getGraph(req.params.id),
   );
-  app.put(
+  api.put(
     '/event_subscription/:id/graph',
     {
       schema: {

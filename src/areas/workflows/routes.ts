@@ -27,10 +27,10 @@ const tags = ['workflows'];
 
 /** Simulation (workflow:execute), runs and introspection (workflow:read / workflow:execute). */
 export function registerWorkflowRoutes(
-  app: App,
+  api: App,
   { workflows, runControl }: { workflows: WorkflowService; runControl: RunControlService },
 ): void {
-  app.post(
+  api.post(
     '/event_subscription/:id/test',
     {
       schema: {
@@ -49,7 +49,7 @@ export function registerWorkflowRoutes(
     // values) are the ones every published event meets, so a simulated event meets them too.
     async (req) => workflows.simulate(req.params.id, assertCloudEvent(req.body.event) as CloudEvent),
   );
-  app.get(
+  api.get(
     '/workflow_run',
     {
       schema: {
@@ -66,7 +66,7 @@ export function registerWorkflowRoutes(
       return envelope('runs', await workflows.list(page, filters), page);
     },
   );
-  app.get(
+  api.get(
     '/workflow_run/:id',
     {
       schema: {
@@ -86,7 +86,7 @@ export function registerWorkflowRoutes(
     summary: string,
     description: string,
   ) =>
-    app.post(
+    api.post(
       `/workflow_run/:id/${verb}`,
       {
         schema: {
@@ -101,7 +101,7 @@ export function registerWorkflowRoutes(
       },
       async (req) => runControl[verb](req.principal.userId, req.params.id),
     );
-  app.post(
+  api.post(
     '/workflow_run/cancel',
     {
       schema: {
@@ -118,7 +118,7 @@ export function registerWorkflowRoutes(
     },
     async (req) => runControl.cancelMany(req.principal.userId, req.body),
   );
-  app.post(
+  api.post(
     '/event_subscription/:id/replay',
     {
       schema: {
@@ -158,7 +158,7 @@ export function registerWorkflowRoutes(
     'Its failed nodes run again (from their first attempt); completed and skipped nodes keep their results. ' +
       '409 WORKFLOW.RUN_NOT_FAILED unless the run failed.',
   );
-  app.get(
+  api.get(
     '/workflow_run/:id/node',
     {
       schema: {
@@ -172,7 +172,7 @@ export function registerWorkflowRoutes(
     },
     async (req) => workflows.nodes(req.params.id),
   );
-  app.post(
+  api.post(
     '/workflow_run/:id/context',
     {
       schema: {
@@ -187,7 +187,7 @@ export function registerWorkflowRoutes(
     },
     async (req) => workflows.context(req.params.id, req.body.node_key),
   );
-  app.post(
+  api.post(
     '/workflow/evaluate',
     {
       schema: {

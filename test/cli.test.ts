@@ -201,6 +201,13 @@ describe('svc command', () => {
     );
     expect(dup.code).toBe(1);
     expect(dup.stderr.trim().split('\n').at(-1)).toBe('svc: A user with this email already exists');
+    // Both commands print a refusal the same way: one line with its message.
+    const unknown = await runCli(
+      ['api-key', 'create', '--email', 'ops@example.test', '--name', 'x', '--scope', 'no:such'],
+      { SVC_DATABASE_URL: dbUrl },
+    );
+    expect(unknown.code).toBe(1);
+    expect(unknown.stderr.trim().split('\n').at(-1)).toBe('svc: Unknown scope "no:such"');
   });
 
   it('serves, says where it listens, bootstraps the admin, and shuts down cleanly on SIGTERM', async () => {

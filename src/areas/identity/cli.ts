@@ -1,5 +1,4 @@
 import { type CliCommand, CliError } from '../../cli/command.js';
-import { AppError } from '../../http/errors.js';
 
 const text = (v: unknown, name: string): string => {
   if (typeof v !== 'string' || v === '') throw new CliError(`--${name} is required`);
@@ -23,18 +22,14 @@ export const identityCommands: CliCommand[] = [
       },
     },
     async run(ctx, v) {
-      try {
-        const user = await ctx.services.identity.createUser(null, {
-          email: text(v.email, 'email'),
-          password: text(v.password, 'password'),
-          name: typeof v.name === 'string' ? v.name : null,
-          role_keys: (v.role as string[] | undefined) ?? [],
-        });
-        console.log(JSON.stringify(user, null, 2));
-      } catch (err) {
-        if (err instanceof AppError) throw new CliError(err.message);
-        throw err;
-      }
+      // A refusal (an AppError) is printed by svc as one line, like a usage mistake.
+      const user = await ctx.services.identity.createUser(null, {
+        email: text(v.email, 'email'),
+        password: text(v.password, 'password'),
+        name: typeof v.name === 'string' ? v.name : null,
+        role_keys: (v.role as string[] | undefined) ?? [],
+      });
+      console.log(JSON.stringify(user, null, 2));
     },
   },
   {
@@ -57,22 +52,17 @@ export const identityCommands: CliCommand[] = [
       if (!user) throw new CliError(`no active user with email ${v.email}`);
       const expiresIn = Number(v['expires-in'] ?? 90 * 24 * 3600);
       if (!Number.isInteger(expiresIn)) throw new CliError('--expires-in must be a whole number of seconds');
-      try {
-        const scopes = await identity.scopesOfUser(user.id);
-        const key = await identity.createApiKey(
-          { userId: user.id, scopes, authPath: 'password' },
-          {
-            name: text(v.name, 'name'),
-            description: typeof v.description === 'string' ? v.description : null,
-            scope_keys: (v.scope as string[] | undefined) ?? [],
-            expires_in: expiresIn,
-          },
-        );
-        console.log(JSON.stringify(key, null, 2));
-      } catch (err) {
-        if (err instanceof AppError) throw new CliError(`${err.code}: ${err.message}`);
-        throw err;
-      }
+      const scopes = await identity.scopesOfUser(user.id);
+      const key = await identity.createApiKey(
+        { userId: user.id, scopes, authPath: 'password' },
+        {
+          name: text(v.name, 'name'),
+          description: typeof v.description === 'string' ? v.description : null,
+          scope_keys: (v.scope as string[] | undefined) ?? [],
+          expires_in: expiresIn,
+        },
+      );
+      console.log(JSON.stringify(key, null, 2));
     },
   },
 ];

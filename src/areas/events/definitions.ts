@@ -194,7 +194,6 @@ const questionnaireEvent = (
     examples,
   );
 
-const RUN_ID = '0199a3b1-2d3e-7f4a-9b5c-6d7e8f9a0b1c';
 /** The events of one submission: always its id and questionnaire, plus what `required` adds. */
 const submissionEvent = (
   name: string,
@@ -220,6 +219,7 @@ const submissionExample = {
   enrollment_id: ENROLLMENT_ID,
 };
 
+const RUN_ID = '0199a3b1-2d3e-7f4a-9b5c-6d7e8f9a0b1c';
 const runEvent = (status: 'completed' | 'failed' | 'cancelled', description: string) =>
   define(
     'workflow_run',

@@ -1,4 +1,4 @@
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -13,21 +13,34 @@ const PASSWORD = 'thread-admin-password';
 const TYPE = 'com.example.ping';
 const EVENTS = 30;
 
-/** A package plugin whose `crash_once` action ends the thread it runs in the first time (a marker file remembers). */
+/**
+ * A package plugin whose actions end the thread they run in the first time (a marker file
+ * remembers): `crash_once` exits, `exhaust_once` fills the thread's heap until V8 stops it.
+ */
 const CRASH_PLUGIN = `
 import { existsSync, writeFileSync } from 'node:fs';
+import { getHeapStatistics } from 'node:v8';
 export default {
   manifest: {
     name: 'crasher',
     version: '1.0.0',
     instance_config_schema: { type: 'object' },
-    actions: [{ name: 'crash_once', title: 'crash once', input_schema: {}, output_schema: {}, idempotent: true, timeout_seconds: 10 }],
+    actions: [
+      { name: 'crash_once', title: 'crash once', input_schema: {}, output_schema: {}, idempotent: true, timeout_seconds: 10 },
+      { name: 'exhaust_once', title: 'exhaust once', input_schema: {}, output_schema: {}, idempotent: true, timeout_seconds: 30 },
+    ],
   },
   handlers: {
     crash_once: ({ input }) => {
       if (existsSync(input.marker)) return { survived: true };
       writeFileSync(input.marker, 'crashed');
       process.exit(3);
+    },
+    exhaust_once: ({ input }) => {
+      if (existsSync(input.marker)) return { survived: true };
+      writeFileSync(input.marker, String(getHeapStatistics().heap_size_limit));
+      const kept = [];
+      for (;;) kept.push(new Array(1_000_000).fill(kept.length));
     },
   },
 };
@@ -161,11 +174,12 @@ describe(`svc serve with its worker in a thread (${dialectName})`, () => {
     expect(metrics.match(/^process_cpu_user_seconds_total /gm)).toHaveLength(1);
   });
 
-  it('a thread that dies is started again, and the run it held completes', async () => {
-    const marker = join(plugins, 'crashed');
+  /** A subscription whose one node is `action` of the crasher, and its event sent; returns the subscription. */
+  const runOnce = async (action: string, marker: string) => {
     const instance = await instanceOf('crasher');
-    await call('POST', '/event_definition', { event_type: 'com.example.crash' });
-    const sub = await call('POST', '/event_subscription', { name: 'crash', event_type: 'com.example.crash' });
+    const type = `com.example.${action}`;
+    await call('POST', '/event_definition', { event_type: type });
+    const sub = await call('POST', '/event_subscription', { name: action, event_type: type });
     await call('PUT', `/event_subscription/${sub.id}/graph`, {
       nodes: [
         {
@@ -174,7 +188,7 @@ describe(`svc serve with its worker in a thread (${dialectName})`, () => {
           type: 'ACTION',
           config: {
             plugin_instance_id: instance.id,
-            plugin_action: 'crash_once',
+            plugin_action: action,
             input_mapping: { marker: { preserve: marker } },
           },
         },
@@ -184,13 +198,14 @@ describe(`svc serve with its worker in a thread (${dialectName})`, () => {
     await call(
       'POST',
       '/event',
-      { specversion: '1.0', id: 'crash-1', source: '/tests/thread', type: 'com.example.crash', data: {} },
+      { specversion: '1.0', id: `${action}-1`, source: '/tests/thread', type, data: {} },
       'application/cloudevents+json',
     );
-    await serve.said('worker thread ended; starting it again', 20_000);
-    expect(serve.output).toMatch(/"code":3,"restart_in_ms":1000/);
-    expect(serve.alive).toBe(true);
-    expect((await fetch(`${serve.address}/healthz`)).status).toBe(200);
+    return sub;
+  };
+
+  /** The subscription's one run completes, with the output of the attempt after the thread's restart. */
+  const completesAfterRestart = async (sub: { id: string }) => {
     const run = await eventually(
       async () => {
         const runs = await call('GET', `/workflow_run?event_subscription_id=${sub.id}`);
@@ -202,7 +217,41 @@ describe(`svc serve with its worker in a thread (${dialectName})`, () => {
     );
     const nodes = await call('GET', `/workflow_run/${run.id}/node`);
     expect((nodes.nodes as Array<{ output: unknown }>)[0].output).toEqual({ survived: true });
+  };
+
+  it('a thread that dies is started again, and the run it held completes', async () => {
+    const sub = await runOnce('crash_once', join(plugins, 'crashed'));
+    await serve.said('worker thread ended; starting it again', 20_000);
+    expect(serve.output).toMatch(/"code":3,"restart_in_ms":1000/);
+    expect(serve.alive).toBe(true);
+    expect((await fetch(`${serve.address}/healthz`)).status).toBe(200);
+    await completesAfterRestart(sub);
   });
+
+  it('a thread that runs out of heap ends alone (its 512 MiB limit), is started again and completes the run', async () => {
+    const before = serve.output.length;
+    const marker = join(plugins, 'exhausted');
+    const sub = await runOnce('exhaust_once', marker);
+    await eventually(
+      async () => serve.output.slice(before).includes('ERR_WORKER_OUT_OF_MEMORY'),
+      30_000,
+      'the thread ran out of memory',
+    );
+    await eventually(
+      async () => serve.output.slice(before).includes('worker thread ended; starting it again'),
+      20_000,
+      'the thread started again',
+    );
+    // The thread's heap limit, as the plugin read it: 512 MiB of old generation and the young one's
+    // 48 (V8's default is 4 GiB on a machine with this much memory).
+    const limitMiB = Number(readFileSync(marker, 'utf8')) / 2 ** 20;
+    expect(limitMiB).toBeGreaterThanOrEqual(512);
+    expect(limitMiB).toBeLessThan(600);
+    // Only the thread ended: the process, with the API, carries on.
+    expect(serve.alive).toBe(true);
+    expect((await fetch(`${serve.address}/healthz`)).status).toBe(200);
+    await completesAfterRestart(sub);
+  }, 60_000);
 
   it('stops cleanly on SIGTERM, the thread with it', async () => {
     const before = serve.output.length;

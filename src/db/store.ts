@@ -12,7 +12,8 @@ import {
   sql,
   type Transaction,
 } from 'kysely';
-import pg from 'pg';
+import type pg from 'pg';
+import { pgDriver } from './pg-driver.js';
 import type { Database } from './schema.js';
 import { lockedWrites, ThreadWriteLock } from './thread-lock.js';
 import { groupCommit, insideTransaction, NESTED, oneTransaction } from './transactions.js';
@@ -113,9 +114,6 @@ function guarded(
     },
   };
 }
-
-// int8 (count(*), bigint) arrives as a string by default; our values fit in a double.
-pg.types.setTypeParser(20, (v) => Number.parseInt(v, 10));
 
 export interface StoreOptions {
   /** Refuse `store.db` inside a transaction callback (tests; see insideTransaction for the cost). */
@@ -251,7 +249,11 @@ const lostConnections = new WeakMap<pg.ClientBase, Error>();
 function openPostgres(url: string, guard: boolean): Store {
   // A store that accepts connections but never answers (a half-up server, a network black hole) must
   // fail a request with 503 in seconds, not hold it forever.
-  const pool = new pg.Pool({ connectionString: url, max: 10, connectionTimeoutMillis: CONNECT_TIMEOUT_MS });
+  const pool = new (pgDriver().Pool)({
+    connectionString: url,
+    max: 10,
+    connectionTimeoutMillis: CONNECT_TIMEOUT_MS,
+  });
   // An idle client losing its connection must not crash the process; the pool replaces it.
   pool.on('error', () => {});
   // pg-pool listens for a client's errors only while it is idle: one held by a caller (in a

@@ -1,4 +1,4 @@
-import nodemailer, { type Transport, type Transporter } from 'nodemailer';
+import type { Transport, Transporter } from 'nodemailer';
 import type { Logger } from 'pino';
 import { VERSION } from '../../version.js';
 
@@ -39,39 +39,42 @@ export function maskEmail(address: string): string {
  */
 export function createMailer(deps: MailerDeps): Mailer {
   const { log } = deps;
-  let transporter: Transporter;
-  if (deps.smtpUrl) {
-    transporter = nodemailer.createTransport(deps.smtpUrl, { from: deps.from });
-    // The URL may carry credentials: only its host is ever logged.
-    log.info({ smtp_host: new URL(deps.smtpUrl).host }, 'mail goes through SMTP');
-  } else {
-    const logTransport: Transport = {
-      name: 'svc-log',
-      version: VERSION,
-      send(mail, callback) {
-        const kind = String(
-          mail.data.headers && (mail.data.headers as Record<string, string>)['x-svc-mail-kind'],
-        );
-        const entry: Record<string, unknown> = {
-          mail: { to: maskEmail(String(mail.data.to)), subject: mail.data.subject, kind },
-        };
-        if (deps.development) entry.mail_body = mail.data.text;
-        log.info(entry, 'mail sent (log transport: SVC_SMTP_URL is not set)');
-        callback(null, { envelope: mail.message.getEnvelope(), messageId: mail.message.messageId() });
-      },
-    };
-    transporter = nodemailer.createTransport(logTransport, { from: deps.from });
-  }
+  // nodemailer is loaded at the first mail, not at start: most processes send none for a long time,
+  // and it costs about 3 MiB of heap (docs/performance.md "Memory").
+  let transporter: Promise<Transporter> | undefined;
+  const transporterOf = () =>
+    (transporter ??= import('nodemailer').then(({ default: nodemailer }) =>
+      deps.smtpUrl
+        ? nodemailer.createTransport(deps.smtpUrl, { from: deps.from })
+        : nodemailer.createTransport(logTransport, { from: deps.from }),
+    ));
+  // The URL may carry credentials: only its host is ever logged.
+  if (deps.smtpUrl) log.info({ smtp_host: new URL(deps.smtpUrl).host }, 'mail goes through SMTP');
+  const logTransport: Transport = {
+    name: 'svc-log',
+    version: VERSION,
+    send(mail, callback) {
+      const kind = String(
+        mail.data.headers && (mail.data.headers as Record<string, string>)['x-svc-mail-kind'],
+      );
+      const entry: Record<string, unknown> = {
+        mail: { to: maskEmail(String(mail.data.to)), subject: mail.data.subject, kind },
+      };
+      if (deps.development) entry.mail_body = mail.data.text;
+      log.info(entry, 'mail sent (log transport: SVC_SMTP_URL is not set)');
+      callback(null, { envelope: mail.message.getEnvelope(), messageId: mail.message.messageId() });
+    },
+  };
   return {
     transport: deps.smtpUrl ? 'smtp' : 'log',
     async send(message) {
-      await transporter.sendMail({
+      await (await transporterOf()).sendMail({
         to: message.to,
         subject: message.subject,
         text: message.text,
         headers: { 'x-svc-mail-kind': message.kind },
       });
     },
-    close: () => transporter.close(),
+    close: () => void transporter?.then((t) => t.close()),
   };
 }

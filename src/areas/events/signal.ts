@@ -2,8 +2,9 @@ import { randomUUID } from 'node:crypto';
 import { type FSWatcher, watch } from 'node:fs';
 import { basename, dirname } from 'node:path';
 import { sql } from 'kysely';
-import pg from 'pg';
+import type pg from 'pg';
 import type { Logger } from 'pino';
+import { pgDriver } from '../../db/pg-driver.js';
 import { CONNECT_TIMEOUT_MS, type Store, sqliteFile } from '../../db/store.js';
 import type { Wakeups } from '../../worker/wakeups.js';
 
@@ -73,7 +74,7 @@ export function createOutboxSignal(deps: {
 
   const connect = async (): Promise<void> => {
     if (closed) return;
-    const c = new pg.Client({
+    const c = new (pgDriver().Client)({
       connectionString: store.url,
       application_name: 'svc-outbox-listener',
       keepAlive: true,

@@ -1,5 +1,4 @@
 import net from 'node:net';
-import nodemailer from 'nodemailer';
 import { AppError } from '../../../http/errors.js';
 import { ForbiddenTargetError, type GuardOptions, resolveTarget } from '../../../lib/net-guard.js';
 import { VERSION } from '../../../version.js';
@@ -104,6 +103,8 @@ export function emailPlugin(network: GuardOptions): PluginModule {
       send: async ({ config, input, signal }) => {
         const cfg = config as unknown as EmailConfig;
         const msg = input as EmailInput;
+        // Loaded at the first send, not at start (docs/performance.md "Memory").
+        const { default: nodemailer } = await import('nodemailer');
         const transport = nodemailer.createTransport({
           host: cfg.host,
           port: cfg.port,

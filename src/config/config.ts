@@ -46,7 +46,7 @@ export interface Config {
   dnsServers: string[];
   /**
    * SVC_WORKER: where `svc serve` runs the background worker: `main` (the API's own thread),
-   * `thread` (a worker thread: the API and the worker each get a core, for 50–100 MiB more), `off`
+   * `thread` (a worker thread: the API and the worker each get a core, for about 30 MiB more), `off`
    * (none; a `svc worker` does it).
    */
   worker: WorkerMode;

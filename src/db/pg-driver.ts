@@ -6,7 +6,8 @@ let driver: typeof pg | undefined;
 
 /**
  * The `pg` driver, loaded on first use: a process on SQLite never needs it, and loading it costs
- * about 3 MiB of heap in every thread that does (docs/performance.md "Memory").
+ * heap and code in every thread that does (with nodemailer, 4-9 MiB of RSS; docs/performance.md
+ * "Memory").
  */
 export function pgDriver(): typeof pg {
   if (!driver) {

@@ -77,10 +77,13 @@ export class SvcProcess {
     }
   }
 
-  /** Resolves once `text` appeared in the output (e.g. the drain's "listening for notifications"). */
-  async said(text: string, timeoutMs = 60_000): Promise<void> {
+  /**
+   * Resolves once `text` appeared in the output (e.g. the drain's "listening for notifications"),
+   * from character `since` on (`output.length` before an action: what it made the process say).
+   */
+  async said(text: string, timeoutMs = 60_000, since = 0): Promise<void> {
     const deadline = Date.now() + timeoutMs;
-    while (!this.output.includes(text)) {
+    while (!this.output.includes(text, since)) {
       if (!this.alive) throw new Error(`svc ${this.role} exited before saying "${text}":\n${this.output}`);
       if (Date.now() > deadline)
         throw new Error(`svc ${this.role} did not say "${text}" in time:\n${this.output}`);

@@ -232,16 +232,8 @@ describe(`svc serve with its worker in a thread (${dialectName})`, () => {
     const before = serve.output.length;
     const marker = join(plugins, 'exhausted');
     const sub = await runOnce('exhaust_once', marker);
-    await eventually(
-      async () => serve.output.slice(before).includes('ERR_WORKER_OUT_OF_MEMORY'),
-      30_000,
-      'the thread ran out of memory',
-    );
-    await eventually(
-      async () => serve.output.slice(before).includes('worker thread ended; starting it again'),
-      20_000,
-      'the thread started again',
-    );
+    await serve.said('ERR_WORKER_OUT_OF_MEMORY', 30_000, before);
+    await serve.said('worker thread ended; starting it again', 20_000, before);
     // The thread's heap limit, as the plugin read it: 512 MiB of old generation and the young one's
     // 48 (V8's default is 4 GiB on a machine with this much memory).
     const limitMiB = Number(readFileSync(marker, 'utf8')) / 2 ** 20;

@@ -75,6 +75,11 @@ export function createMailer(deps: MailerDeps): Mailer {
         headers: { 'x-svc-mail-kind': message.kind },
       });
     },
-    close: () => void transporter?.then((t) => t.close()),
+    // A transporter that could not be made has nothing to close (its send already failed).
+    close: () =>
+      void transporter?.then(
+        (t) => t.close(),
+        () => {},
+      ),
   };
 }

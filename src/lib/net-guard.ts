@@ -17,7 +17,8 @@
 import dns, { type LookupAddress, type LookupAllOptions, type LookupOneOptions } from 'node:dns';
 import net from 'node:net';
 import ipaddr from 'ipaddr.js';
-import { Agent, buildConnector, type Dispatcher } from 'undici';
+import type { buildConnector, Dispatcher } from 'undici';
+import { undici } from './undici.js';
 
 export class ForbiddenTargetError extends Error {
   /** The refused class (e.g. `loopback`, `private`, `scheme`), for tests and metrics. */
@@ -265,7 +266,8 @@ export function guardedDispatcher(
   opts: GuardOptions & { timeoutMs?: number; connections?: number },
 ): Dispatcher {
   const timeout = opts.timeoutMs ?? 10_000;
-  const base = buildConnector({
+  const { Agent, buildConnector: connector } = undici();
+  const base = connector({
     timeout,
     lookup: connectLookup(opts.lookup ?? systemLookup, !opts.allowPrivate) as never,
   });

@@ -3,8 +3,8 @@ import { readdir } from 'node:fs/promises';
 import { isAbsolute, join, resolve, sep } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import type { Logger } from 'pino';
-import { request } from 'undici';
 import { causationHeaders } from '../../lib/causation.js';
+import { undici } from '../../lib/undici.js';
 import { readCapped } from './http-body.js';
 import {
   type ActionContext,
@@ -268,7 +268,7 @@ function readJson(path: string): Record<string, unknown> | undefined {
 
 async function loadService(baseUrl: string): Promise<LoadedPlugin> {
   const base = baseUrl.replace(/\/+$/, '');
-  const res = await request(`${base}/manifest`, {
+  const res = await undici().request(`${base}/manifest`, {
     method: 'GET',
     headers: { accept: 'application/json' },
     signal: AbortSignal.timeout(MANIFEST_TIMEOUT_MS),
@@ -297,7 +297,7 @@ async function invokeService(
   action: string,
   ctx: ActionContext,
 ): Promise<unknown> {
-  const res = await request(`${base}/invoke`, {
+  const res = await undici().request(`${base}/invoke`, {
     method: 'POST',
     headers: {
       'content-type': 'application/json',

@@ -1,5 +1,6 @@
-import { type Dispatcher, request } from 'undici';
+import type { Dispatcher } from 'undici';
 import { ForbiddenTargetError } from '../../lib/net-guard.js';
+import { undici } from '../../lib/undici.js';
 
 /** CONTRACTS §7: `response_body` keeps at most the first 4096 characters. */
 export const RESPONSE_EXCERPT_CHARS = 4096;
@@ -26,7 +27,7 @@ export async function sendAttempt(
   const signal = AbortSignal.timeout(input.timeoutMs);
   let status: number | null = null;
   try {
-    const res = await request(input.url, {
+    const res = await undici().request(input.url, {
       method: 'POST',
       headers: input.headers,
       body: input.body,

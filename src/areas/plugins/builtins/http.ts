@@ -1,4 +1,4 @@
-import { type Dispatcher, request } from 'undici';
+import type { Dispatcher } from 'undici';
 import { AppError } from '../../../http/errors.js';
 import { causationHeaders } from '../../../lib/causation.js';
 import {
@@ -7,6 +7,7 @@ import {
   type GuardOptions,
   guardedDispatcher,
 } from '../../../lib/net-guard.js';
+import { undici } from '../../../lib/undici.js';
 import { VERSION } from '../../../version.js';
 import { BodyTooLargeError, readCapped } from '../http-body.js';
 import type { PluginModule } from '../manifest.js';
@@ -147,7 +148,7 @@ export function httpPlugin(network: GuardOptions): PluginModule {
         const deadline = req.timeout_ms ? AbortSignal.timeout(req.timeout_ms) : undefined;
         dispatcher ??= guardedDispatcher({ ...network, timeoutMs: TIMEOUT_SECONDS * 1000 });
         try {
-          const res = await request(target, {
+          const res = await undici().request(target, {
             method: req.method as Dispatcher.HttpMethod,
             headers,
             body,

@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import { workerPlacement } from '../src/app/worker-thread.js';
 import { ConfigError, loadConfig } from '../src/config/config.js';
 
 /** CONTRACTS §1: settings are validated at start; a bad value names its variable in one line. */
@@ -10,12 +11,13 @@ describe('configuration', () => {
     expect(c.webhookTimeoutMs).toBe(10_000);
     expect(c.webhookBackoffBaseSeconds).toBe(30);
     expect(c.outboxDrainIntervalMs).toBe(30_000);
-    expect(c.worker).toBe('main');
+    expect(c.worker).toBe('auto');
   });
 
   it('SVC_WORKER names where svc serve runs the worker; true and false keep their meaning', () => {
     const where = (value: string) => load({ SVC_WORKER: value }).worker;
-    expect(['main', 'true', '1', 'thread', 'off', 'false', '0'].map(where)).toEqual([
+    expect(['auto', 'main', 'true', '1', 'thread', 'off', 'false', '0'].map(where)).toEqual([
+      'auto',
       'main',
       'main',
       'main',
@@ -25,8 +27,27 @@ describe('configuration', () => {
       'off',
     ]);
     expect(() => where('threads')).toThrow(
-      'SVC_WORKER must be main, thread or off (true or false), got "threads"',
+      'SVC_WORKER must be auto, main, thread or off (true or false), got "threads"',
     );
+  });
+
+  it('SVC_WORKER=auto: a worker thread on a SQLite file with two cores or more, else the API thread', () => {
+    const place = (url: string, worker: string | undefined, cores: number) =>
+      workerPlacement(load({ SVC_DATABASE_URL: url, ...(worker ? { SVC_WORKER: worker } : {}) }), cores);
+    const file = 'sqlite:./data/svc.db';
+    const memory = 'sqlite::memory:';
+    const pg = 'postgres://svc@db.example.test/svc';
+    expect(place(file, undefined, 2)).toBe('thread');
+    expect(place(file, 'auto', 8)).toBe('thread');
+    expect(place(file, undefined, 1)).toBe('main');
+    expect(place(pg, undefined, 8)).toBe('main');
+    // Set by hand, a place is kept; but an in-memory database is one connection's own.
+    expect(place(pg, 'thread', 8)).toBe('thread');
+    expect(place(file, 'main', 8)).toBe('main');
+    expect(place(file, 'off', 8)).toBe('off');
+    expect(place(memory, 'thread', 8)).toBe('main');
+    expect(place(memory, undefined, 8)).toBe('main');
+    expect(place(memory, 'off', 8)).toBe('off');
   });
 
   it.each([

@@ -7,13 +7,15 @@
  * SQLite file or PostgreSQL database, set up over its API. The ceiling, in the same invocation: a plain
  * `node:http` server doing the same condition, computation and outbound POST, with no persistence.
  *
- *   npm run build && npm run bench -- pipeline [--store sqlite|postgres|sqlite-thread|postgres-thread|split|split-sqlite] [--connections 10,50]
+ *   npm run build && npm run bench -- pipeline [--store sqlite|postgres|<store>-thread|<store>-main|split|split-sqlite] [--connections 10,50]
  *     [--seconds 15] [--reps 3] [--request-only]
  *   npm run bench -- pipeline --cost-model [--store sqlite,postgres] [--seconds 5]
  *   npm run bench -- pipeline --instructions 1000 [--store sqlite] [--reps 3]   (callgrind.ts)
  *
- * `sqlite` and `postgres` run `svc serve` as it starts by default (its worker on the API's thread);
- * `<store>-thread` with SVC_WORKER=thread (the worker in a worker thread). `split` is PostgreSQL with
+ * `sqlite` and `postgres` run `svc serve` as it starts by default (SVC_WORKER=auto: on a SQLite file
+ * with two cores or more the worker in a worker thread, on PostgreSQL on the API's thread);
+ * `<store>-thread` with SVC_WORKER=thread (the worker in a worker thread), `<store>-main` with
+ * SVC_WORKER=main (the worker on the API's thread). `split` is PostgreSQL with
  * `svc serve SVC_WORKER=off` and one `svc worker`; `split-sqlite` the same on
  * one SQLite file (the worker woken by the file's write-ahead log). Prints figures; never fails.
  */
@@ -104,9 +106,9 @@ interface Svc {
 
 /** `wrap`: a command line prefix svc runs under (callgrind.ts). */
 async function startSvc(variant: string, wrap: string[] = []): Promise<Svc> {
-  // `<store>-thread`: the worker in a worker thread (SVC_WORKER=thread) instead of the API's thread.
-  const inThread = variant.endsWith('-thread');
-  const kind = inThread ? variant.slice(0, -'-thread'.length) : variant;
+  // `<store>-thread` / `<store>-main`: SVC_WORKER=thread / main instead of the default (auto).
+  const place = /-(thread|main)$/.exec(variant)?.[1];
+  const kind = place ? variant.slice(0, -place.length - 1) : variant;
   const dir = mkdtempSync(join(tmpdir(), 'svc-bench-'));
   let databaseUrl = `sqlite:${dir}/svc.db`;
   let drop = async () => {};
@@ -143,7 +145,7 @@ async function startSvc(variant: string, wrap: string[] = []): Promise<Svc> {
     });
   const split = kind === 'split' || kind === 'split-sqlite';
   const processes = [
-    run('serve', split || REQUEST_ONLY ? { SVC_WORKER: 'off' } : inThread ? { SVC_WORKER: 'thread' } : {}),
+    run('serve', split || REQUEST_ONLY ? { SVC_WORKER: 'off' } : place ? { SVC_WORKER: place } : {}),
   ];
   const url = `http://127.0.0.1:${port}`;
   // Under valgrind the start takes a minute or more.

@@ -1,3 +1,4 @@
+import { availableParallelism } from 'node:os';
 import { extname } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Worker as Thread } from 'node:worker_threads';
@@ -7,7 +8,8 @@ import {
   type MetricValue,
   type Registry,
 } from 'prom-client';
-import type { Config } from '../config/config.js';
+import type { Config, WorkerMode } from '../config/config.js';
+import { sqliteFile } from '../db/store.js';
 import type { AppContext } from './types.js';
 
 /** What `svc serve` hands its worker thread: the configuration, development secrets included. */
@@ -18,6 +20,25 @@ export interface WorkerThreadData {
 }
 
 type Metrics = MetricObjectWithValues<MetricValue<string>>[];
+
+/**
+ * Where `svc serve` runs its worker: SVC_WORKER, with `auto` resolved. `auto` takes a worker thread
+ * on a SQLite file when the machine has two cores or more: SQLite's work is done on svc's own
+ * threads, so the worker's share moves to the second core (about a third more executions/s and a
+ * lower p99, for ~30 MiB; docs/performance.md "A second core in one process"). On PostgreSQL the
+ * server's backends already use the second core and a thread measured slower, so `auto` keeps the
+ * worker on the API's thread there, as on one core. An in-memory SQLite database is one connection's
+ * own, which a thread could not see: its worker always stays on the API's thread.
+ */
+export function workerPlacement(
+  config: Pick<Config, 'worker' | 'databaseUrl'>,
+  cores = availableParallelism(),
+): WorkerMode {
+  const file = config.databaseUrl.startsWith('sqlite:') ? sqliteFile(config.databaseUrl) : undefined;
+  if (file === null) return config.worker === 'off' ? 'off' : 'main';
+  if (config.worker !== 'auto') return config.worker;
+  return file !== undefined && cores >= 2 ? 'thread' : 'main';
+}
 
 /** Messages between the main thread and the worker thread. */
 export type ThreadMessage =

@@ -5,10 +5,10 @@ import { buildApp } from '../app/build-app.js';
 import { loggerOptions } from '../app/logger.js';
 import { closeContext, createContext, createWorker } from '../app/runtime.js';
 import type { AppContext } from '../app/types.js';
-import { startWorkerThread, withThreadMetrics } from '../app/worker-thread.js';
+import { startWorkerThread, withThreadMetrics, workerPlacement } from '../app/worker-thread.js';
 import { type Config, ConfigError, loadConfig, type WorkerMode } from '../config/config.js';
 import { migrateToLatest } from '../db/migrate.js';
-import { openStore, sqliteFile } from '../db/store.js';
+import { openStore } from '../db/store.js';
 import { AppError } from '../http/errors.js';
 import { VERSION } from '../version.js';
 import { type CliCommand, type CliOption, commandHelp, parseArgsOptions, synopsis } from './command.js';
@@ -29,14 +29,16 @@ const entries: Entry[] = [
     summary:
       'serve the API, and the background worker unless SVC_WORKER=off (SVC_WORKER=thread: in a thread)',
     options: {},
-    start: async (config) =>
-      serve(
+    start: async (config) => {
+      const where = workerPlacement(config);
+      return serve(
         // The API thread's connection and the worker thread's share one write lock (src/db/thread-lock.ts).
         await createContext(config, {
-          threadLock: config.worker === 'thread' ? new SharedArrayBuffer(4) : undefined,
+          threadLock: where === 'thread' ? new SharedArrayBuffer(4) : undefined,
         }),
-        config.worker,
-      ),
+        where,
+      );
+    },
   },
   {
     name: 'worker',
@@ -128,10 +130,7 @@ async function runOnce(config: Config, command: CliCommand, values: Values): Pro
   return 0;
 }
 
-async function serve(ctx: AppContext, mode: WorkerMode): Promise<number> {
-  // An in-memory database is one connection's own: a thread could not see it.
-  const memory = ctx.store.dialect === 'sqlite' && sqliteFile(ctx.store.url) === null;
-  const where = mode === 'thread' && memory ? 'main' : mode;
+async function serve(ctx: AppContext, where: WorkerMode): Promise<number> {
   const thread = where === 'thread' ? startWorkerThread(ctx) : undefined;
   const { app } = await buildApp(ctx, {
     scrapeMetrics: thread && (() => withThreadMetrics(ctx.services.metrics, thread)),

@@ -45,11 +45,12 @@ export interface Config {
   /** SVC_DNS_SERVERS: resolve outbound targets through these servers only (empty: the system's resolver). */
   dnsServers: string[];
   /**
-   * SVC_WORKER: where `svc serve` runs the background worker: `main` (the API's own thread),
-   * `thread` (a worker thread: the API and the worker each get a core, for about 30 MiB more), `off`
-   * (none; a `svc worker` does it).
+   * SVC_WORKER: where `svc serve` runs the background worker: `auto` (the default: `thread` on a
+   * SQLite file when the machine has two cores or more, else `main`; see workerPlacement), `main`
+   * (the API's own thread), `thread` (a worker thread: the API and the worker each get a core, for
+   * about 30 MiB more), `off` (none; a `svc worker` does it).
    */
-  worker: WorkerMode;
+  worker: WorkerSetting;
   smtpUrl: string | undefined;
   mailFrom: string;
   oidcIssuer: string | undefined;
@@ -115,15 +116,19 @@ function bool(env: Env, name: string, fallback: boolean): boolean {
   throw new ConfigError(`${name} must be true or false, got "${raw}"`);
 }
 
+/** Where `svc serve` runs its background worker. */
 export type WorkerMode = 'thread' | 'main' | 'off';
+/** SVC_WORKER as set: a place, or `auto` (chosen at start from the store and the machine). */
+export type WorkerSetting = WorkerMode | 'auto';
 
-/** SVC_WORKER: `main` (the default; `true` too), `thread`, or `off` (`false`). */
-function workerMode(env: Env): WorkerMode {
+/** SVC_WORKER: `auto` (the default), `main` (`true` too), `thread`, or `off` (`false`). */
+function workerSetting(env: Env): WorkerSetting {
   const raw = str(env, 'SVC_WORKER');
-  if (raw === undefined || raw === 'main' || raw === 'true' || raw === '1') return 'main';
+  if (raw === undefined || raw === 'auto') return 'auto';
+  if (raw === 'main' || raw === 'true' || raw === '1') return 'main';
   if (raw === 'thread') return 'thread';
   if (raw === 'off' || raw === 'false' || raw === '0') return 'off';
-  throw new ConfigError(`SVC_WORKER must be main, thread or off (true or false), got "${raw}"`);
+  throw new ConfigError(`SVC_WORKER must be auto, main, thread or off (true or false), got "${raw}"`);
 }
 
 function url(env: Env, name: string, protocols: string[]): string | undefined {
@@ -305,7 +310,7 @@ export function loadConfig(env: Env = process.env): Config {
     webhookTimeoutMs: boundedInt(env, 'SVC_WEBHOOK_TIMEOUT_MS', 10_000, 1, 600_000),
     allowPrivateNetworks: bool(env, 'SVC_ALLOW_PRIVATE_NETWORKS', false),
     dnsServers: dnsServers(env),
-    worker: workerMode(env),
+    worker: workerSetting(env),
     smtpUrl: url(env, 'SVC_SMTP_URL', ['smtp:', 'smtps:']),
     mailFrom: str(env, 'SVC_MAIL_FROM') ?? 'svc <no-reply@localhost>',
     oidcIssuer: str(env, 'SVC_OIDC_ISSUER'),

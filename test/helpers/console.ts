@@ -22,7 +22,7 @@ export interface ConsoleServer {
 
 /**
  * The console as a user meets it: built from console/ by Vite (into a temporary folder, so a stale
- * dist/ never decides a test), served by a real `svc serve` process with its worker, on a fresh
+ * dist/ never decides a test), served by a real `svc serve` process with its worker where SVC_WORKER=auto puts it, on a fresh
  * database, with a bootstrap admin.
  */
 export async function startConsoleServer(env: Record<string, string> = {}): Promise<ConsoleServer> {
@@ -34,7 +34,6 @@ export async function startConsoleServer(env: Record<string, string> = {}): Prom
   });
   const db = await freshDatabase();
   const serve = new SvcProcess('serve', db.url, {
-    SVC_WORKER: 'true',
     SVC_CONSOLE_DIR: outDir,
     SVC_BOOTSTRAP_ADMIN_EMAIL: ADMIN.email,
     SVC_BOOTSTRAP_ADMIN_PASSWORD: ADMIN.password,

@@ -27,7 +27,7 @@ const entries: Entry[] = [
   {
     name: 'serve',
     summary:
-      'serve the API, and the background worker unless SVC_WORKER=off (SVC_WORKER=thread: in a thread)',
+      'serve the API, and the background worker unless SVC_WORKER=off (in a thread of its own on a SQLite file, given two cores)',
     options: {},
     start: async (config) => {
       const where = workerPlacement(config);

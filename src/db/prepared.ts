@@ -1,4 +1,5 @@
 import { type Compilable, type CompiledQuery, type Kysely, PostgresAdapter, type QueryResult } from 'kysely';
+import { QUEUED } from './pg-pipeline.js';
 import type { Database } from './schema.js';
 import type { Db, Dialect } from './store.js';
 
@@ -135,5 +136,16 @@ export function prepared<A extends Arg[], R>(
     /** The statement for these values, for `store.readCommitted`. */
     compile: (db: Db, ...args: A): CompiledQuery<R> => bind(db, args),
     execute: (db: Db, ...args: A): Promise<QueryResult<R>> => db.executeQuery(bind(db, args)),
+    /**
+     * A write whose result the transaction does not read (an insert of a new row). In a PostgreSQL
+     * transaction it is sent with the transaction's next statement, usually its COMMIT, rather than
+     * in a round trip of its own (pg-pipeline.ts); should it fail, that statement fails with its
+     * error, so the transaction is still all or nothing. Anywhere else it runs at once.
+     */
+    queue: async (db: Db, ...args: A): Promise<void> => {
+      const query = bind(db, args);
+      const postgres = db.getExecutor().adapter instanceof PostgresAdapter;
+      await db.executeQuery(postgres ? { ...query, sql: QUEUED + query.sql } : query);
+    },
   };
 }

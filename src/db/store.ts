@@ -14,6 +14,7 @@ import {
 } from 'kysely';
 import type pg from 'pg';
 import { pgDriver } from './pg-driver.js';
+import { pipelined } from './pg-pipeline.js';
 import type { Database } from './schema.js';
 import { lockedWrites, ThreadWriteLock } from './thread-lock.js';
 import { groupCommit, insideTransaction, NESTED, oneTransaction } from './transactions.js';
@@ -253,7 +254,9 @@ function openPostgres(url: string, guard: boolean): Store {
     connectionString: url,
     max: 10,
     connectionTimeoutMillis: CONNECT_TIMEOUT_MS,
-  });
+    // Statements go out without waiting for the answers before them: see pg-pipeline.ts.
+    pipeline: true,
+  } as pg.PoolConfig);
   // An idle client losing its connection must not crash the process; the pool replaces it.
   pool.on('error', () => {});
   // pg-pool listens for a client's errors only while it is idle: one held by a caller (in a
@@ -293,14 +296,15 @@ function withPreparedStatements(pool: pg.Pool, activity: StoreActivity, limit = 
   return {
     async connect(): Promise<PostgresPoolClient> {
       const client = await pool.connect();
+      const send = pipelined((text, values) => {
+        const name = nameOf(text);
+        return name === undefined ? client.query(text, values) : client.query({ name, text, values });
+      });
       return {
         query: ((textOrCursor: unknown, values?: readonly unknown[]) => {
           if (typeof textOrCursor !== 'string') return client.query(textOrCursor as never);
           countStatement(activity, textOrCursor);
-          const name = nameOf(textOrCursor);
-          return name === undefined
-            ? client.query(textOrCursor, values as unknown[])
-            : client.query({ name, text: textOrCursor, values: values as unknown[] });
+          return send(textOrCursor, values as unknown[]);
         }) as unknown as PostgresPoolClient['query'],
         // A client that lost its connection while held is destroyed rather than returned to the pool.
         release: () => client.release(lostConnections.get(client)),

@@ -14,8 +14,9 @@ const TABLE = 'event_delivery_task';
 
 const insertTaskStatement = prepared((db, _dialect, row: TaskRow) => db.insertInto(TABLE).values(row));
 
+/** Writes one new task; in a transaction on PostgreSQL, sent with its commit (`queue`). */
 export async function insertTask(db: Db, row: TaskRow): Promise<void> {
-  await insertTaskStatement.execute(db, row);
+  await insertTaskStatement.queue(db, row);
 }
 
 /**

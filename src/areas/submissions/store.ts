@@ -34,8 +34,9 @@ const insertSubmissionStatement = prepared((db, _dialect, row: QuestionnaireSubm
   db.insertInto('questionnaire_submission').values(row),
 );
 
+/** Writes one new submission; in a transaction on PostgreSQL, sent with its commit (`queue`). */
 export async function insertSubmission(db: Db, row: QuestionnaireSubmissionTable): Promise<void> {
-  await insertSubmissionStatement.execute(db, row);
+  await insertSubmissionStatement.queue(db, row);
 }
 
 /** Whether `userId` has a submission to the questionnaire that is not deleted. */

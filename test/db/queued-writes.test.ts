@@ -1,9 +1,8 @@
-import net from 'node:net';
 import { type Kysely, sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { prepared } from '../../src/db/prepared.js';
 import { openStore, type Store } from '../../src/db/store.js';
-import { dialectName, onPostgres, sharedDatabase, type TestDatabase } from '../helpers/store.js';
+import { dialectName, sharedDatabase, type TestDatabase } from '../helpers/store.js';
 
 // The probe table is not part of svc's schema: the statements are built on an untyped view of it.
 // biome-ignore lint/suspicious/noExplicitAny: a table made by this test alone
@@ -16,40 +15,6 @@ const readProbe = prepared((db, dialect, n: number) => {
   const q = (db as AnyDb).selectFrom('queue_probe').select('n').where('n', '=', n);
   return dialect === 'postgres' ? q.forShare() : q;
 });
-
-/**
- * Counts round trips on the connections it carries: each time the client speaks after the server
- * has (the first message of a connection included), the client waited for an answer before it.
- */
-class TurnCounter {
-  turns = 0;
-  private server: net.Server | undefined;
-  port = 0;
-  constructor(private readonly target: { host: string; port: number }) {}
-  async start(): Promise<void> {
-    this.server = net.createServer((client) => {
-      const upstream = net.connect(this.target);
-      let serverSpoke = true;
-      client.on('data', (chunk) => {
-        if (serverSpoke) this.turns++;
-        serverSpoke = false;
-        upstream.write(chunk);
-      });
-      upstream.on('data', (chunk) => {
-        serverSpoke = true;
-        client.write(chunk);
-      });
-      for (const s of [client, upstream]) s.on('error', () => (s === client ? upstream : client).destroy());
-      client.on('close', () => upstream.destroy());
-      upstream.on('close', () => client.destroy());
-    });
-    await new Promise<void>((resolve) => this.server!.listen(0, '127.0.0.1', resolve));
-    this.port = (this.server!.address() as net.AddressInfo).port;
-  }
-  close(): Promise<void> {
-    return new Promise((resolve) => this.server!.close(() => resolve()));
-  }
-}
 
 /**
  * Writes queued on a transaction (`prepared(...).queue`, src/db/pg-pipeline.ts): on PostgreSQL they go
@@ -121,37 +86,5 @@ describe(`writes queued on a transaction (${dialectName})`, () => {
   it('outside a transaction a queued write runs at once', async () => {
     await insertProbe.queue(store.db, 30);
     expect(await committed([30])).toEqual([30]);
-  });
-
-  it.runIf(onPostgres)('the request-shaped transaction takes two round trips instead of five', async () => {
-    const url = new URL(db.url);
-    const counter = new TurnCounter({ host: url.hostname, port: Number(url.port || 5432) });
-    await counter.start();
-    url.host = `127.0.0.1:${counter.port}`;
-    const counted = openStore(url.toString());
-    try {
-      // Open the connection (and name the statements) first, so only the transactions are counted.
-      const shape = (queue: boolean, base: number) =>
-        counted.transaction(async (tx) => {
-          await readProbe.execute(tx.db, 1);
-          const write = queue ? insertProbe.queue : insertProbe.execute;
-          await write(tx.db, base);
-          await write(tx.db, base + 1);
-        });
-      await shape(true, 40);
-      await shape(false, 42);
-      counter.turns = 0;
-      await shape(false, 44);
-      const oneByOne = counter.turns;
-      counter.turns = 0;
-      await shape(true, 46);
-      const queued = counter.turns;
-      // BEGIN goes out with the read either way; the queued inserts go out with the COMMIT.
-      expect({ oneByOne, queued }).toEqual({ oneByOne: 4, queued: 2 });
-      expect(await committed([44, 45, 46, 47])).toEqual([44, 45, 46, 47]);
-    } finally {
-      await counted.close();
-      await counter.close();
-    }
   });
 });

@@ -1,9 +1,9 @@
 import net from 'node:net';
 import { type Kysely, sql } from 'kysely';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, expect, it } from 'vitest';
 import { prepared } from '../../src/db/prepared.js';
 import { openStore, type Store } from '../../src/db/store.js';
-import { sharedDatabase, type TestDatabase } from '../helpers/store.js';
+import { describePg, sharedDatabase, type TestDatabase } from '../helpers/store.js';
 
 // biome-ignore lint/suspicious/noExplicitAny: a table made by this test alone
 type AnyDb = Kysely<any>;
@@ -50,7 +50,7 @@ class TurnCounter {
 }
 
 /** What queued writes save on PostgreSQL (src/db/pg-pipeline.ts): round trips, counted on the wire. */
-describe('writes queued on a PostgreSQL transaction: round trips', () => {
+describePg('writes queued on a PostgreSQL transaction: round trips', () => {
   let db: TestDatabase;
   let store: Store;
   beforeAll(async () => {

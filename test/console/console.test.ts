@@ -111,6 +111,29 @@ describe.skipIf(!hasBrowser)('the console at /console', () => {
     await page.getByRole('navigation', { name: 'main' }).waitFor();
   }
 
+  /**
+   * Holds the answers to GETs of `path` until `release` is called, then lets them through: the
+   * screen re-renders with its list after the user typed, as on a slow network. Fields that
+   * re-rendering wiped lost the typed text (test/console/form-fields.test.ts).
+   */
+  async function holdList(page: Page, path: string): Promise<() => Promise<void>> {
+    let release!: () => void;
+    const released = new Promise<void>((resolve) => {
+      release = resolve;
+    });
+    const matches = (url: URL) => url.pathname === path;
+    await page.route(matches, async (route) => {
+      await released;
+      await route.continue();
+    });
+    return async () => {
+      const answered = page.waitForResponse((res) => matches(new URL(res.url())));
+      release();
+      await answered;
+      await page.unroute(matches);
+    };
+  }
+
   /** A subscription with this graph, an event for it, and its run once completed (all over the API). */
   async function completedRun(name: string, graph: { nodes: unknown[]; edges: unknown[] }): Promise<string> {
     const sub = await server.api('POST', '/event_subscription', { name, event_type: EVENT_TYPE });
@@ -511,6 +534,8 @@ describe.skipIf(!hasBrowser)('the console at /console', () => {
   it('creates, disables and deletes a schedule', async () => {
     const { page } = await openPage();
     await signIn(page);
+    // The list arrives after the form was filled in: what was typed stays (see holdList).
+    const releaseList = await holdList(page, '/api/v1/schedule');
     await page.getByRole('link', { name: 'Schedules' }).click();
     const form = page.getByRole('form', { name: 'new schedule' });
     await form.getByLabel('Name').fill('New year');
@@ -518,6 +543,7 @@ describe.skipIf(!hasBrowser)('the console at /console', () => {
     await form.getByLabel(/^Time zone/).fill('Europe/Berlin');
     await form.getByLabel(/^Event type/).fill(EVENT_TYPE);
     await form.getByLabel('Event data (JSON)').fill('{"total": 1}');
+    await releaseList();
     await form.getByRole('button', { name: 'Create schedule' }).click();
     const row = page.getByRole('row', { name: /New year/ });
     await row.waitFor();
@@ -572,15 +598,19 @@ describe.skipIf(!hasBrowser)('the console at /console', () => {
     await page.getByRole('heading', { name: 'com.example.console.refund' }).waitFor();
     expect(await page.getByLabel('data schema', { exact: true }).innerText()).toContain('"amount"');
     expect(await page.getByLabel('example 1', { exact: true }).innerText()).toContain('refund-1');
-    // An example that does not match the schema is refused with the API's 400, shown on the form.
+    // An example that does not match the schema is refused with the API's 400, shown on the form;
+    // the list arriving after the form was filled in leaves what was typed alone.
+    const releaseList = await holdList(page, '/api/v1/event_definition');
     await page.getByRole('navigation', { name: 'main' }).getByRole('link', { name: 'Event types' }).click();
     await form.getByLabel(/^Type/).fill('com.example.console.bad');
     await form.getByLabel(/^Data schema/).fill('{"type":"object","required":["amount"]}');
     await form
       .getByLabel(/^Examples/)
       .fill('[{"specversion":"1.0","id":"x","source":"/s","type":"com.example.console.bad","data":{}}]');
+    await releaseList();
+    await page.getByRole('table', { name: 'event types' }).getByRole('link', { name: EVENT_TYPE }).waitFor();
     await form.getByRole('button', { name: 'Register type' }).click();
-    await form.getByRole('alert').waitFor();
+    await expect.poll(() => form.getByRole('alert').innerText()).toContain('examples.0.data');
     await page.close();
   });
 

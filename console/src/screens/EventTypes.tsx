@@ -91,7 +91,7 @@ export function EventTypes() {
           <div>
             <label>
               Examples (a JSON list of complete CloudEvents; the test bench starts from the first)
-              <textarea name="examples" rows={10} spellcheck={false} value="[]" />
+              <textarea name="examples" rows={10} spellcheck={false} defaultValue="[]" />
             </label>
           </div>
         </CreateForm>

@@ -69,7 +69,9 @@ export function Runs({ query }: { query: URLSearchParams }) {
       <ErrorNote error={error} />
       {cancelled && <p role="status">{cancelled}</p>}
       <Panel>
-        <form class="row" onSubmit={apply} aria-label="filter runs">
+        {/* The fields are the user's while typed in (the list polls and re-renders every 2 s); a new
+            query (a filter applied, a link followed) gives them its values. */}
+        <form class="row" onSubmit={apply} aria-label="filter runs" key={query.toString()}>
           <SelectFilter
             label="Status"
             name="status"
@@ -85,15 +87,15 @@ export function Runs({ query }: { query: URLSearchParams }) {
           />
           <label>
             Subscription id
-            <input name="event_subscription_id" value={filters.event_subscription_id ?? ''} />
+            <input name="event_subscription_id" defaultValue={filters.event_subscription_id ?? ''} />
           </label>
           <label>
             Started from
-            <input name="started_at_gte" type="datetime-local" value={local(filters.started_at_gte)} />
+            <input name="started_at_gte" type="datetime-local" defaultValue={local(filters.started_at_gte)} />
           </label>
           <label>
             Started until
-            <input name="started_at_lte" type="datetime-local" value={local(filters.started_at_lte)} />
+            <input name="started_at_lte" type="datetime-local" defaultValue={local(filters.started_at_lte)} />
           </label>
           <button type="submit">Filter</button>
           <label class="inline">

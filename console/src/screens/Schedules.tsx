@@ -120,14 +120,14 @@ export function Schedules() {
               placeholder="Europe/Berlin"
             />
             <label class="inline">
-              <input type="checkbox" name="enabled" checked /> Enabled
+              <input type="checkbox" name="enabled" defaultChecked /> Enabled
             </label>
           </div>
           <div>
             <TextField label="Event type (a custom type)" name="event_type" required maxLength={200} />
             <label>
               Event data (JSON)
-              <textarea name="data" rows={4} spellcheck={false} value="{}" />
+              <textarea name="data" rows={4} spellcheck={false} defaultValue="{}" />
             </label>
             <label>
               Missed fire times

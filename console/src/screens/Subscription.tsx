@@ -30,15 +30,21 @@ export function SubscriptionScreen({ id }: { id: string | null }) {
         <a href={href('/subscriptions')}>Subscriptions</a> /
       </p>
       <h1>{record ? record.name : 'New subscription'}</h1>
+      {/* Keyed by record: its fields are the user's once typed in, and must not carry over to another. */}
       <MetadataForm
+        key={record?.id ?? 'new'}
         record={record}
         editable={can(record ? 'PATCH /api/v1/event_subscription/{id}' : 'POST /api/v1/event_subscription')}
         onSaved={(saved) => (record ? sub.reload() : navigate(`/subscriptions/${saved.id}`))}
       />
-      {record && can('GET /api/v1/event_subscription/{id}/graph') && <GraphEditor subscription={record} />}
-      {record && can('POST /api/v1/event_subscription/{id}/test') && <TestPanel subscription={record} />}
+      {record && can('GET /api/v1/event_subscription/{id}/graph') && (
+        <GraphEditor key={record.id} subscription={record} />
+      )}
+      {record && can('POST /api/v1/event_subscription/{id}/test') && (
+        <TestPanel key={record.id} subscription={record} />
+      )}
       {record && can('POST /api/v1/event_subscription/{id}/replay') && (
-        <ReplayPanel subscriptionId={record.id} />
+        <ReplayPanel key={record.id} subscriptionId={record.id} />
       )}
       {record && can('GET /api/v1/workflow_run') && (
         <p>
@@ -98,35 +104,35 @@ function MetadataForm({
             <div>
               <label>
                 Name
-                <input name="name" required maxLength={200} value={record?.name ?? ''} />
+                <input name="name" required maxLength={200} defaultValue={record?.name ?? ''} />
               </label>
               <label>
                 Event type
-                <input name="event_type" required maxLength={200} value={record?.event_type ?? ''} />
+                <input name="event_type" required maxLength={200} defaultValue={record?.event_type ?? ''} />
               </label>
               <label>
                 Description
-                <input name="description" maxLength={2000} value={record?.description ?? ''} />
+                <input name="description" maxLength={2000} defaultValue={record?.description ?? ''} />
               </label>
               <label class="inline">
-                <input type="checkbox" name="enabled" checked={record?.enabled ?? true} /> Enabled
+                <input type="checkbox" name="enabled" defaultChecked={record?.enabled ?? true} /> Enabled
               </label>
             </div>
             <div>
               <label>
                 Source filter
-                <input name="source_filter" maxLength={500} value={record?.source_filter ?? ''} />
+                <input name="source_filter" maxLength={500} defaultValue={record?.source_filter ?? ''} />
               </label>
               <label>
                 Subject filter
-                <input name="subject_filter" maxLength={500} value={record?.subject_filter ?? ''} />
+                <input name="subject_filter" maxLength={500} defaultValue={record?.subject_filter ?? ''} />
               </label>
               <label>
                 Condition (JSONLogic on the event)
                 <textarea
                   name="condition_jsonlogic"
                   rows={4}
-                  value={
+                  defaultValue={
                     record?.condition_jsonlogic ? JSON.stringify(record.condition_jsonlogic, null, 2) : ''
                   }
                 />

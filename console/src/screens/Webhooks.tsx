@@ -124,7 +124,7 @@ export function Webhooks() {
             />
             <TextField label="Description" name="description" maxLength={2000} />
             <label class="inline">
-              <input type="checkbox" name="enabled" checked /> Enabled
+              <input type="checkbox" name="enabled" defaultChecked /> Enabled
             </label>
           </div>
         </CreateForm>

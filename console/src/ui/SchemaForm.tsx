@@ -54,7 +54,7 @@ export function SchemaForm({
               name="__json"
               rows={6}
               spellcheck={false}
-              value={JSON.stringify(initial ?? {}, null, 2)}
+              defaultValue={JSON.stringify(initial ?? {}, null, 2)}
             />
           </label>
         )}
@@ -78,17 +78,17 @@ function FieldInput({ field: f }: { field: Field }) {
   if (f.kind === 'boolean') {
     return (
       <label class="inline">
-        <input type="checkbox" name={f.name} checked={f.initial === true} /> {title} {hint}
+        <input type="checkbox" name={f.name} defaultChecked={f.initial === true} /> {title} {hint}
       </label>
     );
   }
-  let input = <input name={f.name} required={f.required} value={text} />;
+  let input = <input name={f.name} required={f.required} defaultValue={text} />;
   if (f.kind === 'enum') {
     input = (
-      <select name={f.name} required={f.required} value={text}>
+      <select name={f.name} required={f.required}>
         {!f.required && <option value="">—</option>}
         {f.options?.map((o) => (
-          <option key={o} value={o}>
+          <option key={o} value={o} selected={o === text}>
             {o}
           </option>
         ))}
@@ -102,14 +102,14 @@ function FieldInput({ field: f }: { field: Field }) {
         type="password"
         autoComplete="new-password"
         required={f.required}
-        value={text}
+        defaultValue={text}
         placeholder="$secret:key"
       />
     );
   } else if (f.kind === 'number' || f.kind === 'integer') {
-    input = <input name={f.name} inputMode="decimal" required={f.required} value={text} />;
+    input = <input name={f.name} inputMode="decimal" required={f.required} defaultValue={text} />;
   } else if (f.kind === 'json') {
-    input = <textarea name={f.name} rows={4} spellcheck={false} required={f.required} value={text} />;
+    input = <textarea name={f.name} rows={4} spellcheck={false} required={f.required} defaultValue={text} />;
   }
   return (
     // biome-ignore lint/a11y/noLabelWithoutControl: `input` is the field's control, chosen above

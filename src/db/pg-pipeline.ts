@@ -20,11 +20,16 @@ const answered = (command: string) =>
  * order they were made, so a read sees every write queued before it, and nothing is answered as
  * committed before the COMMIT is.
  *
+ * `together` runs the sends of held statements and the one they go out with so that they leave in
+ * one write to the socket (the store corks the client's stream around them): each write is a system
+ * call that also wakes the server's backend, and a profile put 30% of svc's busy time on PostgreSQL
+ * in those writes (docs/performance.md).
+ *
  * A held statement that fails fails the one it went out with, with its own error: the server has
  * aborted the transaction, and a COMMIT would answer ROLLBACK, which must not pass for success. A
  * ROLLBACK discards what was never sent, and costs nothing when the server never saw the BEGIN.
  */
-export function pipelined(send: Send): Send {
+export function pipelined(send: Send, together: (sends: () => void) => void = (sends) => sends()): Send {
   let held: Array<{ text: string; values?: unknown[] }> = [];
   let open = false;
   return (sqlText, values) => {
@@ -47,13 +52,17 @@ export function pipelined(send: Send): Send {
     held = [];
     if (text === 'rollback' && before[0].text === 'begin') return Promise.resolve(answered('ROLLBACK'));
     if (text === 'rollback') return send(text, values);
-    const early = before.map((q) =>
-      send(q.text, q.values).then(
-        () => undefined,
-        (err: unknown) => err ?? new Error('a queued statement failed'),
-      ),
-    );
-    const last = send(text, values);
+    let early: Array<Promise<unknown>> = [];
+    let last!: Promise<pg.QueryResult>;
+    together(() => {
+      early = before.map((q) =>
+        send(q.text, q.values).then(
+          () => undefined,
+          (err: unknown) => err ?? new Error('a queued statement failed'),
+        ),
+      );
+      last = send(text, values);
+    });
     return Promise.all(early).then((errors) => {
       const failed = errors.find((e) => e !== undefined);
       if (failed === undefined) return last;

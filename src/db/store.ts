@@ -296,10 +296,22 @@ function withPreparedStatements(pool: pg.Pool, activity: StoreActivity, limit = 
   return {
     async connect(): Promise<PostgresPoolClient> {
       const client = await pool.connect();
-      const send = pipelined((text, values) => {
-        const name = nameOf(text);
-        return name === undefined ? client.query(text, values) : client.query({ name, text, values });
-      });
+      // The client's socket, corked while a BEGIN or queued writes go out with the next statement.
+      const socket = (client as unknown as pg.Client).connection.stream;
+      const send = pipelined(
+        (text, values) => {
+          const name = nameOf(text);
+          return name === undefined ? client.query(text, values) : client.query({ name, text, values });
+        },
+        (sends) => {
+          socket.cork();
+          try {
+            sends();
+          } finally {
+            socket.uncork();
+          }
+        },
+      );
       return {
         query: ((textOrCursor: unknown, values?: readonly unknown[]) => {
           if (typeof textOrCursor !== 'string') return client.query(textOrCursor as never);

@@ -128,7 +128,8 @@ export async function insertRuns(
     for (const r of rows) created.add(r.id);
   }
   const nodes = items.filter((x) => created.has(x.run.id)).flatMap((x) => x.nodes);
-  for (let i = 0; i < nodes.length; i += 500) await insertNodesStatement.execute(db, nodes.slice(i, i + 500));
+  // Not read back: on PostgreSQL they go out with the batch's COMMIT (`queue`).
+  for (let i = 0; i < nodes.length; i += 500) await insertNodesStatement.queue(db, nodes.slice(i, i + 500));
   return items.map((x) => created.has(x.run.id));
 }
 
@@ -268,7 +269,7 @@ export async function writeRuns(db: Db, workerId: string, items: RunWrite[]): Pr
   const written = await updateRuns(db, workerId, items);
   const held = items.map((x) => written.has(x.run.id));
   const nodes = items.flatMap((x, i) => (held[i] ? x.nodes.map((s) => nodeRow(x.run.id, s, x.at)) : []));
-  for (let i = 0; i < nodes.length; i += 400) await upsertNodesStatement.execute(db, nodes.slice(i, i + 400));
+  for (let i = 0; i < nodes.length; i += 400) await upsertNodesStatement.queue(db, nodes.slice(i, i + 400));
   return held;
 }
 

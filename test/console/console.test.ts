@@ -544,6 +544,8 @@ describe.skipIf(!hasBrowser)('the console at /console', () => {
     await form.getByLabel(/^Event type/).fill(EVENT_TYPE);
     await form.getByLabel('Event data (JSON)').fill('{"total": 1}');
     await releaseList();
+    // The pager is drawn once the list has arrived: the screen has re-rendered over the typed form.
+    await page.getByRole('button', { name: 'Previous' }).waitFor();
     await form.getByRole('button', { name: 'Create schedule' }).click();
     const row = page.getByRole('row', { name: /New year/ });
     await row.waitFor();

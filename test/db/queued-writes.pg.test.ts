@@ -1,9 +1,9 @@
-import net from 'node:net';
 import { type Kysely, sql } from 'kysely';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { prepared } from '../../src/db/prepared.js';
 import { openStore, type Store } from '../../src/db/store.js';
 import { describePg, sharedDatabase, type TestDatabase } from '../helpers/store.js';
+import { TcpProxy } from '../helpers/tcp-proxy.js';
 
 // biome-ignore lint/suspicious/noExplicitAny: a table made by this test alone
 type AnyDb = Kysely<any>;
@@ -14,40 +14,6 @@ const insertProbe = prepared((db, _dialect, n: number) =>
 const readProbe = prepared((db, _dialect, n: number) =>
   (db as AnyDb).selectFrom('queue_rt_probe').select('n').where('n', '=', n).forShare(),
 );
-
-/**
- * Counts round trips on the connections it carries: each time the client speaks after the server
- * has (the first message of a connection included), the client waited for an answer before it.
- */
-class TurnCounter {
-  turns = 0;
-  private server: net.Server | undefined;
-  port = 0;
-  constructor(private readonly target: { host: string; port: number }) {}
-  async start(): Promise<void> {
-    this.server = net.createServer((client) => {
-      const upstream = net.connect(this.target);
-      let serverSpoke = true;
-      client.on('data', (chunk) => {
-        if (serverSpoke) this.turns++;
-        serverSpoke = false;
-        upstream.write(chunk);
-      });
-      upstream.on('data', (chunk) => {
-        serverSpoke = true;
-        client.write(chunk);
-      });
-      for (const s of [client, upstream]) s.on('error', () => (s === client ? upstream : client).destroy());
-      client.on('close', () => upstream.destroy());
-      upstream.on('close', () => client.destroy());
-    });
-    await new Promise<void>((resolve) => this.server!.listen(0, '127.0.0.1', resolve));
-    this.port = (this.server!.address() as net.AddressInfo).port;
-  }
-  close(): Promise<void> {
-    return new Promise((resolve) => this.server!.close(() => resolve()));
-  }
-}
 
 /** What queued writes save on PostgreSQL (src/db/pg-pipeline.ts): round trips, counted on the wire. */
 describePg('writes queued on a PostgreSQL transaction: round trips', () => {
@@ -72,10 +38,8 @@ describePg('writes queued on a PostgreSQL transaction: round trips', () => {
 
   it('the request-shaped transaction takes two round trips instead of five', async () => {
     const url = new URL(db.url);
-    const counter = new TurnCounter({ host: url.hostname, port: Number(url.port || 5432) });
-    await counter.start();
-    url.host = `127.0.0.1:${counter.port}`;
-    const counted = openStore(url.toString());
+    const counter = await new TcpProxy({ host: url.hostname, port: Number(url.port || 5432) }).up();
+    const counted = openStore(counter.route(db.url));
     try {
       // Open the connection (and name the statements) first, so only the transactions are counted.
       const shape = (queue: boolean, base: number) =>
@@ -98,7 +62,7 @@ describePg('writes queued on a PostgreSQL transaction: round trips', () => {
       expect(await committed([44, 45, 46, 47])).toEqual([44, 45, 46, 47]);
     } finally {
       await counted.close();
-      await counter.close();
+      await counter.down();
     }
   });
 });

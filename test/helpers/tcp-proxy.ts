@@ -4,10 +4,15 @@ import net from 'node:net';
  * A TCP proxy in front of a server (here PostgreSQL), for outages a test may cause without touching
  * the shared server: `down()` cuts every connection and refuses new ones (the store restarting, as the
  * processes see it), `stall()` cuts them and accepts new ones without ever answering (a hung store),
- * `up()` serves again on the same port.
+ * `up()` serves again on the same port. It also counts round trips (`turns`).
  */
 export class TcpProxy {
   port = 0;
+  /**
+   * Round trips on the connections carried: each time a client speaks after the server has (a
+   * connection's first message included), it had waited for an answer before it.
+   */
+  turns = 0;
   private server: net.Server | undefined;
   /** While true, new connections are accepted and never answered (a store that hangs). */
   private stalled = false;
@@ -32,6 +37,14 @@ export class TcpProxy {
           upstream.destroy();
         });
       }
+      let serverSpoke = true;
+      client.on('data', () => {
+        if (serverSpoke) this.turns++;
+        serverSpoke = false;
+      });
+      upstream.on('data', () => {
+        serverSpoke = true;
+      });
       client.pipe(upstream).pipe(client);
     });
     await new Promise<void>((resolve, reject) => {

@@ -26,9 +26,8 @@ describe(`workflow engine scheduling (${dialectName})`, () => {
       ],
     });
     await publish(t, {});
+    // The router hands the new run to the engine, which starts its ACTION at once.
     while (await job(t, 'outbox').run()) {}
-    // The step starts the slow run and waits for progress.
-    const first = job(t, 'workflows').run();
     const fast = await workflow(
       a,
       { nodes: [{ key: 'quick', type: 'COMPUTE', config: { logic: 1 } }] },
@@ -44,9 +43,7 @@ describe(`workflow engine scheduling (${dialectName})`, () => {
       }),
     );
     while (await job(t, 'outbox').run()) {}
-    // The new run ended the first step's wait; the next step runs it while the slow one is in flight.
-    expect(await first).toBe(true);
-    await job(t, 'workflows').run();
+    // The new run is driven while the slow one is in flight.
     expect((await onlyRun(a, fast.id)).run.status).toBe('completed');
     const slowRun = (await runsOf(a, slow.id))[0];
     expect(slowRun.status).toBe('running');

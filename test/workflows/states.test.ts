@@ -27,10 +27,12 @@ describe(`workflow state tables (${dialectName})`, () => {
   afterAll(() => t.close());
 
   describe('workflow run', () => {
-    it('(none) -> running: a routed event creates the run and one pending run-node per graph node', async () => {
+    it('(none) -> running: a routed event creates the run and one run-node per graph node, pending until reached', async () => {
+      // The run is written with its first persisted step (docs/workflows.md "Durability"): here the
+      // DELAY it waits in, with the nodes after it still pending.
       const wf = await workflow(a, {
         nodes: [
-          { key: 'a', type: 'COMPUTE', config: { logic: 1 } },
+          { key: 'a', type: 'DELAY', config: { delay_ms: 60_000 } },
           { key: 'b', type: 'SWITCH' },
           { key: 'c', type: 'END' },
         ],
@@ -40,7 +42,7 @@ describe(`workflow state tables (${dialectName})`, () => {
         ],
       });
       const event = await publish(t, {});
-      // Only the outbox drain (the router); the engine has not run the run yet.
+      // Only the outbox drain (the router): its hand-over ends once the run is written.
       while (await job(t, 'outbox').run()) {}
       const [run] = await runsOf(a, wf.id);
       expect(run).toMatchObject({
@@ -61,10 +63,11 @@ describe(`workflow state tables (${dialectName})`, () => {
           n.node_id,
         ]),
       ).toEqual([
-        ['a', 'pending', 0, wf.nodeIds.a],
+        ['a', 'running', 1, wf.nodeIds.a],
         ['b', 'pending', 0, wf.nodeIds.b],
         ['c', 'pending', 0, wf.nodeIds.c],
       ]);
+      clock.advance(60_000);
       await settle(t);
       expect((await a.call('GET', `/workflow_run/${run.id}`)).body.status).toBe('completed');
     });

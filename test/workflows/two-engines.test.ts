@@ -6,13 +6,11 @@ import { pluginCalls, wftestPluginDir } from './plugin.js';
 
 /**
  * Two engines (two app contexts, as two processes would be) on one store. The engine whose router
- * creates a run creates it already claimed, under its lease, and drives it from memory without a
- * claim statement. Another engine must not take such a run while that lease holds; once it has run
- * out the other engine may, and then the creator must never replay the run from its first node (it
- * would call a non-idempotent ACTION twice): it resumes the run from its persisted state.
+ * routes an event drives the new run at once, from memory, and writes it first at its first persist
+ * point under its own lease: no other engine can take it while that lease holds. An engine with no
+ * room for it (here: stopped) creates it pending and due instead, and any engine's claim takes it.
  */
 const LEASE_MS = 1_000;
-const LEASE_OUT_MS = LEASE_MS + 50;
 
 /** Steps `app`'s workflows job until `done` holds (a step waits for its runs at most a poll interval). */
 async function stepUntil(app: TestApp, done: () => Promise<boolean>): Promise<void> {
@@ -28,8 +26,6 @@ describe(`two workflow engines on one store (${dialectName})`, () => {
 
   beforeAll(async () => {
     db = await sharedDatabase('svc-wf-two-');
-    // A short lease the test waits out; long enough that a loaded machine still checks the other
-    // engine well inside it.
     const env = {
       SVC_PLUGIN_DIR: pluginDir,
       SVC_WORKFLOW_POLL_INTERVAL_MS: '20',
@@ -45,95 +41,65 @@ describe(`two workflow engines on one store (${dialectName})`, () => {
     await db.drop();
   });
 
-  /**
-   * A workflow whose first node `call` runs wftest's `record_once` with `marker` (then `more`), and
-   * one event routed to it by the creating engine: its run exists, claimed by that engine.
-   */
-  async function routedRun(
-    marker: string,
-    more: { nodes: Record<string, unknown>[]; edges: Record<string, unknown>[] } = { nodes: [], edges: [] },
-  ) {
+  /** A workflow whose one node `call` runs wftest's `action` with `input`, and an event routed by the creator. */
+  async function routedRun(action: string, input: Record<string, unknown>) {
     const wftest = await pluginInstance(a, 'wftest');
-    const call = {
-      key: 'call',
-      type: 'ACTION',
-      config: { plugin_instance_id: wftest, plugin_action: 'record_once', input_mapping: { marker } },
-    };
-    const wf = await workflow(a, { nodes: [call, ...more.nodes], edges: more.edges });
+    const wf = await workflow(a, {
+      nodes: [
+        {
+          key: 'call',
+          type: 'ACTION',
+          config: { plugin_instance_id: wftest, plugin_action: action, input_mapping: input },
+        },
+      ],
+    });
     await publish(creator);
     while (await job(creator, 'outbox').run()) {}
     return wf;
   }
 
-  it("a run is the creating engine's while its lease holds; once it runs out, another engine's progress is resumed, not replayed", async () => {
-    const marker = `two-engines-${Date.now()}`;
-    // The creating engine routes the event: the run exists, claimed by it, remembered as its own.
-    const wf = await routedRun(marker, {
-      nodes: [
-        { key: 'wait', type: 'DELAY', config: { delay_ms: 50 } },
-        { key: 'done', type: 'END', config: {} },
-      ],
-      edges: [
-        { from_node_id: 'call', to_node_id: 'wait' },
-        { from_node_id: 'wait', to_node_id: 'done' },
-      ],
-    });
+  it('the routing engine drives a new run at once, written first with its ACTION in flight under its lease', async () => {
+    const marker = `two-engines-now-${Date.now()}`;
+    const wf = await routedRun('hang', { ms: 600, marker });
+    // The hand-over has ended: the run is written, its call in flight, the lease the creator's.
     const [created] = await runsOf(a, wf.id);
     expect(created.status).toBe('running');
-
-    // While the creator's lease holds, the other engine finds nothing due.
-    await job(other, 'workflows').run();
-    expect((await nodesOf(a, created.id)).call.status).toBe('pending');
-    expect(pluginCalls().filter((c) => c.input.marker === marker)).toHaveLength(0);
-
-    // The lease runs out (the creator never stepped): the other engine takes the run, calls the
-    // ACTION and parks the run at the DELAY.
-    await new Promise((r) => setTimeout(r, LEASE_OUT_MS));
-    await stepUntil(other, async () => (await nodesOf(a, created.id)).wait.status === 'running');
-    expect((await nodesOf(a, created.id)).wait.status).toBe('running');
-    await new Promise((r) => setTimeout(r, 80));
-
-    // Now the creating engine steps: it must resume the persisted run, not replay it from `call`.
-    await stepUntil(creator, async () => (await runsOf(a, wf.id))[0].status !== 'running');
-    const [run] = await runsOf(a, wf.id);
-    expect(run.status).toBe('completed');
-    const nodes = await nodesOf(a, run.id);
-    expect([nodes.call.status, nodes.wait.status, nodes.done.status]).toEqual([
-      'completed',
-      'completed',
-      'completed',
-    ]);
-    expect(nodes.call.attempts).toBe(1);
-    expect(pluginCalls().filter((c) => c.input.marker === marker)).toHaveLength(1);
-  });
-
-  it('the creating engine creates the run claimed, under its lease, and drives it in its next step', async () => {
-    const marker = `two-engines-fresh-${Date.now()}`;
-    const wf = await routedRun(marker);
-    const [created] = await runsOf(a, wf.id);
+    expect((await nodesOf(a, created.id)).call).toMatchObject({ status: 'running', attempts: 1 });
     const stored = await creator.ctx.store.db
       .selectFrom('workflow_run')
-      .select(['locked_by', 'wake_at', 'created_at'])
+      .select(['locked_by', 'wake_at', 'updated_at'])
       .where('id', '=', created.id)
       .executeTakeFirstOrThrow();
     expect(stored.locked_by).toBe(creator.ctx.services.workflowEngine.workerId);
-    const lease = Date.parse(stored.wake_at as string) - Date.parse(stored.created_at);
-    expect(lease).toBeGreaterThanOrEqual(LEASE_MS);
-    expect(lease).toBeLessThan(LEASE_MS + 100);
+    const lease = Date.parse(stored.wake_at as string) - Date.parse(stored.updated_at);
+    expect(lease).toBeGreaterThanOrEqual(LEASE_MS - 100);
+    expect(lease).toBeLessThanOrEqual(LEASE_MS);
 
+    // While the creator's lease holds, the other engine finds nothing due.
+    await job(other, 'workflows').run();
     await stepUntil(creator, async () => (await runsOf(a, wf.id))[0].status !== 'running');
     const [run] = await runsOf(a, wf.id);
     expect(run.status).toBe('completed');
+    expect((await nodesOf(a, run.id)).call.attempts).toBe(1);
     expect(pluginCalls().filter((c) => c.input.marker === marker)).toHaveLength(1);
   });
 
-  it('a run that waited in memory past half its lease is claimed from the store once, never also driven from memory', async () => {
-    const marker = `two-engines-stale-${Date.now()}`;
-    const wf = await routedRun(marker);
-    // The lease runs out before the creator steps: in that one step its memory still holds the run,
-    // and the store offers it as due. Driving both copies would call the ACTION twice.
-    await new Promise((r) => setTimeout(r, LEASE_OUT_MS));
-    await stepUntil(creator, async () => (await runsOf(a, wf.id))[0].status !== 'running');
+  it('an engine with no room creates the run pending and due, and another engine takes it at once', async () => {
+    // A stopped engine takes no new runs (the same answer as one at capacity).
+    await job(creator, 'workflows').stop?.();
+    const marker = `two-engines-due-${Date.now()}`;
+    const wf = await routedRun('record_once', { marker });
+    const [created] = await runsOf(a, wf.id);
+    expect(created.status).toBe('running');
+    expect((await nodesOf(a, created.id)).call.status).toBe('pending');
+    const stored = await creator.ctx.store.db
+      .selectFrom('workflow_run')
+      .select(['locked_by'])
+      .where('id', '=', created.id)
+      .executeTakeFirstOrThrow();
+    expect(stored.locked_by).toBeNull();
+
+    await stepUntil(other, async () => (await runsOf(a, wf.id))[0].status !== 'running');
     const [run] = await runsOf(a, wf.id);
     expect(run.status).toBe('completed');
     expect((await nodesOf(a, run.id)).call.attempts).toBe(1);

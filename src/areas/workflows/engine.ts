@@ -1,10 +1,13 @@
 /**
  * The durable workflow engine (docs/workflows.md "Durability"):
  *
- * - The router (router.ts, an EventHandler the outbox drain calls) creates, per matching
- *   subscription, one run and one pending run-node per node of the subscription's current graph
- *   version, in one write that a unique index on (subscription, event id) makes idempotent.
- * - The `workflows` job claims runs (a lease: `locked_by` + `wake_at`), drives each with the pure
+ * - The router (router.ts, an EventHandler the outbox drain calls) makes, per matching subscription,
+ *   one run and one run-node per node of the subscription's current graph version, and hands it to
+ *   this engine, which drives it at once: its first write (the run and all its nodes, under this
+ *   engine's lease) comes at its first persist point, with the side-effect-free steps before it, and
+ *   the event's hand-over ends only after that write. A unique index on (subscription, event id) makes
+ *   the write a no-op for a second hand-over. With no room here, the run is created pending and due.
+ * - The `workflows` job claims due runs (a lease: `locked_by` + `wake_at`), drives each with the pure
  *   RunMachine, and persists every step before the next one. Side-effect-free steps (COMPUTE, SWITCH,
  *   JOIN, END, skips) are deterministic, so consecutive ones are persisted together; an ACTION
  *   attempt is persisted as in flight (with its input) before the plugin is called.
@@ -46,8 +49,8 @@ export interface EngineDeps {
   subscriptions: GraphSource;
   actions: ActionInvoker;
   metrics: WorkflowMetrics;
-  /** Wakes the `workflows` job of this process: `wake` for runs due in the store, `nudge` for new runs in memory. */
-  wakeups: Pick<Wakeups, 'wake' | 'nudge' | 'takeWoken'>;
+  /** Wakes the `workflows` job of this process for runs due in the store. */
+  wakeups: Pick<Wakeups, 'wake' | 'takeWoken'>;
   /** How long a claim is exclusive; renewed every third of it while an ACTION runs. */
   leaseMs: number;
   /** How often the job looks for due runs written by other processes. */
@@ -70,9 +73,17 @@ export interface EngineDeps {
 }
 
 export const WORKFLOWS_JOB = 'workflows';
-const MAX_LOCAL_HINTS = 10_000;
 
 class LeaseLost extends Error {}
+/** A new run's first write found the run written already (its event was handed over twice). */
+class AlreadyCreated extends Error {}
+
+/** A run routed here and not written yet: its row, and the router waiting for its first write. */
+interface Unwritten {
+  row: WorkflowRunTable;
+  written(created: boolean): void;
+  failed(err: unknown): void;
+}
 
 export interface WorkflowEngine {
   /** SPEC Pipeline 3: the outbox drain's handler that turns events into runs. */
@@ -92,25 +103,21 @@ export function createWorkflowEngine(deps: EngineDeps): WorkflowEngine {
   const publishesEnd = runEventPolicy(deps.runEventWanted ?? (async () => false));
   const plans = new PlanCache();
   const batchSize = deps.batchSize ?? 64;
-  /**
-   * Runs this process just created, already claimed by this engine (router.ts `claim`), with when
-   * that lease runs out: driven from memory, without a claim statement, while enough of it is left.
-   */
-  const hints: Array<{ machine: RunMachine; leaseUntil: number }> = [];
+  /** New runs driven before their first write (`startNow`); see docs/workflows.md "Durability". */
+  const unwritten = new WeakMap<RunMachine, Unwritten>();
+  let stopping = false;
   /** Ends the current step's wait (new work arrived). */
   let wakeStep: (() => void) | undefined;
   /** Runs of this process inside an ACTION call: only those make waiting for the in-flight ones slow. */
   let invoking = 0;
   /**
-   * New work for this process: end the step's wait (when worth it) and wake the job's loop. `inStore`:
-   * the work is in the store (a run come due), so the next step asks the store for it; new runs are
-   * in memory (`hints`) and need no claim.
+   * Runs due in the store (a timer come due, runs created while this engine had no room): end the
+   * step's wait when worth it, and wake the job, whose next step asks the store for them.
    */
-  const notify = (inStore: boolean) => {
-    // While every run in flight is a quick step, new runs are claimed right after them, together.
+  const notify = () => {
+    // While every run in flight is a quick step, due runs are claimed right after them, together.
     if (invoking > 0) wakeStep?.();
-    if (inStore) deps.wakeups.wake(WORKFLOWS_JOB);
-    else deps.wakeups.nudge(WORKFLOWS_JOB);
+    deps.wakeups.wake(WORKFLOWS_JOB);
   };
 
   const lease = createLease(clock, deps.leaseMs);
@@ -119,7 +126,7 @@ export function createWorkflowEngine(deps: EngineDeps): WorkflowEngine {
   const runParallelism = deps.runParallelism ?? 8;
   const actionSlots = new Slots(deps.workerParallelism ?? 128);
   /** Wakes the job when a released run (DELAY, retry backoff) comes due. */
-  const dueTimer = new DueTimer(clock, () => notify(true));
+  const dueTimer = new DueTimer(clock, notify);
 
   function planOf(subscriptionId: string, version: number): Promise<Plan> {
     return plans.get(subscriptionId, version, async () => {
@@ -143,13 +150,8 @@ export function createWorkflowEngine(deps: EngineDeps): WorkflowEngine {
       countRunsSince: (id, since) => runs.countRunsSince(deps.store.db, id, since),
       defaultLimit: deps.maxRunsPerMinute ?? 0,
     }),
-    // Past MAX_LOCAL_HINTS new runs are created unclaimed and due: `claimDue` takes them.
-    claim: () => (hints.length < MAX_LOCAL_HINTS ? held() : null),
-    started(created) {
-      for (const { machine, leaseUntil } of created)
-        hints.push({ machine, leaseUntil: Date.parse(leaseUntil) });
-      notify(false);
-    },
+    startNow,
+    createdDue: notify,
   });
 
   /**
@@ -181,7 +183,21 @@ export function createWorkflowEngine(deps: EngineDeps): WorkflowEngine {
         : undefined;
     const changes = machine.takeChanges();
     const at = iso(clock.now());
-    const ok = await writeRun({ run: { ...machine.run }, lease, nodes: changes.nodes, at, ended });
+    const fresh = unwritten.get(machine);
+    const ok = await writeRun({
+      run: { ...machine.run },
+      lease,
+      // A new run's first write inserts it with all of its nodes, the pending ones too.
+      nodes: fresh ? [...machine.nodes.values()] : changes.nodes,
+      at,
+      ended,
+      create: fresh?.row,
+    });
+    if (fresh) {
+      unwritten.delete(machine);
+      fresh.written(ok);
+      if (!ok) throw new AlreadyCreated();
+    }
     if (!ok) throw new LeaseLost(`run ${machine.run.id} is no longer held by this worker`);
     countFinishedNodes(changes.nodes, deps.metrics);
   }
@@ -198,10 +214,8 @@ export function createWorkflowEngine(deps: EngineDeps): WorkflowEngine {
     actions: deps.actions,
     persistAttempt: (machine) => persist(machine, held()),
     calling(active) {
-      if (active) {
-        invoking++;
-        if (hints.length > 0) wakeStep?.();
-      } else invoking--;
+      if (active) invoking++;
+      else invoking--;
     },
   });
 
@@ -259,7 +273,9 @@ export function createWorkflowEngine(deps: EngineDeps): WorkflowEngine {
         }
         if (calls.size === 0) {
           if (step.invokes.length > 0) {
-            // Every ACTION slot of this worker is taken: wait for one to free.
+            // Every ACTION slot of this worker is taken: wait for one to free. A new run is written
+            // first: its event's hand-over waits for that write, not for a slot.
+            if (unwritten.has(machine)) await persist(machine, held());
             await actionSlots.free();
             continue;
           }
@@ -286,7 +302,14 @@ export function createWorkflowEngine(deps: EngineDeps): WorkflowEngine {
         signalled = false;
       }
     } catch (err) {
-      if (err instanceof LeaseLost)
+      const fresh = unwritten.get(machine);
+      if (fresh) {
+        // Nothing of the run is stored: its event's hand-over fails, and the event comes again.
+        unwritten.delete(machine);
+        fresh.failed(err);
+      } else if (err instanceof AlreadyCreated) {
+        // Another hand-over of the event wrote the run first; nothing of this one reached anyone.
+      } else if (err instanceof LeaseLost)
         log.warn({ run_id: machine.run.id }, 'workflow engine: lease lost; another worker has the run');
       // Anything else (the store failing): the lease expires and a worker resumes the run from its
       // last persisted step.
@@ -297,6 +320,8 @@ export function createWorkflowEngine(deps: EngineDeps): WorkflowEngine {
         );
       ended?.abort();
     } finally {
+      unwritten.get(machine)?.failed(new Error('the run stopped before its first write'));
+      unwritten.delete(machine);
       stopBeat?.();
       // Calls abandoned above settle on their own; the slots they hold are given back then.
       if (calls.size > 0) await Promise.allSettled([...calls.values()]);
@@ -314,6 +339,20 @@ export function createWorkflowEngine(deps: EngineDeps): WorkflowEngine {
   let progress: (() => void) | undefined;
   const poke = () => progress?.();
 
+  /**
+   * A run the router just made, driven at once when this engine has room: it is written first at its
+   * first persist point (an ACTION's in-flight attempt, a wait, its end), with the side-effect-free
+   * steps before it, instead of once pending and again at that point. Answers whether that first
+   * write created it; null when there is no room (the router then creates it pending, as before).
+   */
+  function startNow(machine: RunMachine, row: WorkflowRunTable): Promise<boolean> | null {
+    if (stopping || inFlight.size >= capacity) return null;
+    return new Promise<boolean>((resolve, reject) => {
+      unwritten.set(machine, { row, written: resolve, failed: reject });
+      launch(machine);
+    });
+  }
+
   function launch(machine: RunMachine): void {
     const p: Promise<void> = drive(machine).finally(() => {
       inFlight.delete(p);
@@ -323,10 +362,11 @@ export function createWorkflowEngine(deps: EngineDeps): WorkflowEngine {
   }
 
   /**
-   * One step of the `workflows` job: claim runs (those this process just created first, then due
-   * ones) up to the free capacity, start driving them, then wait for progress: every run in flight
-   * finished, new work (a run created here, a timer), or the poll interval. Runs are not awaited one
-   * batch at a time, so a slow ACTION never holds up other runs; `stop` waits for the ones in flight.
+   * One step of the `workflows` job: claim due runs up to the free capacity, start driving them, then
+   * wait for progress: every run in flight finished, new work (a timer, runs created due), or the poll
+   * interval. Runs are not awaited one batch at a time, so a slow ACTION never holds up other runs;
+   * `stop` waits for the ones in flight. New runs of this process's router are not claimed here: they
+   * are driven at once (`startNow`).
    */
   async function step(): Promise<boolean> {
     const room = capacity - inFlight.size;
@@ -335,24 +375,14 @@ export function createWorkflowEngine(deps: EngineDeps): WorkflowEngine {
       const nowMs = clock.now().getTime();
       const now = iso(new Date(nowMs));
       const leaseUntil = lease.until();
-      // A run created here is this engine's until its lease runs out; with less than half of it left
-      // it is not started from memory (it might not be ours by its first write): it is left to run
-      // out, and then claimed again, by any worker, from its stored state.
-      const machines = hints
-        .splice(0, room)
-        .filter((h) => h.leaseUntil - nowMs > lease.ms / 2)
-        .map((h) => h.machine);
-      const free = room - machines.length;
-      // Due runs of the store (a resume, a timer, runs other processes left behind): new runs of
-      // this process are in `hints` and need no claim.
-      if (free > 0 && claims.shouldAsk(nowMs, dueTimer.isDue(nowMs))) {
-        const due = await store.write((db) => runs.claimDue(db, workerId, now, leaseUntil, free));
-        claims.claimed(due.length, free);
+      // Due runs of the store: a resume, a timer, runs created while there was no room, runs other
+      // processes left behind.
+      if (claims.shouldAsk(nowMs, dueTimer.isDue(nowMs))) {
+        const due = await store.write((db) => runs.claimDue(db, workerId, now, leaseUntil, room));
+        claims.claimed(due.length, room);
         more = claims.more;
-        machines.push(...(await hydrate(due)));
+        for (const m of await hydrate(due)) launch(m);
       }
-      for (const m of machines) launch(m);
-      more ||= hints.length > 0;
     }
     if (inFlight.size === 0) return more;
     const atCapacity = inFlight.size >= capacity;
@@ -375,6 +405,7 @@ export function createWorkflowEngine(deps: EngineDeps): WorkflowEngine {
 
   async function stop(): Promise<void> {
     // Graceful stop: the runs in flight finish their current step (an ACTION attempt included).
+    stopping = true;
     await Promise.allSettled([...inFlight]);
     dueTimer.clear();
   }

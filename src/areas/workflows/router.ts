@@ -23,12 +23,13 @@ export interface RouterDeps {
   /** Writes a new run and its pending nodes (the engine's write batcher); false when it exists. */
   createRun(item: { run: WorkflowRunTable; nodes: WorkflowRunNodeTable[] }): Promise<boolean>;
   /**
-   * The lease a new run is created under when this process's engine takes it (its `locked_by` and
-   * `wake_at`), or null to create it unclaimed, due now, for any worker.
+   * Drives a new run at once, before anything of it is written, when this process's engine has room:
+   * it is written at its first persist point. Answers whether that write created it (false: the run
+   * existed); null when there is no room.
    */
-  claim(): { locked_by: string; wake_at: string } | null;
-  /** Runs just created under `claim()`'s lease, handed to this process's engine to drive. */
-  started(runs: Array<{ machine: RunMachine; leaseUntil: string }>): void;
+  startNow(machine: RunMachine, row: WorkflowRunTable): Promise<boolean> | null;
+  /** Runs were created pending and due (no room to drive them): any engine's next claim takes them. */
+  createdDue(): void;
   /** SVC_WORKFLOW_MAX_DEPTH: an event this many runs deep starts no run (docs/workflows.md "Loop safety"). */
   maxDepth: number;
   /** Pauses a subscription that starts too many runs a minute (docs/workflows.md "Loop safety"). */
@@ -110,10 +111,8 @@ export function createRouter(deps: RouterDeps): EventHandler {
     );
   }
 
-  async function startRun(
-    sub: RoutedSubscription,
-    event: CloudEvent,
-  ): Promise<{ machine: RunMachine; leaseUntil: string | null } | null> {
+  /** Starts a run of `sub` on `event`: 'driven' (written by its engine), 'due' (created pending), or null (it existed). */
+  async function startRun(sub: RoutedSubscription, event: CloudEvent): Promise<'driven' | 'due' | null> {
     const depth = depthOf(event);
     if (depth >= deps.maxDepth) {
       await refuse(
@@ -129,17 +128,17 @@ export function createRouter(deps: RouterDeps): EventHandler {
     const { row, nodes, states } = newRun(plan, event, iso(deps.clock.now()), null);
     const runId = row.id;
     const at = row.created_at;
-    // Created already claimed by this process's engine: no claim statement before it is driven.
-    const lease = deps.claim();
-    const inserted = await deps.createRun({ run: lease ? { ...row, ...lease } : row, nodes });
-    if (!inserted) return null;
     const machine = new RunMachine(
       plan,
       event,
       { id: runId, status: 'running', error: null, started_at: at, completed_at: null },
       states,
     );
-    return { machine, leaseUntil: lease?.wake_at ?? null };
+    // Driven at once and written at its first persist point; the event's hand-over waits for that.
+    const first = deps.startNow(machine, row);
+    if (first) return (await first) ? 'driven' : null;
+    // No room in this process's engine: created pending and due, for the next claim of any engine.
+    return (await deps.createRun({ run: row, nodes })) ? 'due' : null;
   }
 
   /** Whether `sub` takes `event`; a condition that cannot be evaluated skips it (logged). */
@@ -182,7 +181,7 @@ export function createRouter(deps: RouterDeps): EventHandler {
           if (sub.event_type === event.type && takes(sub, event)) pairs.push({ sub, event });
       }
       const failed = new Map<string, string[]>();
-      const started: Array<{ machine: RunMachine; leaseUntil: string }> = [];
+      let due = false;
       const allowance = await allowances(pairs);
       // All at once: the write batcher commits the runs submitted together in one transaction.
       await Promise.all(
@@ -201,7 +200,7 @@ export function createRouter(deps: RouterDeps): EventHandler {
             }
             const run = await startRun(sub, event);
             if (run) {
-              if (run.leaseUntil !== null) started.push({ machine: run.machine, leaseUntil: run.leaseUntil });
+              due ||= run === 'due';
               deps.metrics.runStarted(sub.id);
             }
           } catch (err) {
@@ -213,7 +212,7 @@ export function createRouter(deps: RouterDeps): EventHandler {
           }
         }),
       );
-      if (started.length > 0) deps.started(started);
+      if (due) deps.createdDue();
       // Failures are isolated per subscription; an event's task is retried for its failed ones only
       // (runs created already are not created twice: one run per subscription and event id).
       return new Map(

@@ -23,6 +23,12 @@ export interface RunWrite {
   at: string;
   /** The event the run's end publishes, in the same transaction as the end (run-events.ts). */
   ended?: EventInput;
+  /**
+   * A run not written yet (docs/workflows.md "Durability": a new run's first write): its row is
+   * inserted with the run's fields and lease, and `nodes` are all of its nodes. Nothing is written
+   * when the run exists already (another hand-over of its event created it).
+   */
+  create?: WorkflowRunTable;
 }
 
 export interface RunFilters extends TimeRangeFilters<'started_at' | 'completed_at'> {
@@ -265,6 +271,30 @@ export async function writeRuns(db: Db, workerId: string, items: RunWrite[]): Pr
     const held: boolean[] = [];
     for (const item of items) held.push(...(await writeRuns(db, workerId, [item])));
     return held;
+  }
+  if (items.some((x) => x.create)) {
+    const fresh = items.filter((x) => x.create);
+    const rest = items.filter((x) => !x.create);
+    const created = await insertRuns(
+      db,
+      fresh.map(({ create, run, lease, nodes, at }) => ({
+        run: {
+          ...(create as WorkflowRunTable),
+          status: run.status,
+          error: run.error,
+          completed_at: run.completed_at,
+          wake_at: lease.wake_at,
+          locked_by: lease.locked_by,
+          updated_at: at,
+        },
+        nodes: nodes.map((s) => nodeRow(run.id, s, at)),
+      })),
+    );
+    const updated = rest.length > 0 ? await writeRuns(db, workerId, rest) : [];
+    const by = new Map<RunWrite, boolean>();
+    for (const [i, x] of fresh.entries()) by.set(x, created[i]);
+    for (const [i, x] of rest.entries()) by.set(x, updated[i]);
+    return items.map((x) => by.get(x) as boolean);
   }
   const written = await updateRuns(db, workerId, items);
   const held = items.map((x) => written.has(x.run.id));

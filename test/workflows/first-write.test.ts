@@ -1,0 +1,93 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startTestApp, type TestApp } from '../helpers/app.js';
+import { dialectName, sharedDatabase, type TestDatabase } from '../helpers/store.js';
+import { type Api, api, job, nodesOf, pluginInstance, publish, runsOf, settle, workflow } from './helpers.js';
+import { pluginCalls, wftestPluginDir } from './plugin.js';
+
+/**
+ * A new run's first write (docs/workflows.md "Durability"): the router's engine drives the run at
+ * once and writes it, with all its nodes, at its first persist point; the event's hand-over ends
+ * after that write. Two engines on one store, as two processes would be.
+ */
+describe(`a new run's first write (${dialectName})`, () => {
+  let db: TestDatabase;
+  let one: TestApp;
+  let two: TestApp;
+  let a: Api;
+
+  beforeAll(async () => {
+    db = await sharedDatabase('svc-wf-first-');
+    // One ACTION slot per worker: a second run's ACTION has to wait for the first one's.
+    const env = { SVC_PLUGIN_DIR: wftestPluginDir(), SVC_WORKFLOW_WORKER_PARALLELISM: '1' };
+    one = await startTestApp({ databaseUrl: db.url, env });
+    two = await startTestApp({ databaseUrl: db.url, env });
+    a = await api(one);
+    for (const app of [one, two]) while (await job(app, 'outbox').run()) {}
+  });
+  afterAll(async () => {
+    await two.close();
+    await one.close();
+    await db.drop();
+  });
+
+  async function actionWorkflow(action: string, input: Record<string, unknown>) {
+    const wftest = await pluginInstance(a, 'wftest');
+    return workflow(a, {
+      nodes: [
+        { key: 'derive', type: 'COMPUTE', config: { logic: { var: 'event.subject' } } },
+        {
+          key: 'call',
+          type: 'ACTION',
+          config: { plugin_instance_id: wftest, plugin_action: action, input_mapping: input },
+        },
+      ],
+      edges: [{ from_node_id: 'derive', to_node_id: 'call' }],
+    });
+  }
+
+  it('an event handed to two engines at once starts one run, and its non-idempotent ACTION is called once', async () => {
+    const marker = `first-write-twice-${Date.now()}`;
+    const wf = await actionWorkflow('record_once', { marker });
+    const event = await publish(one);
+    // Two hand-overs of the same event (an outbox retry meeting the first, two drains): each engine
+    // drives the run in memory up to its first write; one write creates it, the other finds it there.
+    const handOver = (app: TestApp) => app.ctx.services.workflowEngine.router.handle([event]);
+    // Two SQLite stores in one process cannot both be in a transaction: one's wait for the lock
+    // blocks the event loop the other needs to finish. There the second comes after the first's run.
+    const sequential = async () => {
+      const first = await handOver(one);
+      await settle(one);
+      return [first, await handOver(two)];
+    };
+    const [first, second] =
+      dialectName === 'sqlite' ? await sequential() : await Promise.all([handOver(one), handOver(two)]);
+    for (const failures of [first, second]) expect(failures?.size ?? 0).toBe(0);
+    await settle(one);
+    await settle(two);
+    const runs = await runsOf(a, wf.id);
+    expect(runs.map((r) => r.status)).toEqual(['completed']);
+    const nodes = await nodesOf(a, runs[0].id);
+    expect([nodes.derive.status, nodes.call.status, nodes.call.attempts]).toEqual(['completed', 'completed', 1]);
+    expect(pluginCalls().filter((c) => c.input.marker === marker)).toHaveLength(1);
+    // The outbox hands the event over once more, as it does after a crash: nothing new starts.
+    while (await job(one, 'outbox').run()) {}
+    await settle(one);
+    expect((await runsOf(a, wf.id)).length).toBe(1);
+    expect(pluginCalls().filter((c) => c.input.marker === marker)).toHaveLength(1);
+  });
+
+  it('a run that waits for an ACTION slot is written first, so the hand-over does not wait for the slot', async () => {
+    const wf = await actionWorkflow('hang', { ms: 3_000 });
+    await publish(one);
+    await publish(one);
+    while (await job(one, 'outbox').run()) {}
+    // Both hand-overs have ended while the first call still runs: the second run did not wait for its slot.
+    const runs = await runsOf(a, wf.id);
+    expect(runs).toHaveLength(2);
+    const calls = await Promise.all(runs.map(async (r) => (await nodesOf(a, r.id)).call.status));
+    expect(calls.sort()).toEqual(['pending', 'running']);
+    for (const r of runs) expect((await nodesOf(a, r.id)).derive.status).toBe('completed');
+    await settle(one);
+    expect((await runsOf(a, wf.id)).map((r) => r.status)).toEqual(['completed', 'completed']);
+  });
+});

@@ -20,7 +20,7 @@
  * one SQLite file (the worker woken by the file's write-ahead log). Prints figures; never fails.
  */
 import { type ChildProcess, spawn } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -304,6 +304,25 @@ const cpuSeconds = (pid: number) => {
   return (Number(fields[11]) + Number(fields[12])) / 100;
 };
 
+/**
+ * CPU seconds of every PostgreSQL server process on this machine (backends, WAL writer,
+ * checkpointer): the benchmark's server is local, and on two shared cores its work is as much part
+ * of an execution's cost as svc's. Not a figure for a remote server.
+ */
+const postgresCpuSeconds = () => {
+  let sum = 0;
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      if (!readFileSync(`/proc/${entry}/comm`, 'utf8').startsWith('postgres')) continue;
+      sum += cpuSeconds(Number(entry));
+    } catch {
+      // The process ended between the listing and the read.
+    }
+  }
+  return sum;
+};
+
 /** The store's statement and transaction counters of one process, from its /metrics. */
 async function storeActivity(base: string | undefined) {
   if (!base) return { statements: 0, transactions: 0 };
@@ -327,6 +346,8 @@ interface Figures {
   execs: number;
   rssPeak: number;
   cpu: number;
+  /** PostgreSQL's processes, cores (0 when not measured). */
+  serverCpu: number;
 }
 
 /** One measured window: load, then the backlog waited for; executions counted at the receiver. */
@@ -338,10 +359,12 @@ async function measure(
   counts: () => { valid: number },
   pids: number[],
   metricsOf?: string,
+  server = false,
 ): Promise<Figures> {
   const before = counts().valid;
   const activity0 = await storeActivity(metricsOf);
   const cpu0 = pids.reduce((a, p) => a + cpuSeconds(p), 0);
+  const serverCpu0 = server ? postgresCpuSeconds() : 0;
   let rssPeak = 0;
   const sampler = setInterval(() => {
     rssPeak = Math.max(
@@ -360,6 +383,7 @@ async function measure(
     console.log(`  (${result.non2xx} answers other than 2xx, ${result.errors} errors in this window)`);
   clearInterval(sampler);
   const cpu = pids.reduce((a, p) => a + cpuSeconds(p), 0) - cpu0;
+  const serverCpu = server ? postgresCpuSeconds() - serverCpu0 : 0;
   const activity = await storeActivity(metricsOf);
   // With --request-only nothing executes: the counts are per accepted request.
   const executions = Math.max(1, REQUEST_ONLY ? ok : counts().valid - before);
@@ -373,6 +397,7 @@ async function measure(
     execs: (counts().valid - before) / wall,
     rssPeak,
     cpu: cpu / wall,
+    serverCpu: serverCpu / wall,
   };
 }
 
@@ -535,11 +560,12 @@ if (values['cost-model']) {
 
 console.log(`pipeline: ${SECONDS} s windows, ${REPS} repetitions, medians (min–max)\n`);
 console.log(
-  '| store | conc | req/s | p50 / p99 ms | full exec/s | ceiling exec/s | % of ceiling | RSS idle / after set-up / peak MiB | CPU (cores) | statements / transactions per exec |',
+  '| store | conc | req/s | p50 / p99 ms | full exec/s | ceiling exec/s | % of ceiling | RSS idle / after set-up / peak MiB | CPU (cores) | CPU ms per exec: svc / PostgreSQL | statements / transactions per exec |',
 );
-console.log('|---|---|---|---|---|---|---|---|---|---|');
+console.log('|---|---|---|---|---|---|---|---|---|---|---|');
 for (const kind of values.store.split(',')) {
   const svc = await startSvc(kind);
+  const onPostgres = !kind.startsWith('sqlite') && kind !== 'split-sqlite';
   try {
     const { request } = await setUp(svc.url, receiverUrl);
     const pids = svc.processes.map((p) => p.pid as number);
@@ -556,16 +582,28 @@ for (const kind of values.store.split(',')) {
       const tops: Figures[] = [];
       for (let i = 0; i < REPS; i++) {
         runs.push(
-          await measure(`${svc.url}${SUBMIT}`, request, connections, SECONDS, rx.counts, pids, svc.url),
+          await measure(
+            `${svc.url}${SUBMIT}`,
+            request,
+            connections,
+            SECONDS,
+            rx.counts,
+            pids,
+            svc.url,
+            onPostgres,
+          ),
         );
         tops.push(await measure(top.url, request, connections, SECONDS, rx.counts, []));
       }
       const pct = runs.map((r, i) => (100 * r.execs) / tops[i].execs);
       const m = (f: (x: Figures) => number, xs = runs) => median(xs.map(f));
+      const perExec = (f: (x: Figures) => number) =>
+        m((r) => (1000 * f(r)) / Math.max(1, r.execs)).toFixed(2);
       console.log(
         `| ${kind} | ${connections} | ${m((r) => r.rps).toFixed(0)} | ${m((r) => r.p50)} / ${m((r) => r.p99)} | ` +
           `**${m((r) => r.execs).toFixed(0)}** (${range(runs.map((r) => r.execs))}) | ${m((r) => r.execs, tops).toFixed(0)} | ` +
           `${median(pct).toFixed(1)}% (${range(pct, 1)}) | ${idle.toFixed(0)} / ${afterSetUp.toFixed(0)} / ${m((r) => r.rssPeak).toFixed(0)} | ${m((r) => r.cpu).toFixed(2)} | ` +
+          `${perExec((r) => r.cpu)} / ${onPostgres ? perExec((r) => r.serverCpu) : '—'} | ` +
           `${m((r) => r.statements).toFixed(1)} / ${m((r) => r.transactions).toFixed(1)}${kind.startsWith('split') ? ' (serve)' : ''} |`,
       );
     }

@@ -1,4 +1,5 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { sql } from 'kysely';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { startTestApp, type TestApp } from '../helpers/app.js';
 import { dialectName, sharedDatabase, type TestDatabase } from '../helpers/store.js';
 import { type Api, api, job, nodesOf, pluginInstance, publish, runsOf, settle, workflow } from './helpers.js';
@@ -30,9 +31,16 @@ describe(`a new run's first write (${dialectName})`, () => {
     await db.drop();
   });
 
+  // Every test's events would start runs of the earlier tests' subscriptions too (one event type).
+  let subscriptions: string[] = [];
+  afterEach(async () => {
+    for (const id of subscriptions) await a.call('DELETE', `/event_subscription/${id}`);
+    subscriptions = [];
+  });
+
   async function actionWorkflow(action: string, input: Record<string, unknown>) {
     const wftest = await pluginInstance(a, 'wftest');
-    return workflow(a, {
+    const wf = await workflow(a, {
       nodes: [
         { key: 'derive', type: 'COMPUTE', config: { logic: { var: 'event.subject' } } },
         {
@@ -43,6 +51,8 @@ describe(`a new run's first write (${dialectName})`, () => {
       ],
       edges: [{ from_node_id: 'derive', to_node_id: 'call' }],
     });
+    subscriptions.push(wf.id);
+    return wf;
   }
 
   it('an event handed to two engines at once starts one run, and its non-idempotent ACTION is called once', async () => {
@@ -67,12 +77,45 @@ describe(`a new run's first write (${dialectName})`, () => {
     const runs = await runsOf(a, wf.id);
     expect(runs.map((r) => r.status)).toEqual(['completed']);
     const nodes = await nodesOf(a, runs[0].id);
-    expect([nodes.derive.status, nodes.call.status, nodes.call.attempts]).toEqual(['completed', 'completed', 1]);
+    expect([nodes.derive.status, nodes.call.status, nodes.call.attempts]).toEqual([
+      'completed',
+      'completed',
+      1,
+    ]);
     expect(pluginCalls().filter((c) => c.input.marker === marker)).toHaveLength(1);
     // The outbox hands the event over once more, as it does after a crash: nothing new starts.
     while (await job(one, 'outbox').run()) {}
     await settle(one);
     expect((await runsOf(a, wf.id)).length).toBe(1);
+    expect(pluginCalls().filter((c) => c.input.marker === marker)).toHaveLength(1);
+  });
+
+  it('a first write that fails fails the hand-over, calls nothing, and the event handed over again starts the run once', async () => {
+    const marker = `first-write-fails-${Date.now()}`;
+    const wf = await actionWorkflow('record_once', { marker });
+    const event = await publish(one);
+    // The store refuses this event's run (a trigger of the test's own), as a failing write would.
+    const db = one.ctx.store.db;
+    if (dialectName === 'sqlite') {
+      await sql`create trigger refuse_run before insert on workflow_run when new.event_id = ${sql.lit(event.id)}
+        begin select raise(abort, 'refused by the test'); end`.execute(db);
+    } else {
+      await sql`create function refuse_run() returns trigger language plpgsql as $$
+        begin raise exception 'refused by the test'; end $$`.execute(db);
+      await sql`create trigger refuse_run before insert on workflow_run for each row
+        when (new.event_id = ${sql.lit(event.id)}) execute function refuse_run()`.execute(db);
+    }
+    const failures = await one.ctx.services.workflowEngine.router.handle([event]);
+    expect(failures?.get(event.id)?.message).toMatch(/refused by the test/);
+    expect(await runsOf(a, wf.id)).toEqual([]);
+    expect(pluginCalls().filter((c) => c.input.marker === marker)).toHaveLength(0);
+
+    // The store takes it again; the outbox hands the event over (its task is still to be delivered).
+    await sql`drop trigger refuse_run${dialectName === 'sqlite' ? sql`` : sql` on workflow_run`}`.execute(db);
+    await settle(one);
+    const runs = await runsOf(a, wf.id);
+    expect(runs.map((r) => r.status)).toEqual(['completed']);
+    expect((await nodesOf(a, runs[0].id)).call.attempts).toBe(1);
     expect(pluginCalls().filter((c) => c.input.marker === marker)).toHaveLength(1);
   });
 

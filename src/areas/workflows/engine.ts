@@ -75,8 +75,11 @@ export interface EngineDeps {
 export const WORKFLOWS_JOB = 'workflows';
 
 class LeaseLost extends Error {}
-/** A new run's first write found the run written already (its event was handed over twice). */
-class AlreadyCreated extends Error {}
+/**
+ * A new run this engine no longer drives: its first write found the run written already (the event
+ * was handed over twice), or failed (the event's hand-over failed, and the event comes again).
+ */
+class Dropped extends Error {}
 
 /** A run routed here and not written yet: its row, and the router waiting for its first write. */
 interface Unwritten {
@@ -105,6 +108,8 @@ export function createWorkflowEngine(deps: EngineDeps): WorkflowEngine {
   const batchSize = deps.batchSize ?? 64;
   /** New runs driven before their first write (`startNow`); see docs/workflows.md "Durability". */
   const unwritten = new WeakMap<RunMachine, Unwritten>();
+  /** New runs whose first write did not create them: nothing more of them is written. */
+  const dropped = new WeakSet<RunMachine>();
   let stopping = false;
   /** Ends the current step's wait (new work arrived). */
   let wakeStep: (() => void) | undefined;
@@ -183,23 +188,40 @@ export function createWorkflowEngine(deps: EngineDeps): WorkflowEngine {
         : undefined;
     const changes = machine.takeChanges();
     const at = iso(clock.now());
+    if (dropped.has(machine)) throw new Dropped();
     const fresh = unwritten.get(machine);
-    const ok = await writeRun({
-      run: { ...machine.run },
-      lease,
-      // A new run's first write inserts it with all of its nodes, the pending ones too.
-      nodes: fresh ? [...machine.nodes.values()] : changes.nodes,
-      at,
-      ended,
-      create: fresh?.row,
-    });
+    let ok: boolean;
+    try {
+      ok = await writeRun({
+        run: { ...machine.run },
+        lease,
+        // A new run's first write inserts it with all of its nodes, the pending ones too.
+        nodes: fresh ? [...machine.nodes.values()] : changes.nodes,
+        at,
+        ended,
+        create: fresh?.row,
+      });
+    } catch (err) {
+      // A failed first write: the event comes again, and this copy must never be written later.
+      if (fresh) {
+        endFirstWrite(machine, false);
+        fresh.failed(err);
+      }
+      throw err;
+    }
     if (fresh) {
-      unwritten.delete(machine);
+      endFirstWrite(machine, ok);
       fresh.written(ok);
-      if (!ok) throw new AlreadyCreated();
+      if (!ok) throw new Dropped();
     }
     if (!ok) throw new LeaseLost(`run ${machine.run.id} is no longer held by this worker`);
     countFinishedNodes(changes.nodes, deps.metrics);
+  }
+
+  /** A new run's first write is over: one that did not create the run is never written again. */
+  function endFirstWrite(machine: RunMachine, created: boolean) {
+    unwritten.delete(machine);
+    if (!created) dropped.add(machine);
   }
 
   function heartbeat(runId: string): () => void {
@@ -239,6 +261,8 @@ export function createWorkflowEngine(deps: EngineDeps): WorkflowEngine {
     };
     try {
       for (;;) {
+        // A new run whose first write did not create it stops here (its failed attempt included).
+        if (dropped.has(machine)) throw new Dropped();
         const step = machine.advance(
           clock.now(),
           calls.size === 0 ? NOTHING_IN_FLIGHT : new Set(calls.keys()),
@@ -307,8 +331,9 @@ export function createWorkflowEngine(deps: EngineDeps): WorkflowEngine {
         // Nothing of the run is stored: its event's hand-over fails, and the event comes again.
         unwritten.delete(machine);
         fresh.failed(err);
-      } else if (err instanceof AlreadyCreated) {
-        // Another hand-over of the event wrote the run first; nothing of this one reached anyone.
+      } else if (err instanceof Dropped || dropped.has(machine)) {
+        // Its first write did not create it (another hand-over did, or the write failed and the
+        // event comes again); nothing of this copy reached anyone.
       } else if (err instanceof LeaseLost)
         log.warn({ run_id: machine.run.id }, 'workflow engine: lease lost; another worker has the run');
       // Anything else (the store failing): the lease expires and a worker resumes the run from its

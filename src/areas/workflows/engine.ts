@@ -368,7 +368,7 @@ export function createWorkflowEngine(deps: EngineDeps): WorkflowEngine {
    * A run the router just made, driven at once when this engine has room: it is written first at its
    * first persist point (an ACTION's in-flight attempt, a wait, its end), with the side-effect-free
    * steps before it, instead of once pending and again at that point. Answers whether that first
-   * write created it; null when there is no room (the router then creates it pending, as before).
+   * write created it; null when there is no room (the router then creates it pending and due).
    */
   function startNow(machine: RunMachine, row: WorkflowRunTable): Promise<boolean> | null {
     if (stopping || inFlight.size >= capacity) return null;

@@ -34,10 +34,11 @@ import type { RunMachine } from './machine.js';
 import type { WorkflowMetrics } from './metrics.js';
 import { buildPlan, type Plan, PlanCache } from './plan.js';
 import { createRateGuard } from './rate-guard.js';
-import { countFinishedNodes, reportRunFinished } from './reporting.js';
+import { reportRunFinished } from './reporting.js';
 import { resumeRuns } from './resume.js';
 import { createRouter } from './router.js';
-import { runEndedEvent, runEventPolicy } from './run-events.js';
+import { runEventPolicy } from './run-events.js';
+import { createRunPersister, Dropped, LeaseLost } from './run-persister.js';
 import { createRunWriter } from './run-writer.js';
 import * as runs from './store.js';
 import type { WorkflowRunTable } from './tables.js';
@@ -74,20 +75,6 @@ export interface EngineDeps {
 
 export const WORKFLOWS_JOB = 'workflows';
 
-class LeaseLost extends Error {}
-/**
- * A new run this engine no longer drives: its first write found the run written already (the event
- * was handed over twice), or failed (the event's hand-over failed, and the event comes again).
- */
-class Dropped extends Error {}
-
-/** A run routed here and not written yet: its row, and the router waiting for its first write. */
-interface Unwritten {
-  row: WorkflowRunTable;
-  written(created: boolean): void;
-  failed(err: unknown): void;
-}
-
 export interface WorkflowEngine {
   /** SPEC Pipeline 3: the outbox drain's handler that turns events into runs. */
   router: EventHandler;
@@ -103,13 +90,16 @@ export function createWorkflowEngine(deps: EngineDeps): WorkflowEngine {
   const { store, clock, log } = deps;
   const workerId = deps.workerId ?? newWorkerId();
   const { createRun, writeRun } = createRunWriter(store, workerId, deps.publisher);
-  const publishesEnd = runEventPolicy(deps.runEventWanted ?? (async () => false));
+  const writes = createRunPersister({
+    clock,
+    metrics: deps.metrics,
+    writeRun,
+    publishesEnd: runEventPolicy(deps.runEventWanted ?? (async () => false)),
+  });
+  const { persist } = writes;
+  const NOTHING_IN_FLIGHT: ReadonlySet<string> = new Set();
   const plans = new PlanCache();
   const batchSize = deps.batchSize ?? 64;
-  /** New runs driven before their first write (`startNow`); see docs/workflows.md "Durability". */
-  const unwritten = new WeakMap<RunMachine, Unwritten>();
-  /** New runs whose first write did not create them: nothing more of them is written. */
-  const dropped = new WeakSet<RunMachine>();
   let stopping = false;
   /** Ends the current step's wait (new work arrived). */
   let wakeStep: (() => void) | undefined;
@@ -159,71 +149,6 @@ export function createWorkflowEngine(deps: EngineDeps): WorkflowEngine {
     createdDue: notify,
   });
 
-  /**
-   * Writes the run's changes under `lease`. The writes of one run are serialised: branches running
-   * side by side each persist their attempts, and a later write must never commit before an earlier
-   * one (each takes the changes made up to its own turn).
-   */
-  function persist(machine: RunMachine, lease: { wake_at: string | null; locked_by: string | null }) {
-    const previous = persisting.get(machine);
-    // The common case (one branch, or nothing written yet) writes at once: no chain to join.
-    const next = previous
-      ? previous.catch(() => {}).then(() => write(machine, lease))
-      : write(machine, lease);
-    persisting.set(machine, next);
-    return next;
-  }
-  const persisting = new WeakMap<RunMachine, Promise<void>>();
-  const NOTHING_IN_FLIGHT: ReadonlySet<string> = new Set();
-
-  async function write(machine: RunMachine, lease: { wake_at: string | null; locked_by: string | null }) {
-    // Decided before the write's transaction (the interest check may read the store).
-    const ended =
-      machine.run.status !== 'running' && (await publishesEnd(machine.run.status))
-        ? runEndedEvent(machine.run, {
-            subscriptionId: machine.plan.subscriptionId,
-            graphVersion: machine.plan.version,
-            event: machine.event,
-          })
-        : undefined;
-    const changes = machine.takeChanges();
-    const at = iso(clock.now());
-    if (dropped.has(machine)) throw new Dropped();
-    const fresh = unwritten.get(machine);
-    let ok: boolean;
-    try {
-      ok = await writeRun({
-        run: { ...machine.run },
-        lease,
-        // A new run's first write inserts it with all of its nodes, the pending ones too.
-        nodes: fresh ? [...machine.nodes.values()] : changes.nodes,
-        at,
-        ended,
-        create: fresh?.row,
-      });
-    } catch (err) {
-      // A failed first write: the event comes again, and this copy must never be written later.
-      if (fresh) {
-        endFirstWrite(machine, false);
-        fresh.failed(err);
-      }
-      throw err;
-    }
-    if (fresh) {
-      endFirstWrite(machine, ok);
-      fresh.written(ok);
-      if (!ok) throw new Dropped();
-    }
-    if (!ok) throw new LeaseLost(`run ${machine.run.id} is no longer held by this worker`);
-    countFinishedNodes(changes.nodes, deps.metrics);
-  }
-
-  /** A new run's first write is over: one that did not create the run is never written again. */
-  function endFirstWrite(machine: RunMachine, created: boolean) {
-    unwritten.delete(machine);
-    if (!created) dropped.add(machine);
-  }
-
   function heartbeat(runId: string): () => void {
     return lease.heartbeat(
       (until) => store.write((db) => runs.renewLease(db, runId, workerId, until, iso(clock.now()))),
@@ -262,7 +187,7 @@ export function createWorkflowEngine(deps: EngineDeps): WorkflowEngine {
     try {
       for (;;) {
         // A new run whose first write did not create it stops here (its failed attempt included).
-        if (dropped.has(machine)) throw new Dropped();
+        if (writes.dropped(machine)) throw new Dropped();
         const step = machine.advance(
           clock.now(),
           calls.size === 0 ? NOTHING_IN_FLIGHT : new Set(calls.keys()),
@@ -299,7 +224,7 @@ export function createWorkflowEngine(deps: EngineDeps): WorkflowEngine {
           if (step.invokes.length > 0) {
             // Every ACTION slot of this worker is taken: wait for one to free. A new run is written
             // first: its event's hand-over waits for that write, not for a slot.
-            if (unwritten.has(machine)) await persist(machine, held());
+            if (writes.unwritten(machine)) await persist(machine, held());
             await actionSlots.free();
             continue;
           }
@@ -326,12 +251,9 @@ export function createWorkflowEngine(deps: EngineDeps): WorkflowEngine {
         signalled = false;
       }
     } catch (err) {
-      const fresh = unwritten.get(machine);
-      if (fresh) {
+      if (writes.abandon(machine, err)) {
         // Nothing of the run is stored: its event's hand-over fails, and the event comes again.
-        unwritten.delete(machine);
-        fresh.failed(err);
-      } else if (err instanceof Dropped || dropped.has(machine)) {
+      } else if (err instanceof Dropped || writes.dropped(machine)) {
         // Its first write did not create it (another hand-over did, or the write failed and the
         // event comes again); nothing of this copy reached anyone.
       } else if (err instanceof LeaseLost)
@@ -345,8 +267,7 @@ export function createWorkflowEngine(deps: EngineDeps): WorkflowEngine {
         );
       ended?.abort();
     } finally {
-      unwritten.get(machine)?.failed(new Error('the run stopped before its first write'));
-      unwritten.delete(machine);
+      writes.abandon(machine, new Error('the run stopped before its first write'));
       stopBeat?.();
       // Calls abandoned above settle on their own; the slots they hold are given back then.
       if (calls.size > 0) await Promise.allSettled([...calls.values()]);
@@ -372,10 +293,9 @@ export function createWorkflowEngine(deps: EngineDeps): WorkflowEngine {
    */
   function startNow(machine: RunMachine, row: WorkflowRunTable): Promise<boolean> | null {
     if (stopping || inFlight.size >= capacity) return null;
-    return new Promise<boolean>((resolve, reject) => {
-      unwritten.set(machine, { row, written: resolve, failed: reject });
-      launch(machine);
-    });
+    const written = writes.first(machine, row);
+    launch(machine);
+    return written;
   }
 
   function launch(machine: RunMachine): void {

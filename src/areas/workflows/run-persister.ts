@@ -1,0 +1,132 @@
+import { type Clock, iso } from '../../lib/clock.js';
+import type { RunMachine } from './machine.js';
+import type { WorkflowMetrics } from './metrics.js';
+import { countFinishedNodes } from './reporting.js';
+import { runEndedEvent } from './run-events.js';
+import type { RunWrite } from './store.js';
+import type { WorkflowRunTable } from './tables.js';
+
+/** The run is no longer this worker's: another worker took it after the lease ran out. */
+export class LeaseLost extends Error {}
+/**
+ * A new run this engine no longer drives: its first write found the run written already (the event
+ * was handed over twice), or failed (the event's hand-over failed, and the event comes again).
+ */
+export class Dropped extends Error {}
+
+/** A run routed here and not written yet: its row, and the router waiting for its first write. */
+interface Unwritten {
+  row: WorkflowRunTable;
+  written(created: boolean): void;
+  failed(err: unknown): void;
+}
+
+type Lease = { wake_at: string | null; locked_by: string | null };
+
+export interface RunPersisterDeps {
+  clock: Clock;
+  metrics: WorkflowMetrics;
+  /** The engine's batched write of one run's changes (run-writer.ts): false when the lease was lost. */
+  writeRun(item: RunWrite): Promise<boolean>;
+  /** Whether a run that ended with `status` publishes its end event (run-events.ts). */
+  publishesEnd(status: string): Promise<boolean>;
+}
+
+/**
+ * How the engine writes runs (docs/workflows.md "Durability"): each write takes the run's changes up
+ * to its turn, under a lease, and the writes of one run are serialised. A new run handed over by the
+ * router (`first`) is not written until its first persist point: that write inserts it with all its
+ * nodes, and answers the router. A new run whose first write did not create it is `dropped`: nothing
+ * more of it is ever written.
+ */
+export function createRunPersister(deps: RunPersisterDeps) {
+  const unwritten = new WeakMap<RunMachine, Unwritten>();
+  const dropped = new WeakSet<RunMachine>();
+  const persisting = new WeakMap<RunMachine, Promise<void>>();
+
+  /** A new run's first write is over: one that did not create the run is never written again. */
+  function endFirstWrite(machine: RunMachine, created: boolean) {
+    unwritten.delete(machine);
+    if (!created) dropped.add(machine);
+  }
+
+  async function write(machine: RunMachine, lease: Lease) {
+    // Decided before the write's transaction (the interest check may read the store).
+    const ended =
+      machine.run.status !== 'running' && (await deps.publishesEnd(machine.run.status))
+        ? runEndedEvent(machine.run, {
+            subscriptionId: machine.plan.subscriptionId,
+            graphVersion: machine.plan.version,
+            event: machine.event,
+          })
+        : undefined;
+    const changes = machine.takeChanges();
+    const at = iso(deps.clock.now());
+    if (dropped.has(machine)) throw new Dropped();
+    const fresh = unwritten.get(machine);
+    let ok: boolean;
+    try {
+      ok = await deps.writeRun({
+        run: { ...machine.run },
+        lease,
+        // A new run's first write inserts it with all of its nodes, the pending ones too.
+        nodes: fresh ? [...machine.nodes.values()] : changes.nodes,
+        at,
+        ended,
+        create: fresh?.row,
+      });
+    } catch (err) {
+      // A failed first write: the event comes again, and this copy must never be written later.
+      if (fresh) {
+        endFirstWrite(machine, false);
+        fresh.failed(err);
+      }
+      throw err;
+    }
+    if (fresh) {
+      endFirstWrite(machine, ok);
+      fresh.written(ok);
+      if (!ok) throw new Dropped();
+    }
+    if (!ok) throw new LeaseLost(`run ${machine.run.id} is no longer held by this worker`);
+    countFinishedNodes(changes.nodes, deps.metrics);
+  }
+
+  return {
+    /**
+     * Writes the run's changes under `lease`. The writes of one run are serialised: branches running
+     * side by side each persist their attempts, and a later write must never commit before an earlier
+     * one (each takes the changes made up to its own turn).
+     */
+    persist(machine: RunMachine, lease: Lease): Promise<void> {
+      const previous = persisting.get(machine);
+      // The common case (one branch, or nothing written yet) writes at once: no chain to join.
+      const next = previous
+        ? previous.catch(() => {}).then(() => write(machine, lease))
+        : write(machine, lease);
+      persisting.set(machine, next);
+      return next;
+    },
+    /** A new run to be written at its first persist point; answers whether that write created it. */
+    first(machine: RunMachine, row: WorkflowRunTable): Promise<boolean> {
+      return new Promise<boolean>((resolve, reject) => {
+        unwritten.set(machine, { row, written: resolve, failed: reject });
+      });
+    },
+    /** Whether the run is new and not written yet. */
+    unwritten: (machine: RunMachine) => unwritten.has(machine),
+    /** Whether the run was new and its first write did not create it. */
+    dropped: (machine: RunMachine) => dropped.has(machine),
+    /**
+     * The run's drive ended: a new run still unwritten fails its hand-over (nothing of it is stored,
+     * and the event comes again). Answers whether it was one.
+     */
+    abandon(machine: RunMachine, err: unknown): boolean {
+      const fresh = unwritten.get(machine);
+      if (!fresh) return false;
+      endFirstWrite(machine, false);
+      fresh.failed(err);
+      return true;
+    },
+  };
+}

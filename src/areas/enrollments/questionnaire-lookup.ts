@@ -51,6 +51,17 @@ export interface QuestionnaireLookup {
    * yet committed waits for the write. Checks that must still hold at commit are made on these.
    */
   lockActive(tx: Tx, ids: readonly string[]): Promise<QuestionnaireRecord[]>;
+  /**
+   * One active questionnaire held like `lockActive`, answered from the questionnaires area's memory
+   * when it has read it before (`remembered`); the hold then fails the transaction, at its commit or
+   * at once, if the row changed since (`changedWhileHeld`), and the caller runs it again `fresh`.
+   */
+  holdActive(
+    tx: Tx,
+    id: string,
+    opts: { fresh: boolean },
+  ): Promise<{ questionnaire: QuestionnaireRecord | undefined; remembered: boolean }>;
+  changedWhileHeld(err: unknown): boolean;
   /** What `principal` may see and change of the catalogue (one role lookup). */
   accessOf(principal: Pick<Principal, 'userId'>): Promise<RecordAccess>;
 }

@@ -1,3 +1,4 @@
+import { sql } from 'kysely';
 import { findActive, findWhere } from '../../db/audit.js';
 import { prepared } from '../../db/prepared.js';
 import type { Db, Tx } from '../../db/store.js';
@@ -92,6 +93,35 @@ export async function lockActiveQuestionnaires(tx: Tx, ids: readonly string[]): 
   if (ids.length === 0) return [];
   const { rows } = await lockActiveStatement.execute(tx.db, [...new Set(ids)]);
   return rows.map(toQuestionnaire);
+}
+
+// `1 / count(*)`: 1 while the row is as remembered, a division by zero once it changed or went (on
+// PostgreSQL an error that fails the transaction; on SQLite null). FOR SHARE sits in the sub-select,
+// the one place PostgreSQL allows it beside an aggregate.
+const holdUnchangedStatement = prepared((db, dialect, id: string, sequence: number) =>
+  sql<{ held: number | string | null }>`select 1 / count(*) as held from (select 1 from questionnaire
+    where id = ${id} and revision_sequence = ${sequence} and deleted_at is null${dialect === 'postgres' ? sql` for share` : sql``}) as unchanged`.compile(
+    db,
+  ),
+);
+
+/** SQLSTATE 22012 division_by_zero: how `holdUnchanged` fails a PostgreSQL transaction. */
+export const HOLD_FAILED_CODE = '22012';
+
+/**
+ * Holds an active questionnaire known to be at revision `sequence` until the transaction ends,
+ * without reading it back (held.ts). On PostgreSQL the statement is queued: it leaves with the
+ * transaction's commit and, if the row changed or went meanwhile, fails the transaction (SQLSTATE
+ * `HOLD_FAILED_CODE`), so nothing the transaction wrote is kept. On SQLite, which serialises write
+ * transactions and has no round trips, it runs at once and answers false instead.
+ */
+export async function holdUnchanged(tx: Tx, id: string, sequence: number): Promise<boolean> {
+  if (tx.dialect === 'postgres') {
+    await holdUnchangedStatement.queue(tx.db, id, sequence);
+    return true;
+  }
+  const { rows } = await holdUnchangedStatement.execute(tx.db, id, sequence);
+  return rows[0]?.held !== null && rows[0]?.held !== undefined;
 }
 
 export async function insertQuestionnaire(tx: Tx, row: QuestionnaireTable): Promise<void> {

@@ -9,6 +9,7 @@ import type { Access, CatalogueAccess, Viewer } from './access.js';
 import { answersSchemaProblem } from './answers-schema.js';
 import { createChangeWriter, questionnaireNotFound as notFound } from './changes.js';
 import * as folderStore from './folder-store.js';
+import { createHeldQuestionnaires, type Held } from './held.js';
 import type { QuestionnaireFilters, RevisionFilters } from './questionnaire-store.js';
 import * as questionnaireStore from './questionnaire-store.js';
 import type { JsonObject, Questionnaire, QuestionnaireRevision } from './records.js';
@@ -70,6 +71,10 @@ export interface QuestionnaireService {
   getMany(ids: readonly string[]): Promise<Questionnaire[]>;
   /** For another area's write: the active questionnaires among `ids`, held until `tx` commits. */
   lockActive(tx: Tx, ids: readonly string[]): Promise<Questionnaire[]>;
+  /** One active questionnaire held for another area's write, from memory when it can be (held.ts). */
+  holdActive(tx: Tx, id: string, opts: { fresh: boolean }): Promise<Held>;
+  /** Whether a transaction failed because a questionnaire `holdActive` remembered had changed. */
+  changedWhileHeld(err: unknown): boolean;
   /** An active questionnaire as `principal` may see it. */
   getFor(principal: Principal, id: string): Promise<Questionnaire>;
   /** The permission rules as other areas apply them to records of questionnaires. */
@@ -103,6 +108,7 @@ export function createQuestionnaireService(deps: QuestionnaireServiceDeps): Ques
   const now = () => iso(deps.clock.now());
 
   const { insertNew, change, requireTargetFolder } = createChangeWriter(deps);
+  const held = createHeldQuestionnaires();
 
   /** An active questionnaire the viewer can see at `level` (else its 404, or 403 for a lower level). */
   async function visible(v: Viewer, id: string, level: 'VIEW' | 'EDIT' | 'MANAGE'): Promise<Questionnaire> {
@@ -183,6 +189,9 @@ export function createQuestionnaireService(deps: QuestionnaireServiceDeps): Ques
     async lockActive(tx: Tx, ids: readonly string[]): Promise<Questionnaire[]> {
       return questionnaireStore.lockActiveQuestionnaires(tx, ids);
     },
+
+    holdActive: held.holdActive,
+    changedWhileHeld: held.changedWhileHeld,
 
     /** An active questionnaire as `principal` may see it (permission rules applied). */
     async getFor(principal: Principal, id: string): Promise<Questionnaire> {

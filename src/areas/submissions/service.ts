@@ -80,9 +80,18 @@ export function createSubmissionService(deps: SubmissionDeps): SubmissionService
   const { store, clock, events } = deps;
   const now = () => iso(clock.now());
 
-  /** The questionnaire to answer, read and held inside the submission's transaction; PUBLISHED only. */
-  async function publishedQuestionnaire(tx: Tx, id: string): Promise<QuestionnaireRecord> {
-    const [q] = await deps.questionnaires.lockActive(tx, [id]);
+  /**
+   * The questionnaire to answer, held inside the submission's transaction; PUBLISHED only. From the
+   * questionnaires area's memory unless `fresh` (its `holdActive`): `onRemembered` is told so.
+   */
+  async function publishedQuestionnaire(
+    tx: Tx,
+    id: string,
+    fresh: boolean,
+    onRemembered: () => void,
+  ): Promise<QuestionnaireRecord> {
+    const { questionnaire: q, remembered } = await deps.questionnaires.holdActive(tx, id, { fresh });
+    if (remembered) onRemembered();
     if (!q)
       throw new AppError('QUESTIONNAIRE.NOT_FOUND', 'Questionnaire not found', { questionnaire_id: id });
     if (q.status !== 'PUBLISHED') {
@@ -184,11 +193,37 @@ export function createSubmissionService(deps: SubmissionDeps): SubmissionService
   const submitAnonymous = (principal: Principal, input: Omit<SubmitInput, 'enrollment_id'>) =>
     create(principal, input, true);
 
-  /** A new submission and its event, in one transaction. */
+  /**
+   * A new submission and its event, in one transaction. When the questionnaire came from memory, a
+   * refusal made on it (it may be out of date) or the hold finding it changed is not the answer: the
+   * transaction runs once more on the row as it is now, with the same id.
+   */
   async function create(principal: Principal, input: SubmitInput, anonymous: boolean): Promise<Submission> {
     const id = newId();
+    let remembered = false;
+    const once = (fresh: boolean) =>
+      createOnce(principal, input, anonymous, id, fresh, () => {
+        remembered = true;
+      });
+    try {
+      return await once(false);
+    } catch (err) {
+      const onMemory = deps.questionnaires.changedWhileHeld(err) || (remembered && err instanceof AppError);
+      if (!onMemory) throw err;
+      return once(true);
+    }
+  }
+
+  async function createOnce(
+    principal: Principal,
+    input: SubmitInput,
+    anonymous: boolean,
+    id: string,
+    fresh: boolean,
+    onRemembered: () => void,
+  ): Promise<Submission> {
     const row = await store.transaction(async (tx) => {
-      const q = await publishedQuestionnaire(tx, input.questionnaire_id);
+      const q = await publishedQuestionnaire(tx, input.questionnaire_id, fresh, onRemembered);
       validateAnswers(q, input.answers);
       if (!anonymous) {
         if (input.enrollment_id !== undefined) {

@@ -70,6 +70,22 @@ export async function questionnaire(
 }
 
 /** A folder or questionnaire grant made over HTTP (`folder_id` or `questionnaire_id`, `user_id` or `role_id`). */
+/** An enrollment of `userId` into `questionnaireIds` by `by`, with no consent step (200 checked). */
+export async function enrolled(
+  t: TestApp,
+  by: TestPrincipal,
+  userId: string,
+  questionnaireIds: string[],
+): Promise<{ id: string }> {
+  const e = await call(t, by, 'POST', '/enrollment', {
+    user_id: userId,
+    questionnaire_ids: questionnaireIds,
+    consent_required: false,
+  });
+  expect(e.status, JSON.stringify(e.body)).toBe(200);
+  return e.body as { id: string };
+}
+
 export async function grant(
   t: TestApp,
   by: TestPrincipal,

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { manualClock } from '../../src/lib/clock.js';
-import { beforeNextWrite, call, eventsOf, questionnaire } from '../enrollments/fixtures.js';
+import { beforeNextWrite, call, enrolled, eventsOf, questionnaire } from '../enrollments/fixtures.js';
 import type { TestApp } from '../helpers/app.js';
 import { startTestApp } from '../helpers/app.js';
 import { admin, apiKey, responder, type TestPrincipal } from '../helpers/auth.js';
@@ -85,14 +85,9 @@ describe(`submission preconditions hold at commit (${dialectName})`, () => {
   it('an enrollment terminated before the write: 409 ENROLLMENT.NOT_ACTIVE', async () => {
     const q = await questionnaire(t, boss);
     const r = await responder(t);
-    const e = await call(t, boss, 'POST', '/enrollment', {
-      user_id: r.userId,
-      questionnaire_ids: [q.id],
-      consent_required: false,
-    });
-    expect(e.status).toBe(200);
+    const e = await enrolled(t, boss, r.userId, [q.id]);
     beforeNextWrite(t, async () => {
-      const ended = await call(t, boss, 'PATCH', `/enrollment/${e.body.id}`, {
+      const ended = await call(t, boss, 'PATCH', `/enrollment/${e.id}`, {
         status: 'TERMINATED_BY_PROVIDER',
       });
       expect(ended.status).toBe(200);
@@ -100,7 +95,7 @@ describe(`submission preconditions hold at commit (${dialectName})`, () => {
     const res = await call(t, r, 'POST', '/questionnaire_submission', {
       questionnaire_id: q.id,
       answers: {},
-      enrollment_id: e.body.id,
+      enrollment_id: e.id,
     });
     expect(res.status).toBe(409);
     expect(res.body.code).toBe('ENROLLMENT.NOT_ACTIVE');

@@ -1,6 +1,6 @@
 import type pg from 'pg';
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { call, lockWaiters, questionnaire, startWithRawSession } from '../enrollments/fixtures.js';
+import { call, enrolled, lockWaiters, questionnaire, startWithRawSession } from '../enrollments/fixtures.js';
 import type { TestApp } from '../helpers/app.js';
 import { responder, type TestPrincipal } from '../helpers/auth.js';
 import { describePg } from '../helpers/store.js';
@@ -28,23 +28,18 @@ describePg('submission write transactions hold what they checked (postgres)', ()
     it(`an archive of the questionnaire waits until an in-flight submission has committed (${remembered ? 'remembered' : 'read'})`, async () => {
       const q = await questionnaire(t, boss, { config: { allow_multiple_submissions: true } });
       const r = await responder(t);
-      const e = await call(t, boss, 'POST', '/enrollment', {
-        user_id: r.userId,
-        questionnaire_ids: [q.id],
-        consent_required: false,
-      });
-      expect(e.status).toBe(200);
+      const e = await enrolled(t, boss, r.userId, [q.id]);
       if (remembered) {
-        const earlier = { questionnaire_id: q.id, answers: {}, enrollment_id: e.body.id };
+        const earlier = { questionnaire_id: q.id, answers: {}, enrollment_id: e.id };
         expect((await call(t, r, 'POST', '/questionnaire_submission', earlier)).status).toBe(200);
       }
       await raw.query('begin');
       try {
-        await raw.query('select id from enrollment where id = $1 for update', [e.body.id]);
+        await raw.query('select id from enrollment where id = $1 for update', [e.id]);
         const submit = call(t, r, 'POST', '/questionnaire_submission', {
           questionnaire_id: q.id,
           answers: {},
-          enrollment_id: e.body.id,
+          enrollment_id: e.id,
         });
         await lockWaiters(raw, 1); // the submission, paused inside its write
         const archive = call(t, boss, 'POST', `/questionnaire/${q.id}/archive`);

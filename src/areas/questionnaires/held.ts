@@ -20,8 +20,10 @@ class HeldQuestionnaireChanged extends Error {
 }
 
 /**
- * The questionnaire a submission answers, held inside its transaction (docs/platform.md
- * "Submissions", docs/performance.md "The submission's questionnaire, from memory").
+ * The questionnaire a submission answers, held inside its transaction (docs/platform.md,
+ * Questionnaires "Endpoints" and Submissions "Checks hold at commit"; docs/performance.md "What was
+ * changed because of it"). A change made in this process is not forgotten here: like any other
+ * process's, it is found by the check, and costs one transaction run again.
  *
  * Reading it costs PostgreSQL a round trip of its own before the inserts, the request's second one.
  * So the row, once read, is remembered here by id, and later holds send only a check with the

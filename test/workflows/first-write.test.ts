@@ -133,4 +133,24 @@ describe(`a new run's first write (${dialectName})`, () => {
     await settle(one);
     expect((await runsOf(a, wf.id)).map((r) => r.status)).toEqual(['completed', 'completed']);
   });
+
+  it('runs waiting for the one ACTION slot take it one at a time, in the order they asked', async () => {
+    const wf = await actionWorkflow('hang', { ms: 50 });
+    const subjects: string[] = [];
+    for (let i = 0; i < 5; i++) subjects.push((await publish(one)).subject as string);
+    while (await job(one, 'outbox').run()) {}
+    await settle(one);
+    const runs = await runsOf(a, wf.id);
+    expect(runs.map((r) => r.status)).toEqual(Array(5).fill('completed'));
+    const calls = await Promise.all(
+      runs.map(async (r) => ({ subject: r.trigger_event.subject, ...(await nodesOf(a, r.id)).call })),
+    );
+    // By start: the events' order, each call started after the one before it had ended.
+    calls.sort((x, y) => Date.parse(x.started_at) - Date.parse(y.started_at));
+    expect(calls.map((c) => c.subject)).toEqual(subjects);
+    for (let i = 1; i < calls.length; i++) {
+      expect(Date.parse(calls[i].started_at)).toBeGreaterThanOrEqual(Date.parse(calls[i - 1].completed_at));
+      expect(calls[i].attempts).toBe(1);
+    }
+  });
 });

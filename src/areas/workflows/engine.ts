@@ -180,6 +180,8 @@ export function createWorkflowEngine(deps: EngineDeps): WorkflowEngine {
     let stopBeat: (() => void) | undefined;
     let signalled = false;
     let wakeDrive: (() => void) | undefined;
+    /** A slot handed to this run after it waited for one: its next call's, or given back at the end. */
+    let reserved = false;
     const poke = () => {
       signalled = true;
       wakeDrive?.();
@@ -201,7 +203,9 @@ export function createWorkflowEngine(deps: EngineDeps): WorkflowEngine {
         }
         let started = false;
         for (const inv of step.invokes) {
-          if (calls.size >= runParallelism || !actionSlots.take()) break;
+          if (calls.size >= runParallelism) break;
+          if (reserved) reserved = false;
+          else if (!actionSlots.take()) break;
           started = true;
           ended ??= new AbortController();
           stopBeat ??= heartbeat(machine.run.id);
@@ -222,10 +226,11 @@ export function createWorkflowEngine(deps: EngineDeps): WorkflowEngine {
         }
         if (calls.size === 0) {
           if (step.invokes.length > 0) {
-            // Every ACTION slot of this worker is taken: wait for one to free. A new run is written
+            // Every ACTION slot of this worker is taken: wait for one, in turn. A new run is written
             // first: its event's hand-over waits for that write, not for a slot.
             if (writes.unwritten(machine)) await persist(machine, held());
-            await actionSlots.free();
+            await actionSlots.acquire();
+            reserved = true;
             continue;
           }
           if (step.wakeAt === null) throw new Error('the run has nothing to run and nothing to wait for');
@@ -268,6 +273,7 @@ export function createWorkflowEngine(deps: EngineDeps): WorkflowEngine {
       ended?.abort();
     } finally {
       writes.abandon(machine, new Error('the run stopped before its first write'));
+      if (reserved) actionSlots.give();
       stopBeat?.();
       // Calls abandoned above settle on their own; the slots they hold are given back then.
       if (calls.size > 0) await Promise.allSettled([...calls.values()]);
@@ -277,9 +283,17 @@ export function createWorkflowEngine(deps: EngineDeps): WorkflowEngine {
   const hydrate = (rows: WorkflowRunTable[]) =>
     resumeRuns(rows, { store, clock, log, planOf, writeRun: (w) => writeRun(w) });
 
-  /** Runs being driven by this process (at most `capacity`). */
+  /** Runs being driven by this process. */
   const inFlight = new Set<Promise<void>>();
+  // Two budgets, so neither kind crowds out the other: runs claimed from the store (due runs:
+  // resumes, timers, other processes' leftovers) up to `capacity`, and new runs the router hands
+  // over in memory up to `handedCapacity`. With one budget, a burst of claims left no room for
+  // new runs, which were then written pending and claimed back (three writes more per run), and
+  // those claims filled the room again: under load most runs took that path.
   const capacity = batchSize;
+  const handedCapacity = batchSize * 4;
+  let claimedInFlight = 0;
+  let handedInFlight = 0;
   const pollMs = deps.pollIntervalMs ?? 1000;
   const claims = new ClaimGate(deps.wakeups, WORKFLOWS_JOB, pollMs);
   let progress: (() => void) | undefined;
@@ -292,14 +306,18 @@ export function createWorkflowEngine(deps: EngineDeps): WorkflowEngine {
    * write created it; null when there is no room (the router then creates it pending and due).
    */
   function startNow(machine: RunMachine, row: WorkflowRunTable): Promise<boolean> | null {
-    if (stopping || inFlight.size >= capacity) return null;
+    if (stopping || handedInFlight >= handedCapacity) return null;
     const written = writes.first(machine, row);
-    launch(machine);
+    launch(machine, 'handed');
     return written;
   }
 
-  function launch(machine: RunMachine): void {
+  function launch(machine: RunMachine, from: 'claimed' | 'handed'): void {
+    if (from === 'claimed') claimedInFlight++;
+    else handedInFlight++;
     const p: Promise<void> = drive(machine).finally(() => {
+      if (from === 'claimed') claimedInFlight--;
+      else handedInFlight--;
       inFlight.delete(p);
       poke();
     });
@@ -314,7 +332,7 @@ export function createWorkflowEngine(deps: EngineDeps): WorkflowEngine {
    * are driven at once (`startNow`).
    */
   async function step(): Promise<boolean> {
-    const room = capacity - inFlight.size;
+    const room = capacity - claimedInFlight;
     let more = false;
     if (room > 0) {
       const nowMs = clock.now().getTime();
@@ -326,11 +344,11 @@ export function createWorkflowEngine(deps: EngineDeps): WorkflowEngine {
         const due = await store.write((db) => runs.claimDue(db, workerId, now, leaseUntil, room));
         claims.claimed(due.length, room);
         more = claims.more;
-        for (const m of await hydrate(due)) launch(m);
+        for (const m of await hydrate(due)) launch(m, 'claimed');
       }
     }
     if (inFlight.size === 0) return more;
-    const atCapacity = inFlight.size >= capacity;
+    const atCapacity = claimedInFlight >= capacity;
     await new Promise<void>((resolve) => {
       const done = () => {
         clearTimeout(poll);

@@ -56,7 +56,7 @@ export interface EngineDeps {
   leaseMs: number;
   /** How often the job looks for due runs written by other processes. */
   pollIntervalMs?: number;
-  /** Runs driven per step. */
+  /** Runs claimed from the store driven at once (64); new runs handed over get four times as many. */
   batchSize?: number;
   /** ACTIONs of one run in flight at once (SVC_WORKFLOW_RUN_PARALLELISM). */
   runParallelism?: number;

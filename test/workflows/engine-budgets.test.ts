@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestApp, type TestApp } from '../helpers/app.js';
 import { dialectName, sharedDatabase, type TestDatabase } from '../helpers/store.js';
-import { type Api, api, job, pluginInstance, publish, runsOf, workflow } from './helpers.js';
+import { type Api, api, job, pluginInstance, publish, runsOf, settle, workflow } from './helpers.js';
 import { wftestPluginDir } from './plugin.js';
 
 /**
@@ -77,15 +77,6 @@ describe(`the workflow engine's claim and hand-over budgets (${dialectName})`, (
     return subjects;
   }
 
-  /** Steps the engine until every run of the workflow has ended. */
-  async function finishAll(): Promise<void> {
-    for (let i = 0; i < 50; i++) {
-      const runs = await runsOf(a, wf.id);
-      if (runs.every((r) => r.status !== 'running')) return;
-      await job(engine, 'workflows').run();
-    }
-  }
-
   it('a claim budget full of claimed runs still drives a new run at once', async () => {
     const engineId = engine.ctx.services.workflowEngine.workerId;
     const left = await routed(other, CLAIM_BUDGET);
@@ -106,7 +97,7 @@ describe(`the workflow engine's claim and hand-over budgets (${dialectName})`, (
     expect((await runsBySubject()).get(mine)).toEqual({ locked_by: engineId, call: 'running' });
 
     await stepping;
-    await finishAll();
+    await settle(engine);
     const runs = await runsOf(a, wf.id);
     expect(runs).toHaveLength(CLAIM_BUDGET + 1);
     expect(runs.every((r) => r.status === 'completed')).toBe(true);
@@ -130,7 +121,7 @@ describe(`the workflow engine's claim and hand-over budgets (${dialectName})`, (
     expect((await runsBySubject()).get(left)).toEqual({ locked_by: engineId, call: 'running' });
 
     await stepping;
-    await finishAll();
+    await settle(engine);
     expect((await runsOf(a, wf.id)).every((r) => r.status === 'completed')).toBe(true);
   });
 });

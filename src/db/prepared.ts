@@ -1,4 +1,11 @@
-import { type Compilable, type CompiledQuery, type Kysely, PostgresAdapter, type QueryResult } from 'kysely';
+import {
+  type Compilable,
+  type CompiledQuery,
+  type Kysely,
+  PostgresAdapter,
+  type QueryResult,
+  RawNode,
+} from 'kysely';
 import { QUEUED } from './pg-pipeline.js';
 import type { Database } from './schema.js';
 import type { Db, Dialect } from './store.js';
@@ -8,11 +15,22 @@ type Leaf = string | number | bigint | boolean | null | undefined | Uint8Array;
 /** An argument: a value, a list of values (`in`), a row, or rows (`values`); checked as it is walked. */
 type Arg = unknown;
 
+/**
+ * One shape of a statement, kept for as long as the process runs: only what binding needs. Kysely's
+ * operation tree and the compile-time parameters are not kept: for a batch of 256 rows they held
+ * thousands of nodes and strings per shape, some 45 MB of the worker thread's live heap under load
+ * (docs/performance.md "Memory").
+ */
 interface Compiled {
   sql: string;
-  /** For each parameter, the index of the call's value it takes, or -1 for a constant of the statement. */
-  slots: number[];
+  /**
+   * For each parameter, the index of the call's value it takes, or -1 for a constant of the
+   * statement; null when the parameters are the call's values in order (most inserts).
+   */
+  slots: Int32Array | null;
+  /** The statement's own constants, in the order they occur among its parameters. */
   constants: unknown[];
+  /** A stand-in for Kysely's operation tree, which no driver reads when a compiled query is executed. */
   query: CompiledQuery['query'];
   queryId: CompiledQuery['queryId'];
 }
@@ -35,31 +53,51 @@ const isRow = (x: unknown): x is Record<string, unknown> =>
 /**
  * Walks the arguments in one fixed order: each value goes through `leaf`, and the shape (list
  * lengths, row keys, which values are undefined) is written into the key, so two calls with one key
- * build the same SQL. With `keep`, it also answers the arguments with each value replaced by what
+ * build the same SQL. A row of the same shape as the row before it adds only to a count, so a batch's
+ * key stays short. With `keep`, it also answers the arguments with each value replaced by what
  * `leaf` answered (for compiling); a call that only binds skips building that copy.
  */
 function walk(args: readonly Arg[], leaf: (v: Leaf) => Leaf, keep: boolean): { key: string; mapped: Arg[] } {
   // Rows are plain objects of plain values; anything else (an expression, a Date) is refused.
   let key = '';
+  let previousRow: string | undefined;
+  let repeats = 0;
+  const endRepeats = () => {
+    if (repeats > 0) key += `*${repeats}`;
+    repeats = 0;
+    previousRow = undefined;
+  };
   const value = (v: unknown): Leaf => {
     if (v !== null && typeof v === 'object' && !(v instanceof Uint8Array))
       throw new TypeError('a prepared statement binds plain values only');
-    key += v === undefined ? 'u' : '.';
     return v === undefined ? undefined : leaf(v as Leaf);
   };
   const row = (r: Record<string, unknown>) => {
     const out: Record<string, Leaf> | undefined = keep ? {} : undefined;
+    let shape = '';
     for (const k in r) {
-      key += `${k}=`;
-      const v = value(r[k]);
-      if (out) out[k] = v;
+      const v = r[k];
+      shape += v === undefined ? `${k}=u,` : `${k}=,`;
+      const mapped = value(v);
+      if (out) out[k] = mapped;
     }
-    key += ';';
+    if (shape === previousRow) repeats++;
+    else {
+      endRepeats();
+      key += `{${shape}}`;
+      previousRow = shape;
+    }
     return out;
   };
-  const one = (x: unknown) => (isRow(x) ? row(x) : value(x));
+  const one = (x: unknown) => {
+    if (isRow(x)) return row(x);
+    endRepeats();
+    key += x === undefined ? 'u' : '.';
+    return value(x);
+  };
   const mapped: Arg[] = [];
   for (const a of args) {
+    endRepeats();
     if (Array.isArray(a)) {
       key += `[${a.length}`;
       if (keep) mapped.push(a.map(one));
@@ -70,7 +108,20 @@ function walk(args: readonly Arg[], leaf: (v: Leaf) => Leaf, keep: boolean): { k
       if (keep) mapped.push(m);
     }
   }
+  endRepeats();
   return { key, mapped };
+}
+
+/** The parameters of one call: its values, placed among the statement's own constants. */
+function parametersOf(c: Compiled, values: Leaf[]): readonly unknown[] {
+  if (!c.slots) return values;
+  const parameters = new Array<unknown>(c.slots.length);
+  let constant = 0;
+  for (let i = 0; i < c.slots.length; i++) {
+    const slot = c.slots[i];
+    parameters[i] = slot === -1 ? c.constants[constant++] : values[slot];
+  }
+  return parameters;
 }
 
 /**
@@ -95,12 +146,13 @@ export function prepared<A extends Arg[], R>(
     const built = build(db as Kysely<Database>, dialect, ...(mapped as A));
     const compiled = 'sql' in built ? built : built.compile(); // sql`…` templates compile themselves
     if (compiled.sql.includes(MARK)) throw new Error('a prepared statement put a value into its SQL text');
-    const slots = compiled.parameters.map(slotOf);
+    const slots = Int32Array.from(compiled.parameters, slotOf);
+    const inOrder = slots.length === n && slots.every((slot, i) => slot === i);
     return {
       sql: compiled.sql,
-      slots,
-      constants: [...compiled.parameters],
-      query: compiled.query,
+      slots: inOrder ? null : slots,
+      constants: compiled.parameters.filter((_, i) => slots[i] === -1),
+      query: RawNode.createWithSql(compiled.sql),
       queryId: compiled.queryId,
     };
   };
@@ -128,8 +180,12 @@ export function prepared<A extends Arg[], R>(
       // rather than letting an unusual caller grow the cache without end.
       if (byKey.size < MAX_SHAPES) byKey.set(key, c);
     }
-    const parameters = c.slots.map((slot, i) => (slot === -1 ? c.constants[i] : values[slot]));
-    return { sql: c.sql, parameters, query: c.query, queryId: c.queryId } as CompiledQuery<R>;
+    return {
+      sql: c.sql,
+      parameters: parametersOf(c, values),
+      query: c.query,
+      queryId: c.queryId,
+    } as CompiledQuery<R>;
   };
 
   return {

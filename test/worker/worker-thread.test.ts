@@ -162,13 +162,23 @@ describe(`svc serve with its worker in a thread (${dialectName})`, () => {
     );
     expect(received.sort((x, y) => x - y)).toEqual(Array.from({ length: EVENTS }, (_, n) => 2 * n));
 
-    const metrics = await (await fetch(`${serve.address}/metrics`)).text();
+    let metrics = '';
     const value = (name: string) =>
       metrics
         .split('\n')
         .filter((l) => l.startsWith(name))
         .reduce((sum, l) => sum + Number(l.split(' ').at(-1)), 0);
-    // The drain runs only in the thread: its settlements reach /metrics all the same.
+    // The drain runs only in the thread: its settlements reach /metrics all the same. A task is
+    // settled after its run's first write, in a batch of its own, so the last settlements may
+    // follow the last calls (seen on a loaded CI machine): read until they are all there.
+    await eventually(
+      async () => {
+        metrics = await (await fetch(`${serve.address}/metrics`)).text();
+        return value('svc_outbox_tasks_settled_total') >= EVENTS;
+      },
+      20_000,
+      `${EVENTS} outbox settlements on /metrics`,
+    );
     expect(value('svc_outbox_tasks_settled_total')).toBeGreaterThanOrEqual(EVENTS);
     // The process's own series once, not once per thread.
     expect(metrics.match(/^process_cpu_user_seconds_total /gm)).toHaveLength(1);

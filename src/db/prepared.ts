@@ -30,7 +30,10 @@ interface Compiled {
   slots: Int32Array | null;
   /** The statement's own constants, in the order they occur among its parameters. */
   constants: unknown[];
-  /** A stand-in for Kysely's operation tree, which no driver reads when a compiled query is executed. */
+  /**
+   * A stand-in for Kysely's operation tree, which no driver reads when a compiled query is executed
+   * (Kysely's SQLite driver reads it only to stream, which svc never does with a prepared statement).
+   */
   query: CompiledQuery['query'];
   queryId: CompiledQuery['queryId'];
 }

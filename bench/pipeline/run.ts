@@ -39,6 +39,8 @@ const { values } = parseArgs({
     connections: { type: 'string', default: '10,50' },
     seconds: { type: 'string', default: '15' },
     reps: { type: 'string', default: '3' },
+    // How long idle RSS is read after set-up (IDLE_WAIT_MS); shorter for quick experiments.
+    'idle-seconds': { type: 'string', default: '120' },
     // The request stage alone: svc serve with SVC_WORKER=false and no worker; executions are not waited for.
     'request-only': { type: 'boolean', default: false },
     // How an execution's cost grows with stored runs, subscriptions of other types and nodes per graph.
@@ -292,10 +294,10 @@ async function setUp(base: string, receiverUrl: string) {
  * holds the busy period: about 40 s after the last work on a bare `svc serve` (--trace-gc: the
  * reducing mark-compact at 40.6 s; 135-145 MiB before, 99-100 after), and 55 s for one thread and
  * 65 s for the other after the benchmark's set-up on a slower machine (2026-11-28, fifth session),
- * where a reading at 60 s caught neither. So RSS is read every 5 s for 120 s and idle is the lowest
- * reading; "after set-up" is the first.
+ * where a reading at 60 s caught neither. So RSS is read every 5 s for 120 s (`--idle-seconds`) and
+ * idle is the lowest reading; "after set-up" is the first.
  */
-const IDLE_WAIT_MS = 120_000;
+const IDLE_WAIT_MS = 1000 * Number(values['idle-seconds']);
 const IDLE_SAMPLE_MS = 5_000;
 
 const rssMiB = (pid: number) => {
@@ -563,7 +565,7 @@ if (values['cost-model']) {
 
 console.log(`pipeline: ${SECONDS} s windows, ${REPS} repetitions, medians (min–max)\n`);
 console.log(
-  '| store | conc | req/s | p50 / p99 ms | full exec/s | ceiling exec/s | % of ceiling | RSS idle / after set-up / peak MiB | CPU (cores) | CPU ms per exec: svc / PostgreSQL | statements / transactions per exec |',
+  '| store | conc | req/s | p50 / p99 ms (ceiling) | full exec/s | ceiling exec/s | % of ceiling | RSS idle / after set-up / peak MiB | CPU (cores) | CPU ms per exec: svc / PostgreSQL | statements / transactions per exec |',
 );
 console.log('|---|---|---|---|---|---|---|---|---|---|---|');
 for (const kind of values.store.split(',')) {
@@ -606,7 +608,7 @@ for (const kind of values.store.split(',')) {
       const perExec = (f: (x: Figures) => number) =>
         m((r) => (1000 * f(r)) / Math.max(1, r.execs)).toFixed(2);
       console.log(
-        `| ${kind} | ${connections} | ${m((r) => r.rps).toFixed(0)} | ${m((r) => r.p50)} / ${m((r) => r.p99)} | ` +
+        `| ${kind} | ${connections} | ${m((r) => r.rps).toFixed(0)} | ${m((r) => r.p50)} / ${m((r) => r.p99)} (${m((r) => r.p50, tops)} / ${m((r) => r.p99, tops)}) | ` +
           `**${m((r) => r.execs).toFixed(0)}** (${range(runs.map((r) => r.execs))}) | ${m((r) => r.execs, tops).toFixed(0)} | ` +
           `${median(pct).toFixed(1)}% (${range(pct, 1)}) | ${idle.toFixed(0)} / ${afterSetUp.toFixed(0)} / ${m((r) => r.rssPeak).toFixed(0)} | ${m((r) => r.cpu).toFixed(2)} | ` +
           `${perExec((r) => r.cpu)} / ${onPostgres ? perExec((r) => r.serverCpu) : '—'} | ` +

@@ -295,7 +295,7 @@ async function setUp(base: string, receiverUrl: string) {
  * reducing mark-compact at 40.6 s; 135-145 MiB before, 99-100 after), and 55 s for one thread and
  * 65 s for the other after the benchmark's set-up on a slower machine (2026-11-28, fifth session),
  * where a reading at 60 s caught neither. So RSS is read every 5 s for 120 s (`--idle-seconds`) and
- * idle is the lowest reading; "after set-up" is the first.
+ * idle is the lowest reading; "after set-up" is read 1 s after set-up, before them.
  */
 const IDLE_WAIT_MS = 1000 * Number(values['idle-seconds']);
 const IDLE_SAMPLE_MS = 5_000;

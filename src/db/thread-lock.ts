@@ -11,6 +11,10 @@ import type SQLite from 'better-sqlite3';
  * It only schedules: correctness stays with SQLite's own locks (a wait that runs out, or another
  * process's lock, falls back to busy_timeout). The word holds the owner's thread id + 1, so the
  * main thread can free it should a worker thread die holding it (`releaseFor`).
+ *
+ * A COMMIT's automatic checkpoint (every ~1,000 pages, several ms) runs under it too. Checkpoints
+ * outside it were measured and not kept: without one inside, the log never starts over under load
+ * (docs/performance.md, "Measured without gain").
  */
 export class ThreadWriteLock {
   private readonly cell: Int32Array;

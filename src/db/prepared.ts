@@ -127,6 +127,31 @@ function parametersOf(c: Compiled, values: Leaf[]): readonly unknown[] {
   return parameters;
 }
 
+const dialectOf = (db: Db): Dialect =>
+  db.getExecutor().adapter instanceof PostgresAdapter ? 'postgres' : 'sqlite';
+
+/**
+ * The rows of a multi-row statement, cut into the batches it runs in, each at most `max` rows.
+ *
+ * On SQLite every row count is a statement of its own in the connection's cache of prepared
+ * statements, and for hundreds of rows its program is hundreds of KB of native memory: batches of
+ * every size from 1 to `max` kept up to 256 such statements per connection, prepared again and again
+ * as they were evicted (docs/performance.md "Memory"). So on SQLite batches are cut into powers of
+ * two, the largest that fits first (37 rows: 32, 4, 1): a handful of shapes per statement, at the
+ * cost of a few more statements per batch, which SQLite runs without a round trip. On PostgreSQL,
+ * where each statement can be a round trip, a batch is cut only at `max`.
+ */
+export function* batches<T>(db: Db, rows: readonly T[], max: number): Generator<T[]> {
+  const powers = dialectOf(db) === 'sqlite';
+  const top = powers ? 2 ** Math.floor(Math.log2(max)) : max;
+  for (let i = 0; i < rows.length; ) {
+    const left = Math.min(rows.length - i, top);
+    const size = powers ? 2 ** Math.floor(Math.log2(left)) : left;
+    yield rows.slice(i, i + size);
+    i += size;
+  }
+}
+
 /**
  * A statement built with Kysely once per dialect and shape (the number of rows or ids, which columns
  * are set), then only re-bound with each call's values. Building and compiling through Kysely was 14%
@@ -143,7 +168,7 @@ export function prepared<A extends Arg[], R>(
   const cache = new WeakMap<object, Map<string, Compiled>>();
 
   const compileFor = (db: Db, args: A): Compiled => {
-    const dialect: Dialect = db.getExecutor().adapter instanceof PostgresAdapter ? 'postgres' : 'sqlite';
+    const dialect = dialectOf(db);
     let n = 0;
     const { mapped } = walk(args, () => sentinel(n++), true);
     const built = build(db as Kysely<Database>, dialect, ...(mapped as A));
@@ -203,7 +228,7 @@ export function prepared<A extends Arg[], R>(
      */
     queue: async (db: Db, ...args: A): Promise<void> => {
       const query = bind(db, args);
-      const postgres = db.getExecutor().adapter instanceof PostgresAdapter;
+      const postgres = dialectOf(db) === 'postgres';
       await db.executeQuery(postgres ? { ...query, sql: QUEUED + query.sql } : query);
     },
   };

@@ -1,6 +1,6 @@
 import { type Kysely, sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { prepared } from '../../src/db/prepared.js';
+import { batches, prepared } from '../../src/db/prepared.js';
 import { openStore, type Store } from '../../src/db/store.js';
 import { dialectName, sharedDatabase, type TestDatabase } from '../helpers/store.js';
 
@@ -108,6 +108,32 @@ describe(`prepared statements (${dialectName})`, () => {
     expect(stored.rows.map((r) => [r.id, r.n, r.note])).toEqual(
       batches.flat().map((r) => [r.id, r.n, r.note ?? leftOut]),
     );
+  });
+
+  it('cuts a batch into powers of two on SQLite and at the bound on PostgreSQL, each row once', async () => {
+    const rows: Probe[] = Array.from({ length: 237 }, (_, i) => ({
+      id: `batch-${String(i).padStart(3, '0')}`,
+      kind: 'probe',
+      n: i,
+      note: `row ${i}`,
+    }));
+    const sizes: number[] = [];
+    const before = store.activity.statements;
+    for (const batch of batches(store.db, rows, 100)) {
+      sizes.push(batch.length);
+      await insertProbes.execute(store.db, batch);
+    }
+    // SQLite keeps a prepared statement per row count: 64, 32, 8, 4 and 1 are five of the seven
+    // (1, 2, 4 … 64) any batch up to 100 can use, where every count from 1 to 100 would be a hundred.
+    expect(sizes).toEqual(dialectName === 'sqlite' ? [64, 64, 64, 32, 8, 4, 1] : [100, 100, 37]);
+    expect(store.activity.statements - before).toBe(sizes.length);
+    const stored = await probesOfKind.execute(
+      store.db,
+      rows.map((r) => r.id),
+      0,
+    );
+    expect(stored.rows.map((r) => [r.id, r.n, r.note])).toEqual(rows.map((r) => [r.id, r.n, r.note]));
+    expect([...batches(store.db, [], 100)]).toEqual([]);
   });
 
   it('inside a transaction, on its connection', async () => {

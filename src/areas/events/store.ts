@@ -1,5 +1,5 @@
 import { type Selectable, sql } from 'kysely';
-import { prepared } from '../../db/prepared.js';
+import { batches, prepared } from '../../db/prepared.js';
 import { type Db, updatedAny } from '../../db/store.js';
 import { paginate, whereTimeRanges } from '../../http/list.js';
 import type { CloudEvent } from './cloudevent.js';
@@ -25,10 +25,10 @@ export async function insertTask(db: Db, row: TaskRow): Promise<void> {
  */
 export async function insertNewTasks(db: Db, rows: TaskRow[]): Promise<Set<string>> {
   const written = new Set<string>();
-  for (let i = 0; i < rows.length; i += 100) {
+  for (const batch of batches(db, rows, 100)) {
     const out = await db
       .insertInto(TABLE)
-      .values(rows.slice(i, i + 100))
+      .values(batch)
       .onConflict((oc) => oc.column('event_id').doNothing())
       .returning('event_id')
       .execute();

@@ -1,6 +1,6 @@
 import type { Static } from '@sinclair/typebox';
 import { listActive, softDeleted, updateActive } from '../../db/audit.js';
-import { prepared } from '../../db/prepared.js';
+import { batches, prepared } from '../../db/prepared.js';
 import { type Db, type Tx, updatedAny } from '../../db/store.js';
 import type { ListResult, Page } from '../../http/list.js';
 import type { NodeType, RetryPolicy } from '../workflows/graph.js';
@@ -216,17 +216,9 @@ export async function insertGraph(
   nodes: WorkflowNodeTable[],
   edges: WorkflowEdgeTable[],
 ): Promise<void> {
-  // Chunked: SQLite binds at most 32766 parameters per statement.
-  for (let i = 0; i < nodes.length; i += 500)
-    await db
-      .insertInto('workflow_node')
-      .values(nodes.slice(i, i + 500))
-      .execute();
-  for (let i = 0; i < edges.length; i += 500)
-    await db
-      .insertInto('workflow_edge')
-      .values(edges.slice(i, i + 500))
-      .execute();
+  // Batched: SQLite binds at most 32766 parameters per statement.
+  for (const batch of batches(db, nodes, 500)) await db.insertInto('workflow_node').values(batch).execute();
+  for (const batch of batches(db, edges, 500)) await db.insertInto('workflow_edge').values(batch).execute();
 }
 
 export { json as toJsonText };

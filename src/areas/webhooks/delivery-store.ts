@@ -1,5 +1,6 @@
 import type { ExpressionBuilder, Selectable } from 'kysely';
 import { findWhere } from '../../db/audit.js';
+import { batches } from '../../db/prepared.js';
 import type { Database } from '../../db/schema.js';
 import type { Db } from '../../db/store.js';
 import { type ListResult, type Page, paginate, whereEquals, whereTimeRanges } from '../../http/list.js';
@@ -25,11 +26,11 @@ export async function insertEvents(
   db: Db,
   events: readonly { eventId: string; payload: string }[],
 ): Promise<void> {
-  // Bounded chunks keep each statement under SQLite's host-parameter limit.
-  for (let i = 0; i < events.length; i += 500) {
+  // Bounded batches keep each statement under SQLite's host-parameter limit.
+  for (const batch of batches(db, events, 500)) {
     await db
       .insertInto('webhook_event')
-      .values(events.slice(i, i + 500).map((e) => ({ event_id: e.eventId, payload: e.payload })))
+      .values(batch.map((e) => ({ event_id: e.eventId, payload: e.payload })))
       .onConflict((oc) => oc.column('event_id').doNothing())
       .execute();
   }
@@ -61,11 +62,11 @@ async function withPayloads(db: Db, rows: DeliveryRow[]): Promise<DeliveryWithPa
 /** Inserts deliveries, ignoring any (webhook, event) pair that already has one. Returns how many were new. */
 export async function insertDeliveries(db: Db, rows: DeliveryRow[]): Promise<number> {
   let inserted = 0;
-  // Bounded chunks keep each statement under SQLite's host-parameter limit.
-  for (let i = 0; i < rows.length; i += 200) {
+  // Bounded batches keep each statement under SQLite's host-parameter limit.
+  for (const batch of batches(db, rows, 200)) {
     const res = await db
       .insertInto('webhook_delivery')
-      .values(rows.slice(i, i + 200))
+      .values(batch)
       .onConflict((oc) => oc.columns(['webhook_id', 'event_id']).doNothing())
       .executeTakeFirst();
     inserted += Number(res.numInsertedOrUpdatedRows ?? 0);

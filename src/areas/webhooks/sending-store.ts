@@ -1,4 +1,5 @@
 import { sql } from 'kysely';
+import { batches } from '../../db/prepared.js';
 import type { Db, Dialect } from '../../db/store.js';
 import type { AttemptRow, DeliveryRow } from './delivery-store.js';
 
@@ -205,12 +206,8 @@ export async function insertAttempts(db: Db, rows: AttemptRow[], dialect: Dialec
         ${col('error')}::text[], ${col('signed_at')}::integer[])`.execute(db);
     return;
   }
-  for (let i = 0; i < rows.length; i += 200) {
-    await db
-      .insertInto('webhook_delivery_attempt')
-      .values(rows.slice(i, i + 200))
-      .execute();
-  }
+  for (const batch of batches(db, rows, 200))
+    await db.insertInto('webhook_delivery_attempt').values(batch).execute();
 }
 
 export interface Completion {
@@ -267,8 +264,8 @@ const APPLY_WHERE = sql`webhook_delivery.id = r.id and webhook_delivery.locked_b
  * would spend more on SQL parsing than on the writes. */
 async function applyRound(db: Db, round: Completion[]): Promise<Set<string>> {
   const applied = new Set<string>();
-  for (let i = 0; i < round.length; i += 200) {
-    const rows = round.slice(i, i + 200).map(
+  for (const batch of batches(db, round, 200)) {
+    const rows = batch.map(
       (c) =>
         sql`select ${c.id} as id, ${c.token} as token, ${c.generation} as generation,
           ${c.changes.status} as status, ${c.changes.http_status} as http_status,

@@ -1,6 +1,6 @@
 import type { Static } from '@sinclair/typebox';
 import { sql } from 'kysely';
-import { prepared } from '../../db/prepared.js';
+import { batches, prepared } from '../../db/prepared.js';
 import type { Db } from '../../db/store.js';
 import { type ListResult, type Page, paginate, whereEquals, whereTimeRanges } from '../../http/list.js';
 import type { TimeRangeFilters } from '../../http/list-schemas.js';
@@ -128,14 +128,16 @@ export async function insertRuns(
   items: Array<{ run: WorkflowRunTable; nodes: WorkflowRunNodeTable[] }>,
 ): Promise<boolean[]> {
   const created = new Set<string>();
-  for (let i = 0; i < items.length; i += 100) {
-    const runs = items.slice(i, i + 100).map((x) => x.run);
-    const { rows } = await insertRunsStatement.execute(db, runs);
+  for (const batch of batches(db, items, 100)) {
+    const { rows } = await insertRunsStatement.execute(
+      db,
+      batch.map((x) => x.run),
+    );
     for (const r of rows) created.add(r.id);
   }
   const nodes = items.filter((x) => created.has(x.run.id)).flatMap((x) => x.nodes);
   // Not read back: on PostgreSQL they go out with the batch's COMMIT (`queue`).
-  for (let i = 0; i < nodes.length; i += 500) await insertNodesStatement.queue(db, nodes.slice(i, i + 500));
+  for (const batch of batches(db, nodes, 500)) await insertNodesStatement.queue(db, batch);
   return items.map((x) => created.has(x.run.id));
 }
 
@@ -221,8 +223,8 @@ const updateRunsStatement = prepared((db, _dialect, workerId: string, runs: RunF
  */
 async function updateRuns(db: Db, workerId: string, items: RunWrite[]): Promise<Set<string>> {
   const written = new Set<string>();
-  for (let i = 0; i < items.length; i += 400) {
-    const runs = items.slice(i, i + 400).map(({ run, lease, at }) => ({
+  for (const batch of batches(db, items, 400)) {
+    const runs = batch.map(({ run, lease, at }) => ({
       id: run.id,
       status: run.status,
       error: run.error,
@@ -299,7 +301,7 @@ export async function writeRuns(db: Db, workerId: string, items: RunWrite[]): Pr
   const written = await updateRuns(db, workerId, items);
   const held = items.map((x) => written.has(x.run.id));
   const nodes = items.flatMap((x, i) => (held[i] ? x.nodes.map((s) => nodeRow(x.run.id, s, x.at)) : []));
-  for (let i = 0; i < nodes.length; i += 400) await upsertNodesStatement.queue(db, nodes.slice(i, i + 400));
+  for (const batch of batches(db, nodes, 400)) await upsertNodesStatement.queue(db, batch);
   return held;
 }
 

@@ -134,7 +134,7 @@ const dialectOf = (db: Db): Dialect =>
  * The rows of a multi-row statement, cut into the batches it runs in, each at most `max` rows.
  *
  * On SQLite every row count is a statement of its own in the connection's cache of prepared
- * statements, and for hundreds of rows its program is hundreds of KB of native memory: batches of
+ * statements, and for hundreds of rows its program is a large piece of native memory: batches of
  * every size from 1 to `max` kept up to 256 such statements per connection, prepared again and again
  * as they were evicted (docs/performance.md "Memory"). So on SQLite batches are cut into powers of
  * two, the largest that fits first (37 rows: 32, 4, 1): a handful of shapes per statement, at the
@@ -143,10 +143,11 @@ const dialectOf = (db: Db): Dialect =>
  */
 export function* batches<T>(db: Db, rows: readonly T[], max: number): Generator<T[]> {
   const powers = dialectOf(db) === 'sqlite';
-  const top = powers ? 2 ** Math.floor(Math.log2(max)) : max;
+  const floorPower = (n: number) => 1 << (31 - Math.clz32(n)); // the largest power of two <= n
+  const top = powers ? floorPower(max) : max;
   for (let i = 0; i < rows.length; ) {
     const left = Math.min(rows.length - i, top);
-    const size = powers ? 2 ** Math.floor(Math.log2(left)) : left;
+    const size = powers ? floorPower(left) : left;
     yield rows.slice(i, i + size);
     i += size;
   }

@@ -2,6 +2,7 @@
 import { parseArgs } from 'node:util';
 import pino from 'pino';
 import { buildApp } from '../app/build-app.js';
+import { boundHeapGrowth } from '../app/heap.js';
 import { loggerOptions } from '../app/logger.js';
 import { closeContext, createContext, createWorker } from '../app/runtime.js';
 import type { AppContext } from '../app/types.js';
@@ -30,6 +31,7 @@ const entries: Entry[] = [
       'serve the API, and the background worker unless SVC_WORKER=off (in a thread of its own on a SQLite file, given two cores)',
     options: {},
     start: async (config) => {
+      boundHeapGrowth();
       const where = workerPlacement(config);
       return serve(
         // The API thread's connection and the worker thread's share one write lock (src/db/thread-lock.ts).
@@ -44,7 +46,10 @@ const entries: Entry[] = [
     name: 'worker',
     summary: 'run the background worker only (outbox drain, workflow timers, webhook retries)',
     options: {},
-    start: async (config) => runWorkerOnly(await createContext(config, { workerOnly: true })),
+    start: async (config) => {
+      boundHeapGrowth();
+      return runWorkerOnly(await createContext(config, { workerOnly: true }));
+    },
   },
   {
     name: 'migrate',

@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { boundHeapGrowth, HEAP_GROWING_PERCENT } from '../src/app/heap.js';
 
 describe('boundHeapGrowth', () => {
-  it('fixes V8 growing factor when the operator has not', () => {
+  it("fixes V8's growing factor when the operator has not", () => {
     expect(boundHeapGrowth([], '')).toBe(`--heap-growing-percent=${HEAP_GROWING_PERCENT}`);
     expect(boundHeapGrowth(['--enable-source-maps'], '--max-old-space-size=1024')).toBe(
       '--heap-growing-percent=40',

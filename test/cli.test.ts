@@ -210,6 +210,21 @@ describe('svc command', () => {
     expect(unknown.stderr.trim().split('\n').at(-1)).toBe('svc: Unknown scope "no:such"');
   });
 
+  it('svc worker says in its start-up line that SVC_HEAP_GROWING_PERCENT=0 left V8 its choice', async () => {
+    const child = spawnCli(['worker'], {
+      SVC_DATABASE_URL: `sqlite:${dir}/worker.db`,
+      SVC_HEAP_GROWING_PERCENT: '0',
+    });
+    try {
+      const line = await waitForOutput(child, /worker started/);
+      expect(line).toContain("(store: sqlite, heap growth: V8's choice)");
+    } finally {
+      const exited = new Promise((resolve) => child.on('exit', resolve));
+      child.kill('SIGTERM');
+      await exited;
+    }
+  });
+
   it('serves, says where it listens, bootstraps the admin, and shuts down cleanly on SIGTERM', async () => {
     const child = spawnCli(['serve'], {
       SVC_DATABASE_URL: dbUrl,
@@ -223,6 +238,8 @@ describe('svc command', () => {
     const address = /listening on (http:\/\/[^ ]+)/.exec(line)![1];
     // SVC_WORKER unset (auto) on a SQLite file: a worker thread wherever there is a second core.
     expect(line).toContain(availableParallelism() >= 2 ? 'worker: worker thread' : 'worker: in-process');
+    // SVC_HEAP_GROWING_PERCENT unset: V8's growing factor fixed at 2 (src/app/heap.ts).
+    expect(line).toContain('heap growth: 100%)');
     expect((await fetch(`${address}/healthz`)).status).toBe(200);
     const login = await fetch(`${address}/api/v1/auth/login/credentials`, {
       method: 'POST',

@@ -12,6 +12,18 @@ describe('configuration', () => {
     expect(c.webhookBackoffBaseSeconds).toBe(30);
     expect(c.outboxDrainIntervalMs).toBe(30_000);
     expect(c.worker).toBe('auto');
+    expect(c.heapGrowingPercent).toBe(100);
+  });
+
+  it('SVC_HEAP_GROWING_PERCENT takes 0 (V8 chooses) to 300 (a factor of 4, the most V8 chooses)', () => {
+    expect(load({ SVC_HEAP_GROWING_PERCENT: '0' }).heapGrowingPercent).toBe(0);
+    expect(load({ SVC_HEAP_GROWING_PERCENT: '300' }).heapGrowingPercent).toBe(300);
+    expect(() => load({ SVC_HEAP_GROWING_PERCENT: '301' })).toThrow(
+      'SVC_HEAP_GROWING_PERCENT must be at most 300, got "301"',
+    );
+    expect(() => load({ SVC_HEAP_GROWING_PERCENT: '1.5' })).toThrow(
+      'SVC_HEAP_GROWING_PERCENT must be an integer >= 0, got "1.5"',
+    );
   });
 
   it('SVC_WORKER names where svc serve runs the worker; true and false keep their meaning', () => {

@@ -66,10 +66,11 @@ const METRICS_TIMEOUT_MS = 2_000;
  * under load) but for memory: V8 lets a heap grow up to 4x its live size between full collections
  * when its limit is 2 GiB or more (Node's default is 4 GiB on this machine), and at most 1.4x
  * at 512 MiB. Under load the thread's short-lived run state reaches the old generation, so with the
- * default the process peaked at 390-445 MiB; see docs/performance.md "Memory". Since svc fixes the
- * growing factor at 1.4 for the whole process (src/app/heap.ts), the limit keeps the thread's factor
- * there when an operator's own --heap-growing-percent=0 gives V8 back its choice. Should the thread
- * ever reach the limit it ends and is started again like any thread that died (nothing is lost).
+ * default the process peaked at 390-445 MiB; see docs/performance.md "Memory". svc now fixes the
+ * growing factor for the whole process (SVC_HEAP_GROWING_PERCENT, src/app/heap.ts); the limit
+ * keeps the thread's factor at 1.4 or less when SVC_HEAP_GROWING_PERCENT=0 gives V8 its choice.
+ * Should the thread ever reach the limit it ends and is started again like any thread that died
+ * (nothing is lost).
  */
 const THREAD_HEAP_MB = 512;
 

@@ -31,7 +31,7 @@ const entries: Entry[] = [
       'serve the API, and the background worker unless SVC_WORKER=off (in a thread of its own on a SQLite file, given two cores)',
     options: {},
     start: async (config) => {
-      boundHeapGrowth();
+      const heapGrowth = boundHeapGrowth(config.heapGrowingPercent);
       const where = workerPlacement(config);
       return serve(
         // The API thread's connection and the worker thread's share one write lock (src/db/thread-lock.ts).
@@ -39,6 +39,7 @@ const entries: Entry[] = [
           threadLock: where === 'thread' ? new SharedArrayBuffer(4) : undefined,
         }),
         where,
+        heapGrowth,
       );
     },
   },
@@ -47,8 +48,8 @@ const entries: Entry[] = [
     summary: 'run the background worker only (outbox drain, workflow timers, webhook retries)',
     options: {},
     start: async (config) => {
-      boundHeapGrowth();
-      return runWorkerOnly(await createContext(config, { workerOnly: true }));
+      const heapGrowth = boundHeapGrowth(config.heapGrowingPercent);
+      return runWorkerOnly(await createContext(config, { workerOnly: true }), heapGrowth);
     },
   },
   {
@@ -135,7 +136,8 @@ async function runOnce(config: Config, command: CliCommand, values: Values): Pro
   return 0;
 }
 
-async function serve(ctx: AppContext, where: WorkerMode): Promise<number> {
+/** `heapGrowth`: what src/app/heap.ts made of SVC_HEAP_GROWING_PERCENT, said in the start-up line. */
+async function serve(ctx: AppContext, where: WorkerMode, heapGrowth: string): Promise<number> {
   const thread = where === 'thread' ? startWorkerThread(ctx) : undefined;
   const { app } = await buildApp(ctx, {
     scrapeMetrics: thread && (() => withThreadMetrics(ctx.services.metrics, thread)),
@@ -147,7 +149,7 @@ async function serve(ctx: AppContext, where: WorkerMode): Promise<number> {
     host: ctx.config.host,
     listenTextResolver: (address) =>
       `svc ${VERSION} listening on ${address} (console at ${address}/console, docs at ${address}/docs, store: ${ctx.store.dialect}, ` +
-      `worker: ${{ thread: 'worker thread', main: 'in-process', off: 'off' }[where]})`,
+      `worker: ${{ thread: 'worker thread', main: 'in-process', off: 'off' }[where]}, heap growth: ${heapGrowth})`,
   });
   worker?.start();
   await untilSignal(ctx, async () => {
@@ -166,10 +168,10 @@ async function serve(ctx: AppContext, where: WorkerMode): Promise<number> {
   return 0;
 }
 
-async function runWorkerOnly(ctx: AppContext): Promise<number> {
+async function runWorkerOnly(ctx: AppContext, heapGrowth: string): Promise<number> {
   const worker = createWorker(ctx);
   worker.start();
-  ctx.log.info(`svc ${VERSION} worker started (store: ${ctx.store.dialect})`);
+  ctx.log.info(`svc ${VERSION} worker started (store: ${ctx.store.dialect}, heap growth: ${heapGrowth})`);
   await untilSignal(ctx, () => worker.stop());
   return 0;
 }

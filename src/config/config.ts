@@ -51,6 +51,11 @@ export interface Config {
    * about 30 MiB more), `off` (none; a `svc worker` does it).
    */
   worker: WorkerSetting;
+  /**
+   * SVC_HEAP_GROWING_PERCENT: how far each V8 heap of `svc serve` and `svc worker` may grow past its
+   * live size before its next full collection (src/app/heap.ts); 0 leaves V8 its own choice.
+   */
+  heapGrowingPercent: number;
   smtpUrl: string | undefined;
   mailFrom: string;
   oidcIssuer: string | undefined;
@@ -101,6 +106,8 @@ const MAX_TIMER_MS = 2_147_483_647;
 const DAY_MS = 86_400_000;
 const YEAR_S = 31_536_000;
 const TEN_YEARS_S = 10 * YEAR_S;
+/** SVC_HEAP_GROWING_PERCENT's default: docs/performance.md "Memory", "The growing factor". */
+const HEAP_GROWING_PERCENT = 100;
 
 function boundedInt(env: Env, name: string, fallback: number, min: number, max: number): number {
   const v = int(env, name, fallback, min);
@@ -311,6 +318,7 @@ export function loadConfig(env: Env = process.env): Config {
     allowPrivateNetworks: bool(env, 'SVC_ALLOW_PRIVATE_NETWORKS', false),
     dnsServers: dnsServers(env),
     worker: workerSetting(env),
+    heapGrowingPercent: boundedInt(env, 'SVC_HEAP_GROWING_PERCENT', HEAP_GROWING_PERCENT, 0, 300),
     smtpUrl: url(env, 'SVC_SMTP_URL', ['smtp:', 'smtps:']),
     mailFrom: str(env, 'SVC_MAIL_FROM') ?? 'svc <no-reply@localhost>',
     oidcIssuer: str(env, 'SVC_OIDC_ISSUER'),

@@ -106,7 +106,7 @@ const MAX_TIMER_MS = 2_147_483_647;
 const DAY_MS = 86_400_000;
 const YEAR_S = 31_536_000;
 const TEN_YEARS_S = 10 * YEAR_S;
-/** SVC_HEAP_GROWING_PERCENT's default: docs/performance.md "Memory", "The growing factor". */
+/** SVC_HEAP_GROWING_PERCENT's default: docs/performance.md "Memory", "The growing factor's value". */
 const HEAP_GROWING_PERCENT = 100;
 
 function boundedInt(env: Env, name: string, fallback: number, min: number, max: number): number {

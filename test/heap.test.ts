@@ -1,7 +1,11 @@
-import { describe, expect, it } from 'vitest';
+import v8 from 'node:v8';
+import { afterAll, describe, expect, it } from 'vitest';
 import { boundHeapGrowth } from '../src/app/heap.js';
 
 describe('boundHeapGrowth', () => {
+  // The flag is process-wide: give this test process's V8 its own choice back (0) for later files.
+  afterAll(() => v8.setFlagsFromString('--heap-growing-percent=0'));
+
   it("fixes V8's growing factor at the percent configured, and 0 leaves V8 its choice", () => {
     expect(boundHeapGrowth(100, [])).toBe('100%');
     expect(boundHeapGrowth(40, ['--enable-source-maps', '--max-old-space-size=1024'])).toBe('40%');

@@ -220,6 +220,7 @@ export function createServices(deps: ServiceDeps): Services {
     clock: deps.clock,
     actions: plugins,
     eventTypes,
+    publisher: events,
   });
   const workflowEngine = createWorkflowEngine({
     store: deps.store,

@@ -34,7 +34,7 @@ export interface Config {
   workflowWorkerParallelism: number;
   /** Events caused by this many nested workflow runs start no run (the loop guard). */
   workflowMaxDepth: number;
-  /** Runs a subscription may start per minute before the rate guard pauses it (its own limit wins); 0: none. */
+  /** Runs caused by runs a subscription may start per minute before the rate guard pauses it (its own limit, on every run, wins); 0: none. */
   workflowMaxRunsPerMinute: number;
   /** How often the schedules job looks for schedules another process created (its own wake it at once). */
   schedulePollIntervalMs: number;

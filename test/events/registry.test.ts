@@ -33,11 +33,12 @@ const PIPELINE_TYPES = [
   'svc.workflow_run.completed',
   'svc.workflow_run.failed',
   'svc.workflow_run.cancelled',
+  'svc.event_subscription.paused',
   'svc.webhook.delivery_failed',
 ];
 
 describe('the event definition registry (CONTRACTS §6)', () => {
-  it('holds exactly the 17 contract types and the 4 pipeline types', () => {
+  it('holds exactly the 17 contract types and the 5 pipeline types', () => {
     expect(EVENT_DEFINITIONS.map((d) => d.event_type)).toEqual([...CONTRACT_TYPES, ...PIPELINE_TYPES]);
   });
 
@@ -60,13 +61,18 @@ describe('the event definition registry (CONTRACTS §6)', () => {
     it(`${def.event_type}: data requires what the contract promises`, () => {
       const area = def.event_type.split('.')[1];
       if (PIPELINE_TYPES.includes(def.event_type)) {
-        // The subject is the run, or the delivery that failed; data names it and its area's ids.
-        const subject = area === 'workflow_run' ? 'workflow_run_id' : 'delivery_id';
+        // The subject is the run, the paused subscription, or the delivery that failed; data names
+        // it and its area's ids.
+        const [subject, also] = {
+          workflow_run: ['workflow_run_id', 'event_subscription_id'],
+          event_subscription: ['event_subscription_id', 'reason'],
+          webhook: ['delivery_id', 'webhook_id'],
+        }[area as 'workflow_run' | 'event_subscription' | 'webhook'];
         expect((def.data_schema as { required: string[] }).required).toEqual(
-          expect.arrayContaining([subject, area === 'workflow_run' ? 'event_subscription_id' : 'webhook_id']),
+          expect.arrayContaining([subject, also]),
         );
         expect(def.subject_template).toBe(`{${subject}}`);
-        expect(def.source).toBe(EVENT_SOURCES[area as 'workflow_run' | 'webhook']);
+        expect(def.source).toBe(EVENT_SOURCES[area as 'workflow_run' | 'event_subscription' | 'webhook']);
         return;
       }
       const required = (def.data_schema as { required: string[] }).required;
@@ -96,7 +102,7 @@ describe(`GET /event_definition (${dialectName})`, () => {
     const res = await get('?limit=250');
     expect(res.statusCode).toBe(200);
     const body = res.json();
-    expect(body).toMatchObject({ total: 21, limit: 250, offset: 0, has_next: false, has_previous: false });
+    expect(body).toMatchObject({ total: 22, limit: 250, offset: 0, has_next: false, has_previous: false });
     expect(body.event_definitions.map((d: { event_type: string }) => d.event_type)).toEqual(
       [...CONTRACT_TYPES, ...PIPELINE_TYPES].sort(),
     );
@@ -117,7 +123,7 @@ describe(`GET /event_definition (${dialectName})`, () => {
       'svc.user.created',
     ]);
     expect((await get('?event_type=svc.user')).json().total).toBe(0);
-    expect((await get('?deprecated=false')).json().total).toBe(21);
+    expect((await get('?deprecated=false')).json().total).toBe(22);
     expect((await get('?deprecated=true')).json().total).toBe(0);
     const search = (await get('?search=PASSWORD')).json();
     expect(search.event_definitions.map((d: { event_type: string }) => d.event_type)).toEqual([
@@ -131,8 +137,8 @@ describe(`GET /event_definition (${dialectName})`, () => {
   });
 
   it('pages and sorts', async () => {
-    const page = (await get('?limit=5&offset=19')).json();
-    expect(page).toMatchObject({ total: 21, limit: 5, offset: 19, has_next: false, has_previous: true });
+    const page = (await get('?limit=5&offset=20')).json();
+    expect(page).toMatchObject({ total: 22, limit: 5, offset: 20, has_next: false, has_previous: true });
     expect(page.event_definitions).toHaveLength(2);
     const desc = (await get('?sort_by=event_type&sort_dir=desc&limit=2')).json();
     expect(desc.event_definitions.map((d: { event_type: string }) => d.event_type)).toEqual([

@@ -102,8 +102,9 @@ describe(`the loop guard stops a workflow that triggers itself (${dialectName})`
 
 /**
  * The rate guard: a subscription that starts more runs in a minute than its max_runs_per_minute is
- * paused (disabled, saying why); the events over the limit start no run but a skipped one; enabling
- * it again lifts the pause.
+ * paused (disabled, saying why, with a svc.event_subscription.paused event); the events over the
+ * limit start no run but a skipped one; enabling it again lifts the pause. Without a limit of its
+ * own, the server's counts only runs that runs caused: user traffic is never paused by default.
  */
 describe(`the rate guard pauses a subscription that runs too often (${dialectName})`, () => {
   let t: TestApp;
@@ -116,7 +117,8 @@ describe(`the rate guard pauses a subscription that runs too often (${dialectNam
   });
   afterAll(() => t.close());
 
-  const fiveEvents = () =>
+  /** Five events; with `causedBy`, as a run's call to the API makes them (depth 1). */
+  const fiveEvents = (causedBy?: string) =>
     t.ctx.store.transaction(async (tx) => {
       for (let i = 0; i < 5; i++)
         await t.ctx.services.events.publish(tx, {
@@ -124,8 +126,21 @@ describe(`the rate guard pauses a subscription that runs too often (${dialectNam
           source: '/api/v1/user',
           subject: `u${i}`,
           data: { user_id: `u${i}`, email: `u${i}@example.test` },
+          ...(causedBy ? { causation: { depth: 1, id: causedBy } } : {}),
         });
     });
+
+  /** The svc.event_subscription.paused events published for a subscription. */
+  const pausedEvents = async (subscriptionId: string) =>
+    (
+      await t.ctx.store.db
+        .selectFrom('event_delivery_task')
+        .select('cloudevent')
+        .where('event_type', '=', 'svc.event_subscription.paused')
+        .execute()
+    )
+      .map((r) => JSON.parse(r.cloudevent))
+      .filter((e) => e.subject === subscriptionId);
 
   it('starts 3 of 5 runs at max_runs_per_minute 3, pauses, and runs again once enabled', async () => {
     const wf = await workflow(
@@ -153,6 +168,13 @@ describe(`the rate guard pauses a subscription that runs too often (${dialectNam
       `svc_workflow_runs_refused_total{subscription_id="${wf.id}",reason="rate"} 2`,
     );
     expect(t.logs.some((l) => l.msg === 'workflow rate guard: subscription paused')).toBe(true);
+    // Users can alert on it: one event, naming the subscription and the reason.
+    const [pausedEvent, ...more] = await pausedEvents(wf.id);
+    expect(more).toHaveLength(0);
+    expect(pausedEvent).toMatchObject({
+      source: '/api/v1/event_subscription',
+      data: { event_subscription_id: wf.id, reason: paused.paused_reason, paused_at: paused.paused_at },
+    });
 
     // Paused: new events start nothing, not even a refusal.
     await publish(t);
@@ -172,27 +194,32 @@ describe(`the rate guard pauses a subscription that runs too often (${dialectNam
     expect(runs.filter((r: Json) => r.status === 'completed')).toHaveLength(4);
   });
 
-  it('applies SVC_WORKFLOW_MAX_RUNS_PER_MINUTE to a subscription without a limit of its own', async () => {
+  it('never pauses user traffic by default: SVC_WORKFLOW_MAX_RUNS_PER_MINUTE counts runs caused by runs', async () => {
     const graph = { nodes: [{ key: 'c', type: 'COMPUTE', config: { logic: 1 } }] };
     const byDefault = await workflow(a, graph);
     const generous = await workflow(a, graph, { max_runs_per_minute: 100 });
     expect((await a.call('GET', `/event_subscription/${byDefault.id}`)).body.max_runs_per_minute).toBeNull();
+    const statuses = async (id: string) => (await runsOf(a, id)).map((r: Json) => r.status).sort();
+
+    // Ten events from users (depth 0), over the server's 4: every one runs, nothing is paused.
+    await fiveEvents();
     await fiveEvents();
     await settle(t);
-    const statuses = async (id: string) => (await runsOf(a, id)).map((r: Json) => r.status).sort();
-    // The server default (4) stops the one without a limit of its own...
-    expect(await statuses(byDefault.id)).toEqual([
-      'completed',
-      'completed',
-      'completed',
-      'completed',
-      'skipped',
-    ]);
+    expect(await statuses(byDefault.id)).toEqual(Array(10).fill('completed'));
+    expect((await a.call('GET', `/event_subscription/${byDefault.id}`)).body.enabled).toBe(true);
+
+    // Five events that a run caused: the server default (4) stops the fifth and pauses...
+    await fiveEvents('0199a3b1-2d3e-7f4a-9b5c-6d7e8f9a0b1c');
+    await settle(t);
+    expect(await statuses(byDefault.id)).toEqual([...Array(14).fill('completed'), 'skipped']);
     const paused = (await a.call('GET', `/event_subscription/${byDefault.id}`)).body;
     expect(paused.enabled).toBe(false);
-    expect(paused.paused_reason).toMatch(/^rate guard: 4 runs started in the last minute, the limit is 4 /);
+    expect(paused.paused_reason).toMatch(
+      /^rate guard: 4 runs caused by runs started in the last minute, the limit is 4 \(SVC_WORKFLOW_MAX_RUNS_PER_MINUTE\)/,
+    );
+    expect(await pausedEvents(byDefault.id)).toHaveLength(1);
     // ...and a subscription's own higher limit wins over it.
-    expect(await statuses(generous.id)).toEqual(Array(5).fill('completed'));
+    expect(await statuses(generous.id)).toEqual(Array(15).fill('completed'));
     expect((await a.call('GET', `/event_subscription/${generous.id}`)).body.enabled).toBe(true);
   });
 

@@ -25,6 +25,7 @@ export const EVENT_SOURCES = {
   folder: '/api/v1/folder',
   questionnaire: '/api/v1/questionnaire',
   submission: '/api/v1/questionnaire_submission',
+  event_subscription: '/api/v1/event_subscription',
   workflow_run: '/api/v1/workflow_run',
   webhook: '/api/v1/webhook',
 } as const;
@@ -395,6 +396,30 @@ export const EVENT_DEFINITIONS: readonly BuiltinEventDefinition[] = [
   ),
   runEvent('failed', 'A workflow run failed: error says which node and why.'),
   runEvent('cancelled', 'A workflow run was cancelled (POST /workflow_run/{id}/cancel).'),
+  define(
+    'event_subscription',
+    'event_subscription.paused',
+    'The rate guard paused (disabled) a subscription that started more runs in a minute than its limit ' +
+      '(docs/workflows.md "Loop safety"); it stays disabled until it is enabled again.',
+    dataSchema('svc.event_subscription.paused data', ['event_subscription_id', 'reason', 'paused_at'], {
+      event_subscription_id: id,
+      name: { type: 'string' },
+      reason: { type: 'string' },
+      paused_at: timestamp,
+    }),
+    'event_subscription_id',
+    [
+      {
+        event_subscription_id: '0199a3b1-1c2d-7e3f-8a4b-5c6d7e8f9a0b',
+        name: 'announce new folders',
+        reason:
+          'rate guard: 6000 runs caused by runs started in the last minute, the limit is 6000 ' +
+          '(SVC_WORKFLOW_MAX_RUNS_PER_MINUTE); a workflow that triggers itself? ' +
+          'Enable the subscription again once the cause is fixed.',
+        paused_at: EXAMPLE_TIME,
+      },
+    ],
+  ),
   define(
     'webhook',
     'webhook.delivery_failed',

@@ -22,7 +22,7 @@ const SubscriptionFields = {
         minimum: 1,
         maximum: 1_000_000,
         description:
-          'Runs started per minute before the rate guard pauses the subscription; null: the server default (SVC_WORKFLOW_MAX_RUNS_PER_MINUTE)',
+          'Runs started per minute (every run, at any depth) before the rate guard pauses the subscription; null: the server default, SVC_WORKFLOW_MAX_RUNS_PER_MINUTE, which counts only runs caused by runs',
       }),
     ),
   ),

@@ -5,7 +5,9 @@ import { AppError } from '../../http/errors.js';
 import type { Page } from '../../http/list.js';
 import { type Clock, iso } from '../../lib/clock.js';
 import { newId } from '../../lib/ids.js';
+import { EVENT_SOURCES } from '../events/definitions.js';
 import type { EventTypeService } from '../events/event-types.js';
+import type { EventPublisher } from '../events/publish.js';
 import { type NodeInput, validateGraph } from '../workflows/graph.js';
 import { compileError, expressionProblem } from '../workflows/jsonlogic.js';
 import { pathsFromSchema } from '../workflows/paths.js';
@@ -36,6 +38,8 @@ export interface SubscriptionDeps {
   actions?: ActionCatalog;
   /** The event type registry: event_type is checked when set; `event.data.*` paths come from its schema. */
   eventTypes: Pick<EventTypeService, 'checkNamed' | 'dataSchemaOf'>;
+  /** Publishes svc.event_subscription.paused with the rate guard's pause. */
+  publisher: EventPublisher;
 }
 
 export interface GraphView {
@@ -63,6 +67,8 @@ const MISSING_PLUGIN = new Set([
 
 export type { RoutableSubscription };
 
+const PAUSED_EVENT = 'svc.event_subscription.paused';
+
 /** `warnings` (a deprecated event type) only when there are any. */
 const warned = (warnings: string[]) => (warnings.length > 0 ? { warnings } : {});
 
@@ -82,7 +88,10 @@ export interface SubscriptionService
   graphVersion(subscriptionId: string, version: number): Promise<{ nodes: GraphNode[]; edges: GraphEdge[] }>;
   /** Enabled subscriptions on this event type, described: an event type in use is not deleted. */
   namingType(eventType: string): Promise<string[]>;
-  /** The rate guard's pause: disables an enabled subscription saying why; false when it was not enabled. */
+  /**
+   * The rate guard's pause: disables an enabled subscription saying why and publishes
+   * svc.event_subscription.paused in the same transaction; false when it was not enabled.
+   */
   pause(id: string, reason: string): Promise<boolean>;
 }
 
@@ -337,7 +346,19 @@ export function createSubscriptionService(deps: SubscriptionDeps): SubscriptionS
     graphVersion: (subscriptionId: string, version: number) =>
       st.graphVersion(store.db, subscriptionId, version),
 
-    pause: (id: string, reason: string) => st.pause(store.db, id, reason, now()),
+    pause: (id: string, reason: string) =>
+      store.transaction(async (tx) => {
+        const at = now();
+        const name = await st.pause(tx.db, id, reason, at);
+        if (name === undefined) return false;
+        await deps.publisher.publish(tx, {
+          type: PAUSED_EVENT,
+          source: EVENT_SOURCES.event_subscription,
+          subject: id,
+          data: { event_subscription_id: id, name, reason, paused_at: at },
+        });
+        return true;
+      }),
 
     async namingType(eventType: string): Promise<string[]> {
       const subs = await st.routable(store.db, [eventType]);

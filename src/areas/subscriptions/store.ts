@@ -1,7 +1,7 @@
 import type { Static } from '@sinclair/typebox';
 import { listActive, softDeleted, updateActive } from '../../db/audit.js';
 import { batches, prepared } from '../../db/prepared.js';
-import { type Db, type Tx, updatedAny } from '../../db/store.js';
+import type { Db, Tx } from '../../db/store.js';
 import type { ListResult, Page } from '../../http/list.js';
 import type { NodeType, RetryPolicy } from '../workflows/graph.js';
 import type { GraphEdge, GraphNode } from '../workflows/plan.js';
@@ -126,16 +126,20 @@ export async function update(
   return updateActive(db, 'event_subscription', id, patch);
 }
 
-/** Disables an enabled, active subscription saying why (the rate guard); false when it was not enabled. */
-export async function pause(db: Db, id: string, reason: string, at: string): Promise<boolean> {
+/**
+ * Disables an enabled, active subscription saying why (the rate guard); answers its name, or
+ * undefined when it was not enabled.
+ */
+export async function pause(db: Db, id: string, reason: string, at: string): Promise<string | undefined> {
   const r = await db
     .updateTable('event_subscription')
     .set({ enabled: 0, paused_reason: reason, paused_at: at, updated_at: at })
     .where('id', '=', id)
     .where('enabled', '=', 1)
     .where('deleted_at', 'is', null)
+    .returning('name')
     .executeTakeFirst();
-  return updatedAny(r);
+  return r?.name;
 }
 
 /** Soft-deletes an active subscription; false when it was not active (one concurrent delete wins). */

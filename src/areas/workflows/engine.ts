@@ -142,7 +142,7 @@ export function createWorkflowEngine(deps: EngineDeps): WorkflowEngine {
       clock,
       log,
       subscriptions: deps.subscriptions,
-      countRunsSince: (id, since) => runs.countRunsSince(deps.store.db, id, since),
+      countRunsSince: (id, since, causedOnly) => runs.countRunsSince(deps.store.db, id, since, causedOnly),
       defaultLimit: deps.maxRunsPerMinute ?? 0,
     }),
     startNow,

@@ -9,7 +9,7 @@ import { CompiledCache, describeThrown } from './jsonlogic.js';
 import { RunMachine } from './machine.js';
 import type { WorkflowMetrics } from './metrics.js';
 import type { Plan } from './plan.js';
-import type { RateGuard } from './rate-guard.js';
+import type { Allowance, RateGuard } from './rate-guard.js';
 import { routingOf } from './routing.js';
 import { nodeRow } from './store.js';
 import type { WorkflowRunNodeTable, WorkflowRunTable } from './tables.js';
@@ -56,6 +56,7 @@ export function newRun(plan: Plan, event: CloudEvent, at: string, rerunOf: strin
     error: null,
     wake_at: at,
     rerun_of: rerunOf,
+    causation_depth: depthOf(event),
     locked_by: null,
     created_at: at,
     updated_at: at,
@@ -99,6 +100,7 @@ export function createRouter(deps: RouterDeps): EventHandler {
         error: reason,
         wake_at: null,
         rerun_of: null,
+        causation_depth: depthOf(event),
         locked_by: null,
         created_at: at,
         updated_at: at,
@@ -156,19 +158,30 @@ export function createRouter(deps: RouterDeps): EventHandler {
     return routing.matched;
   }
 
-  /** Per subscription of the batch, how many of its runs the rate guard lets start. */
-  async function allowances(pairs: { sub: RoutedSubscription }[]): Promise<Map<string, number>> {
-    const wanted = new Map<string, { sub: RoutedSubscription; n: number }>();
-    for (const { sub } of pairs) {
-      const w = wanted.get(sub.id) ?? { sub, n: 0 };
-      w.n += 1;
+  /** Per subscription of the batch, how many of its runs the rate guard lets start, and which. */
+  async function allowances(pairs: { sub: RoutedSubscription; event: CloudEvent }[]) {
+    const wanted = new Map<string, { sub: RoutedSubscription; all: number; caused: number }>();
+    for (const { sub, event } of pairs) {
+      const w = wanted.get(sub.id) ?? { sub, all: 0, caused: 0 };
+      w.all += 1;
+      if (depthOf(event) > 0) w.caused += 1;
       wanted.set(sub.id, w);
     }
-    const out = new Map<string, number>();
+    const out = new Map<string, Allowance>();
     await Promise.all(
-      [...wanted.values()].map(async ({ sub, n }) => out.set(sub.id, await deps.rateGuard.allowance(sub, n))),
+      [...wanted.values()].map(async ({ sub, all, caused }) =>
+        out.set(sub.id, await deps.rateGuard.allowance(sub, { all, caused })),
+      ),
     );
     return out;
+  }
+
+  /** Whether the guard lets this run start, taking one from its subscription's allowance if it counts. */
+  function admitted(allowance: Map<string, Allowance>, sub: RoutedSubscription, event: CloudEvent): boolean {
+    const a = allowance.get(sub.id);
+    if (a === undefined || (a.scope === 'caused' && depthOf(event) === 0)) return true;
+    a.allowed -= 1;
+    return a.allowed >= 0;
   }
 
   return {
@@ -189,9 +202,7 @@ export function createRouter(deps: RouterDeps): EventHandler {
       await Promise.all(
         pairs.map(async ({ sub, event }) => {
           try {
-            const left = allowance.get(sub.id) ?? 0;
-            allowance.set(sub.id, left - 1);
-            if (left <= 0) {
+            if (!admitted(allowance, sub, event)) {
               await refuse(
                 sub,
                 event,

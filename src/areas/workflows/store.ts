@@ -44,6 +44,7 @@ const json = (value: unknown): string | null =>
 export const toRun = ({
   wake_at: _w,
   locked_by: _l,
+  causation_depth: _d,
   trigger_event,
   ...r
 }: WorkflowRunTable): WorkflowRun => ({
@@ -141,15 +142,24 @@ export async function insertRuns(
   return items.map((x) => created.has(x.run.id));
 }
 
-/** Runs of a subscription created at or after `since`, not counting runs the guards refused. */
-export async function countRunsSince(db: Db, subscriptionId: string, since: string): Promise<number> {
-  const row = await db
+/**
+ * Runs of a subscription created at or after `since`, not counting runs the guards refused; with
+ * `causedOnly`, only runs whose trigger event runs caused (causation depth 1 or more).
+ */
+export async function countRunsSince(
+  db: Db,
+  subscriptionId: string,
+  since: string,
+  causedOnly: boolean,
+): Promise<number> {
+  let q = db
     .selectFrom('workflow_run')
     .select((eb) => eb.fn.countAll<number>().as('n'))
     .where('event_subscription_id', '=', subscriptionId)
     .where('created_at', '>=', since)
-    .where('status', '!=', 'skipped')
-    .executeTakeFirstOrThrow();
+    .where('status', '!=', 'skipped');
+  if (causedOnly) q = q.where('causation_depth', '>', 0);
+  const row = await q.executeTakeFirstOrThrow();
   return Number(row.n);
 }
 

@@ -19,6 +19,8 @@ export interface WorkflowRunTable {
   wake_at: string | null;
   /** The run this one repeats (POST /workflow_run/{id}/rerun); null for a run an event started. */
   rerun_of: string | null;
+  /** Runs that led to the trigger event (its `svcdepth`); the rate guard counts runs caused by runs. */
+  causation_depth: number;
   /** The worker executing the run (null while waiting or finished). */
   locked_by: string | null;
   created_at: string;

@@ -14,6 +14,7 @@ import * as m0012 from './0012_workflows_rate_guard.js';
 import * as m0013 from './0013_events_custom_types.js';
 import * as m0014 from './0014_schedules.js';
 import * as m0015 from './0015_workflows_run_control.js';
+import * as m0016 from './0016_workflows_causation_depth.js';
 
 /**
  * Every migration, in order. One set serves SQLite and PostgreSQL; a dialect branch is allowed only
@@ -39,4 +40,5 @@ export const migrations: Record<string, Migration> = {
   '0013_events_custom_types': m0013,
   '0014_schedules': m0014,
   '0015_workflows_run_control': m0015,
+  '0016_workflows_causation_depth': m0016,
 };

@@ -4,8 +4,9 @@ import { dialectName } from '../helpers/store.js';
 import { type Api, onlyRun, publish, settle, startWorkflowApp, workflow } from './helpers.js';
 
 /**
- * Loud expressions (docs/workflows.md "Templates"): a one-key object whose key is no operator is a
- * typo, refused when saved with its JSON path and the operator meant; `preserve` writes a literal.
+ * Loud expressions (docs/workflows.md "Templates"): an unknown operator inside an expression is
+ * refused when saved with its JSON path and the operator meant; a template key one typo away from an
+ * operator saves with a warning; `preserve` writes a literal.
  */
 describe(`expressions are checked when saved (${dialectName})`, () => {
   let t: TestApp;
@@ -18,22 +19,25 @@ describe(`expressions are checked when saved (${dialectName})`, () => {
 
   async function putGraph(nodes: unknown[], edges: unknown[] = []) {
     const sub = await a.call('POST', '/event_subscription', { name: 'expr', event_type: 'svc.user.created' });
-    return a.call('PUT', `/event_subscription/${sub.body.id}/graph`, { nodes, edges });
+    const res = await a.call('PUT', `/event_subscription/${sub.body.id}/graph`, { nodes, edges });
+    return Object.assign(res, { subId: sub.body.id as string });
   }
 
-  it('a misspelt operator in a COMPUTE is 400 with its path and the operator meant', async () => {
+  it('a one-key object whose key is no operator is a template; one a typo away from one saves with a warning', async () => {
     const res = await putGraph([
       { key: 'score', type: 'COMPUTE', config: { logic: { vr: 'event.data.name' } } },
-    ]);
-    expect(res).toEqual({
-      status: 400,
-      body: {
-        code: 'WORKFLOW.INVALID_GRAPH',
-        message:
-          'nodes.0 (key "score").config.logic: unknown operator "vr" (did you mean "var"?); an object with one key is an operation (write a literal one as {"preserve": {"vr": ...}})',
-        details: { field: 'nodes.0.config.logic' },
+      {
+        key: 'text',
+        type: 'COMPUTE',
+        config: { logic: { text: { cat: ['Hi ', { var: 'event.data.name' }] } } },
       },
-    });
+    ]);
+    expect(res.status).toBe(200);
+    expect(res.body.warnings).toEqual([
+      'nodes.0 (key "score").config.logic: "vr" is no operator, so this object is a template and "vr" a key of its output; did you mean the operator "var"? (field nodes.0.config.logic)',
+    ]);
+    // The graph's own answer (GET) carries no warnings: they are about the save.
+    expect((await a.call('GET', `/event_subscription/${res.subId}/graph`)).body.warnings).toBeUndefined();
   });
 
   it('an unknown operator deep inside an expression is 400 naming where', async () => {
@@ -132,8 +136,8 @@ describe(`expressions are checked when saved (${dialectName})`, () => {
         },
       },
     ]);
-    expect(nested.status).toBe(400);
-    expect(nested.body.details).toEqual({ field: 'nodes.0.config.input_mapping.headers' });
-    expect(nested.body.message).toContain('write a literal one as {"preserve": {"Authorization": ...}}');
+    // One level down the one template rule applies: a one-key object of no operator is a template.
+    expect(nested.status).toBe(200);
+    expect(nested.body.warnings).toBeUndefined();
   });
 });

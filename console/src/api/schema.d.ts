@@ -3008,6 +3008,8 @@ export interface components {
             id_map?: {
                 [key: string]: string;
             };
+            /** @description Present when the graph was saved with something to know: a template key one typo away from an operator. */
+            warnings?: string[];
         };
         Schedule: {
             id: string;

@@ -124,7 +124,7 @@ export const PutGraphBody = Type.Object(
           {
             key: 'derive',
             type: 'COMPUTE',
-            // Two keys: a template of named results (one key would read as an operator).
+            // A template: its keys are kept, its values evaluated (docs/workflows.md "Templates").
             config: {
               logic: {
                 score: { var: 'event.data.answers.score' },
@@ -182,6 +182,13 @@ export const Graph = Type.Object(
     available_paths: Type.Array(Type.String()),
     /** PUT only: client node/edge ids (or keys) to the server ids. */
     id_map: Type.Optional(Type.Record(Type.String(), Type.String())),
+    /** PUT only, when there are any: a template key close to an operator (docs/workflows.md "Templates"). */
+    warnings: Type.Optional(
+      Type.Array(Type.String(), {
+        description:
+          'Present when the graph was saved with something to know: a template key one typo away from an operator.',
+      }),
+    ),
   },
   { $id: 'WorkflowGraph' },
 );

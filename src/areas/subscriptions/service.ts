@@ -48,6 +48,7 @@ export interface GraphView {
   edges: GraphEdge[];
   available_paths: string[];
   id_map?: Record<string, string>;
+  warnings?: string[];
 }
 
 const ENVELOPE_PATHS = [
@@ -328,7 +329,12 @@ export function createSubscriptionService(deps: SubscriptionDeps): SubscriptionS
         };
       });
       const answer = await view(sub, graph);
-      return { ...answer, subscription: { ...answer.subscription, ...warned(warnings) }, id_map: idMap };
+      return {
+        ...answer,
+        subscription: { ...answer.subscription, ...warned(warnings) },
+        id_map: idMap,
+        ...warned(valid?.warnings ?? []),
+      };
     },
 
     /** Enabled, non-deleted subscriptions of these event types (the router's indexed lookup). */

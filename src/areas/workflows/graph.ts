@@ -7,7 +7,7 @@
 // Long file: one rule per node type and field, each short, read together as the graph contract;
 // split, the contract would be scattered over files that always change together.
 import { AppError } from '../../http/errors.js';
-import { compileError, expressionProblem, isExpression, unknownOperator } from './jsonlogic.js';
+import { closestOperator, compileError, expressionProblem, isExpression } from './jsonlogic.js';
 import { parseTemplate, TemplateError } from './template.js';
 
 export const NODE_TYPES = ['ACTION', 'COMPUTE', 'SWITCH', 'JOIN', 'DELAY', 'END'] as const;
@@ -71,6 +71,8 @@ export interface ValidGraph {
   edges: EdgeSpec[];
   /** Node indexes in traversal (Kahn) order. */
   order: number[];
+  /** What the save accepted but the author may not have meant: a template key close to an operator. */
+  warnings: string[];
 }
 
 const invalid = (message: string, details: Record<string, unknown>): AppError =>
@@ -114,6 +116,7 @@ export function validateConfig(
   type: NodeType,
   config: Record<string, unknown> | null | undefined,
   at: Where,
+  warnings: string[] = [],
 ): Record<string, unknown> | null {
   const fail = (field: string, message: string) =>
     invalid(`${at.label}: ${message}`, { field: `${at.path}.${field}` });
@@ -142,7 +145,7 @@ export function validateConfig(
       if (c.input_mapping !== undefined && c.input_mapping !== null) {
         if (!isObject(c.input_mapping))
           throw fail('config.input_mapping', 'config.input_mapping must be an object');
-        checkMapping(c.input_mapping, within(at, 'config.input_mapping'), 0, true);
+        checkMapping(c.input_mapping, within(at, 'config.input_mapping'), warnings, 0, true);
       }
       return { ...c, input_mapping: c.input_mapping ?? null };
     }
@@ -152,7 +155,7 @@ export function validateConfig(
       }
       allowOnly(c, ['logic']);
       // Same rule as input mappings: operator objects are evaluated, other objects are templates.
-      checkMapping(c.logic, within(at, 'config.logic'));
+      checkMapping(c.logic, within(at, 'config.logic'), warnings);
       return c;
     }
     case 'SWITCH': {
@@ -236,23 +239,18 @@ export function validateConfig(
 const MAX_TEMPLATE_DEPTH = 64;
 
 /**
- * A template (COMPUTE logic, ACTION input mapping): a one-key object is an operation and must be a
- * valid one (a typo such as {"vr": ...} is refused, not kept as a literal); objects with several keys
- * and lists are built from their values; `preserve` keeps a literal as it is. `fields`: the top of
- * an input mapping, whose keys name the input's fields (a one-field input is an object too).
+ * A template (COMPUTE logic, ACTION input mapping), docs/workflows.md "Templates": an object is an
+ * operation if and only if it has exactly one key naming an operator svc knows, and must then be a
+ * valid expression; every other object and every list is a template, its keys kept and its values
+ * evaluated the same way; `preserve` keeps a literal as it is. A template key one typo away from an
+ * operator ({"vr": ...}) is kept, with a warning. `fields`: the top of an input mapping, whose keys
+ * name the input's fields even when one of them is spelled like an operator.
  */
-function checkMapping(value: unknown, at: Where, depth = 0, fields = false): void {
+function checkMapping(value: unknown, at: Where, warnings: string[], depth = 0, fields = false): void {
   if (depth > MAX_TEMPLATE_DEPTH) {
     throw invalid(`${at.label}: nested more than ${MAX_TEMPLATE_DEPTH} levels deep`, { field: at.path });
   }
-  if (!fields && isObject(value) && Object.keys(value).length === 1 && !isExpression(value)) {
-    const [key] = Object.keys(value);
-    throw invalid(
-      `${at.label}: ${unknownOperator(key)}; an object with one key is an operation (write a literal one as {"preserve": {"${key}": ...}})`,
-      { field: at.path },
-    );
-  }
-  if (isExpression(value)) {
+  if (!fields && isExpression(value)) {
     const problem = expressionProblem(value);
     if (problem) {
       throw invalid(`${at.label}: not a valid JSONLogic expression: ${compileError(value)}`, {
@@ -264,9 +262,17 @@ function checkMapping(value: unknown, at: Where, depth = 0, fields = false): voi
     return;
   }
   if (Array.isArray(value)) {
-    for (const [i, v] of value.entries()) checkMapping(v, within(at, String(i)), depth + 1);
+    for (const [i, v] of value.entries()) checkMapping(v, within(at, String(i)), warnings, depth + 1);
   } else if (isObject(value)) {
-    for (const [k, v] of Object.entries(value)) checkMapping(v, within(at, k), depth + 1);
+    const keys = Object.keys(value);
+    const meant = !fields && keys.length === 1 ? closestOperator(keys[0]) : undefined;
+    if (meant !== undefined) {
+      warnings.push(
+        `${at.label}: "${keys[0]}" is no operator, so this object is a template and "${keys[0]}" a key of its ` +
+          `output; did you mean the operator "${meant}"? (field ${at.path})`,
+      );
+    }
+    for (const [k, v] of Object.entries(value)) checkMapping(v, within(at, k), warnings, depth + 1);
   }
 }
 
@@ -308,6 +314,7 @@ export function validateGraph(nodesIn: NodeInput[], edgesIn: EdgeInput[]): Valid
   if (edgesIn.length > MAX_EDGES) throw invalid(`a graph has at most ${MAX_EDGES} edges`, { field: 'edges' });
   const keys = new Map<string, number>();
   const ids = new Map<string, number>();
+  const warnings: string[] = [];
   const nodes = nodesIn.map((n, i): NodeSpec => {
     const where = `nodes.${i}`;
     if (typeof n.key !== 'string' || !NODE_KEY_PATTERN.test(n.key)) {
@@ -358,7 +365,7 @@ export function validateGraph(nodesIn: NodeInput[], edgesIn: EdgeInput[]): Valid
         { field: `${where}.timeout_ms`, allowed_types: [...TIMED_TYPES] },
       );
     }
-    const config = validateConfig(type, n.config, { path: where, label });
+    const config = validateConfig(type, n.config, { path: where, label }, warnings);
     if (
       type === 'JOIN' &&
       hasTimeout &&
@@ -428,7 +435,7 @@ export function validateGraph(nodesIn: NodeInput[], edgesIn: EdgeInput[]): Valid
     ).map((i) => nodes[i].key);
     throw invalid(`the graph has a cycle: ${[...cycle, cycle[0]].join(' -> ')}`, { field: 'edges', cycle });
   }
-  return { nodes, edges, order };
+  return { nodes, edges, order, warnings };
 }
 
 /**

@@ -175,7 +175,9 @@ export function unknownOperator(name: string): string {
   return `unknown operator "${name}"${guess ? ` (did you mean "${guess}"?)` : ''}`;
 }
 
-function closestOperator(name: string): string | undefined {
+/** The operator `name` is a close misspelling of (the did-you-mean rule), if any; never `name` itself. */
+export function closestOperator(name: string): string | undefined {
+  if (isOperator(name)) return undefined;
   const typed = name.toLowerCase();
   // Fewest edits first; among equals, one that starts like the name and contains its letters in
   // order ("vr": "var" before "or" and "val").

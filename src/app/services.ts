@@ -276,6 +276,7 @@ export function createServices(deps: ServiceDeps): Services {
     subscriptions,
     planOf: workflowEngine.planOf,
     enrich: enrichEventData,
+    actions: plugins,
   });
   const runControl = createRunControlService({
     store: deps.store,

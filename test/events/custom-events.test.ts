@@ -83,7 +83,7 @@ describe(`custom event types and POST /event (${dialectName})`, () => {
       const custom = await a.call('GET', '/event_definition?builtin=false');
       expect(custom.body.event_definitions).toEqual([one.body]);
       const all = await a.call('GET', '/event_definition?limit=100');
-      expect(all.body.total).toBe(22);
+      expect(all.body.total).toBe(23);
       expect(all.body.event_definitions.find((d: Json) => d.event_type === 'svc.user.created')).toMatchObject(
         {
           builtin: true,

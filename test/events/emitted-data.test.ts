@@ -36,7 +36,8 @@ describe(`emitted events match their definitions (${dialectName})`, () => {
 
   it('every event of every area validates against its schema, with no undeclared data field', async () => {
     // The pipeline's own events: runs that complete (someone names .completed), fail and are
-    // cancelled, and a webhook delivery that fails for good (nothing listens on port 9).
+    // cancelled, a subscription paused, and a webhook delivery that fails for good (nothing listens
+    // on port 9).
     const graph = async (event_type: string, nodes: unknown[]) => {
       const s = await ok('POST', '/event_subscription', { name: event_type, event_type });
       await ok('PUT', `/event_subscription/${s.id}/graph`, { nodes, edges: [] });
@@ -47,6 +48,16 @@ describe(`emitted events match their definitions (${dialectName})`, () => {
       { key: 'bad', type: 'COMPUTE', config: { logic: { '/': [1, { var: 'event.data.folder_id' }] } } },
     ]);
     await graph('svc.user.deleted', [{ key: 'wait', type: 'DELAY', config: { delay_ms: 3_600_000 } }]);
+    // A subscription the rate guard pauses (three questionnaires are created below).
+    const guarded = await ok('POST', '/event_subscription', {
+      name: 'guarded',
+      event_type: 'svc.questionnaire.created',
+      max_runs_per_minute: 1,
+    });
+    await ok('PUT', `/event_subscription/${guarded.id}/graph`, {
+      nodes: [{ key: 'end', type: 'END' }],
+      edges: [],
+    });
     await ok('POST', '/webhook', {
       name: 'down',
       url: 'http://127.0.0.1:9/hook',
@@ -123,7 +134,7 @@ describe(`emitted events match their definitions (${dialectName})`, () => {
       expect(validate?.(e.data), `${e.type}: ${JSON.stringify(validate?.errors)}`).toBe(true);
       seen.add(e.type);
     }
-    // Every one of the 17 contract types and the 4 pipeline types was exercised, a folder move included.
+    // Every one of the 17 contract types and the 5 pipeline types was exercised, a folder move included.
     expect([...seen].sort()).toEqual(defs.map((d) => d.event_type).sort());
     const moves = [...emitted.values()].filter(
       (e) => e.type === 'svc.folder.updated' && 'previous_parent_id' in e.data,

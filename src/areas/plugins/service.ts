@@ -75,6 +75,12 @@ export interface PluginService {
    * ACTION describes, persists its attempt, then calls: one read of the instance for both).
    */
   prepareAction(instanceId: string, action: string): Promise<PreparedAction>;
+  /**
+   * A check of an input against the action's input_schema as an invocation makes it, for a
+   * simulation: vault references are left unresolved, so one is accepted wherever a string is.
+   * Answers the error an invocation would throw (`PLUGIN.INVALID_INPUT: ...`), or undefined.
+   */
+  inputCheck(instanceId: string, action: string): Promise<(input: unknown) => string | undefined>;
 }
 
 export interface PreparedAction {
@@ -382,6 +388,18 @@ export function createPluginService(deps: PluginDeps): PluginService {
     },
 
     invoke: async (req) => invokeTarget(await target(req.instanceId, req.action), req),
+
+    async inputCheck(instanceId, actionName) {
+      const found = await target(instanceId, actionName);
+      const { input_schema } = describeTarget(found);
+      const label = `${found.row.definition_name}.${actionName}`;
+      return (input) => {
+        const errors = validate(input_schema, input === undefined ? {} : input, { references: true });
+        return errors.length === 0
+          ? undefined
+          : `PLUGIN.INVALID_INPUT: payload does not match the input_schema of ${label}: ${describeErrors(errors)}`;
+      };
+    },
   };
 }
 

@@ -10,6 +10,7 @@ import type { EventTypeService } from '../events/event-types.js';
 import type { EventPublisher } from '../events/publish.js';
 import { type NodeInput, validateGraph } from '../workflows/graph.js';
 import { compileError, expressionProblem } from '../workflows/jsonlogic.js';
+import { mappingProblem } from '../workflows/mapping-check.js';
 import { pathsFromSchema } from '../workflows/paths.js';
 import type { GraphEdge, GraphNode } from '../workflows/plan.js';
 import type { CreateSubscription, PutGraphBody, UpdateSubscription } from './schemas.js';
@@ -28,7 +29,12 @@ export interface ActionCatalog {
   describeAction(
     instanceId: string,
     action: string,
-  ): Promise<{ idempotent: boolean; timeout_seconds: number; output_schema?: unknown }>;
+  ): Promise<{
+    idempotent: boolean;
+    timeout_seconds: number;
+    input_schema?: Readonly<Record<string, unknown>>;
+    output_schema?: unknown;
+  }>;
 }
 
 export interface SubscriptionDeps {
@@ -261,7 +267,20 @@ export function createSubscriptionService(deps: SubscriptionDeps): SubscriptionS
           const instance = n.config?.plugin_instance_id as string;
           const action = n.config?.plugin_action as string;
           try {
-            await deps.actions.describeAction(instance, action);
+            const d = await deps.actions.describeAction(instance, action);
+            // The mapping against the action's input_schema, before any run (docs/workflows.md
+            // "Save-time checks"): what is missing, and literals of the wrong type.
+            const problem = d.input_schema
+              ? mappingProblem(n.config?.input_mapping ?? {}, d.input_schema)
+              : undefined;
+            if (problem) {
+              throw new AppError(
+                'WORKFLOW.INVALID_GRAPH',
+                `nodes.${i} (key "${n.key}"): input_mapping.${problem.path} ${problem.message} ` +
+                  `(the input_schema of action "${action}")`,
+                { field: `nodes.${i}.config.input_mapping.${problem.path}` },
+              );
+            }
           } catch (err) {
             if (err instanceof AppError && MISSING_PLUGIN.has(err.code)) {
               throw new AppError('WORKFLOW.INVALID_GRAPH', `nodes.${i} (key "${n.key}"): ${err.message}`, {

@@ -121,6 +121,11 @@ export class RunMachine {
   readonly traversed: string[] = [];
   /** Simulation only: the context each node saw when it was reached. */
   readonly seen = new Map<string, ExpressionContext>();
+  /**
+   * Simulation only: why an ACTION's evaluated input would be refused by its action's input_schema,
+   * so the test bench fails where a real run would (undefined: it would be accepted).
+   */
+  simulatedInputProblem?: (nodeKey: string, input: unknown) => string | undefined;
   /** Optional trace of node transitions (attempt starts, finishes, skips), e.g. for tests and metrics. */
   observer?: (event: 'start' | 'finish' | 'skip', key: string) => void;
   private readonly context: ExpressionContext;
@@ -203,9 +208,11 @@ export class RunMachine {
       if (this.simulate && !progressed && this.ready.size > 0 && this.run.status === 'running') {
         // A simulation calls no plugin: the ACTIONs that are ready answer together, as if every
         // call took the same time, after the side-effect-free nodes that were ready with them.
-        for (const { state } of [...this.ready.values()]) {
+        for (const { node, state } of [...this.ready.values()]) {
           this.beginAttempt(state, now);
-          this.complete(state, { simulated: true, input: state.input }, nowIso);
+          const problem = this.simulatedInputProblem?.(state.key, state.input);
+          if (problem !== undefined) this.attemptFailed(node, state, problem, now, true);
+          else this.complete(state, { simulated: true, input: state.input }, nowIso);
         }
         progressed = true;
       }

@@ -35,6 +35,10 @@ export interface WorkflowServiceDeps {
   planOf: (subscriptionId: string, version: number) => Promise<Plan>;
   /** The publisher's enricher: a simulated event is enriched as a published one is. */
   enrich?: EventEnricher;
+  /** What a simulation asks of the plugins area: an ACTION's input checked as an invocation would. */
+  actions?: {
+    inputCheck(instanceId: string, action: string): Promise<(input: unknown) => string | undefined>;
+  };
 }
 
 export interface SimulatedNode {
@@ -83,6 +87,31 @@ export function createWorkflowService(deps: WorkflowServiceDeps): WorkflowServic
   const expressions = new CompiledCache(500);
 
   const runOrThrow = (id: string) => requireRun(deps.store.db, id);
+
+  /**
+   * Per ACTION of a plan, the check its input would meet when invoked; an instance or action gone
+   * since the save fails the node as the real attempt would.
+   */
+  async function inputChecks(plan: Plan): Promise<Map<string, (input: unknown) => string | undefined>> {
+    const checks = new Map<string, (input: unknown) => string | undefined>();
+    if (!deps.actions) return checks;
+    for (const n of plan.nodes) {
+      if (n.type !== 'ACTION') continue;
+      try {
+        checks.set(
+          n.key,
+          await deps.actions.inputCheck(
+            n.config?.plugin_instance_id as string,
+            n.config?.plugin_action as string,
+          ),
+        );
+      } catch (err) {
+        const message = err instanceof AppError ? `${err.code}: ${err.message}` : describeThrown(err);
+        checks.set(n.key, () => message);
+      }
+    }
+    return checks;
+  }
 
   /**
    * The context a node of a run saw (or would see): the trigger event and the outputs of the nodes
@@ -208,6 +237,8 @@ export function createWorkflowService(deps: WorkflowServiceDeps): WorkflowServic
         completed_at: null,
       };
       const machine = new RunMachine(plan, event, run, states, true);
+      const checks = await inputChecks(plan);
+      machine.simulatedInputProblem = (key, input) => checks.get(key)?.(input);
       machine.advance(deps.clock.now());
       const routing = routingOf(expressions, sub, event);
       const nodes: SimulatedNode[] = plan.nodes.map((n) => {

@@ -3,6 +3,7 @@ import type { Store } from '../../db/store.js';
 import { AppError } from '../../http/errors.js';
 import { type Clock, iso } from '../../lib/clock.js';
 import { sha256Hex } from '../../lib/hash.js';
+import { backoffMs } from '../../worker/retry-policy.js';
 import * as attempts from './attempt-store.js';
 
 /**
@@ -35,11 +36,15 @@ export function createLimiter(deps: { store: Store; clock: Clock; settings: Auth
 
   /** The end of the next lock of a key locked `lockCount` times before: doubling, capped. */
   function lockEnd(at: Date, lockCount: number | string): string {
-    const seconds = Math.min(
-      settings.loginLockSeconds * 2 ** Number(lockCount),
-      settings.loginLockMaxSeconds,
+    const ms = backoffMs(
+      {
+        baseMs: settings.loginLockSeconds * 1000,
+        capMs: settings.loginLockMaxSeconds * 1000,
+        backoff: 'exponential',
+      },
+      Number(lockCount) + 1,
     );
-    return iso(new Date(at.getTime() + seconds * 1000));
+    return iso(new Date(at.getTime() + ms));
   }
 
   async function fail(key: string | undefined, max: number): Promise<void> {

@@ -4,13 +4,14 @@ import { type Clock, iso } from '../../lib/clock.js';
 import { ClaimGate } from '../../worker/claim-gate.js';
 import { DueTimer } from '../../worker/due-timer.js';
 import { createLease } from '../../worker/lease.js';
+import { interruptionIsFree } from '../../worker/retry-policy.js';
 import type { Wakeups } from '../../worker/wakeups.js';
 import type { Job } from '../../worker/worker.js';
 import { newWorkerId } from '../../worker/worker-id.js';
 import type { CloudEvent } from './cloudevent.js';
 import type { EventHandler } from './handlers.js';
 import type { OutboxMetrics } from './metrics.js';
-import { afterFailure, MAX_INTERRUPTIONS } from './retry.js';
+import { afterFailure, OUTBOX_RETRY } from './retry.js';
 import { OUTBOX_JOB, type OutboxSignal } from './signal.js';
 import {
   claimTasks,
@@ -107,7 +108,7 @@ export function createOutboxJob(deps: OutboxDeps, options: OutboxOptions): Outbo
 
   /**
    * Expired leases are interrupted attempts (the worker crashed or stalled, not the event's fault):
-   * due again at once, the attempt given back. Past MAX_INTERRUPTIONS an interruption counts as a
+   * due again at once, the attempt given back. Past the policy's interruptions one counts as a
    * failed attempt, settled by the same rule as a handler's failure.
    */
   async function reapExpiredLeases(now: Date): Promise<void> {
@@ -116,12 +117,16 @@ export function createOutboxJob(deps: OutboxDeps, options: OutboxOptions): Outbo
       const what = `lease of ${task.locked_by ?? 'a worker'} expired during attempt ${task.attempts} (worker stopped or stalled)`;
       let reaped: boolean;
       let outcome: 'retry' | 'failed' = 'retry';
-      if (Number(task.interruptions) < MAX_INTERRUPTIONS) {
+      if (interruptionIsFree(OUTBOX_RETRY, Number(task.interruptions))) {
         reaped = await store.write((db) =>
           interrupt(db, task, `${what}; retried, not counted as an attempt`, iso(now)),
         );
       } else {
-        const update = failedAttempt(task, `${what}, after ${MAX_INTERRUPTIONS} interruptions`, now);
+        const update = failedAttempt(
+          task,
+          `${what}, after ${OUTBOX_RETRY.maxInterruptions} interruptions`,
+          now,
+        );
         if (update.status === 'FAILED') outcome = 'failed';
         const held = { lockedUntil: task.locked_until!, attempts: task.attempts };
         reaped = await store.write((db) => markFailed(db, update, held, iso(now)));

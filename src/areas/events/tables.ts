@@ -7,7 +7,7 @@ export interface EventDeliveryTaskTable {
   target: string;
   status: 'PENDING' | 'IN_PROGRESS' | 'DONE' | 'FAILED';
   error: string | null;
-  /** Attempts that failed (a handler failed, or a crash interrupted it MAX_INTERRUPTIONS times). */
+  /** Attempts that failed (a handler failed, or a crash interrupted it more often than OUTBOX_RETRY allows). */
   attempts: number;
   max_attempts: number;
   /** Attempts a crash interrupted (the lease ran out): retried at once, not counted in `attempts`. */

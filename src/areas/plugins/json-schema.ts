@@ -1,5 +1,6 @@
 import { Ajv2020, type ErrorObject, type ValidateFunction } from 'ajv/dist/2020.js';
 import formats from 'ajv-formats';
+import { AppError } from '../../http/errors.js';
 import { REFERENCE_PATTERN } from '../vault/references.js';
 
 /**
@@ -50,6 +51,36 @@ export function validate(schema: unknown, data: unknown, opts: { references?: bo
   if (compiled.validate(data)) return [];
   const errors = (compiled.validate.errors ?? []).filter((e) => !isWrapperNoise(e, compiled.wrappers));
   return dedupe(errors.map(toSchemaError)).slice(0, 20);
+}
+
+/** An instance's config against its definition's instance_config_schema (400 PLUGIN.INVALID_CONFIG). */
+export function checkConfig(
+  schema: unknown,
+  config: Record<string, unknown> | null | undefined,
+  what: string,
+) {
+  const errors = validate(schema, config ?? {}, { references: true });
+  if (errors.length > 0) {
+    throw new AppError(
+      'PLUGIN.INVALID_CONFIG',
+      `${what} does not match the plugin's instance_config_schema: ${describeErrors(errors)}`,
+      { errors },
+    );
+  }
+}
+
+/**
+ * The check an invocation of action `label` makes of its input, for a simulation: vault references
+ * are left unresolved there, so one is accepted wherever a string is. Answers the error the
+ * invocation would throw (`PLUGIN.INVALID_INPUT: ...`), or undefined.
+ */
+export function inputChecker(label: string, inputSchema: unknown): (input: unknown) => string | undefined {
+  return (input) => {
+    const errors = validate(inputSchema, input === undefined ? {} : input, { references: true });
+    return errors.length === 0
+      ? undefined
+      : `PLUGIN.INVALID_INPUT: payload does not match the input_schema of ${label}: ${describeErrors(errors)}`;
+  };
 }
 
 /** `errors` as one readable line: "/port must be integer; /host is required". */

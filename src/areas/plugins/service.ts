@@ -15,7 +15,7 @@ import { httpPlugin } from './builtins/http.js';
 import { configHash } from './config-hash.js';
 import { discoverPlugins, type LoadedPlugin } from './discovery.js';
 import { runWithTimeout, toPluginError } from './invocation.js';
-import { describeErrors, validate } from './json-schema.js';
+import { checkConfig, describeErrors, inputChecker, validate } from './json-schema.js';
 import type { PluginAction } from './manifest.js';
 import type { PluginMetrics } from './metrics.js';
 import type { CreateInstance, UpdateInstance } from './schemas.js';
@@ -75,11 +75,7 @@ export interface PluginService {
    * ACTION describes, persists its attempt, then calls: one read of the instance for both).
    */
   prepareAction(instanceId: string, action: string): Promise<PreparedAction>;
-  /**
-   * A check of an input against the action's input_schema as an invocation makes it, for a
-   * simulation: vault references are left unresolved, so one is accepted wherever a string is.
-   * Answers the error an invocation would throw (`PLUGIN.INVALID_INPUT: ...`), or undefined.
-   */
+  /** The input_schema check of an invocation, for a simulation (json-schema.ts inputChecker). */
   inputCheck(instanceId: string, action: string): Promise<(input: unknown) => string | undefined>;
 }
 
@@ -115,19 +111,6 @@ export function createPluginService(deps: PluginDeps): PluginService {
     const row = await db.findDefinition(store.db, id);
     if (!row) throw new AppError('PLUGIN.DEFINITION_NOT_FOUND', 'Plugin definition not found');
     return row;
-  }
-
-  function checkConfig(schema: unknown, config: Record<string, unknown> | null | undefined, what: string) {
-    const errors = validate(schema, config ?? {}, { references: true });
-    if (errors.length > 0) {
-      throw new AppError(
-        'PLUGIN.INVALID_CONFIG',
-        `${what} does not match the plugin's instance_config_schema: ${describeErrors(errors)}`,
-        {
-          errors,
-        },
-      );
-    }
   }
 
   /**
@@ -391,14 +374,7 @@ export function createPluginService(deps: PluginDeps): PluginService {
 
     async inputCheck(instanceId, actionName) {
       const found = await target(instanceId, actionName);
-      const { input_schema } = describeTarget(found);
-      const label = `${found.row.definition_name}.${actionName}`;
-      return (input) => {
-        const errors = validate(input_schema, input === undefined ? {} : input, { references: true });
-        return errors.length === 0
-          ? undefined
-          : `PLUGIN.INVALID_INPUT: payload does not match the input_schema of ${label}: ${describeErrors(errors)}`;
-      };
+      return inputChecker(`${found.row.definition_name}.${actionName}`, describeTarget(found).input_schema);
     },
   };
 }

@@ -1,19 +1,30 @@
+import { type AfterFailure, afterFailure, type RetryPolicy } from '../../worker/retry-policy.js';
+
 /**
- * The webhook retry rule, in one place (SPEC Webhook delivery table, CONTRACTS §7): after failed
- * attempt k (k = 1..4) the delivery waits `base x 2^(k-1)` seconds (30, 60, 120, 240 with the
- * default base) and is PENDING again; the 5th failure is FAILED.
+ * The webhooks' retry policy (docs/webhooks.md, docs/reliability.md "Retry policies"): after failed
+ * attempt k (k = 1..4) a delivery waits base x 2^(k-1) seconds (30, 60, 120, 240 with the default
+ * base) and is PENDING again; the 5th failure is FAILED. An interrupted attempt counts as an attempt:
+ * the request may have reached the receiver, and the delivery's attempts are what the receiver saw.
  */
-export const MAX_ATTEMPTS = 5;
+export function webhookRetry(baseSeconds: number): RetryPolicy {
+  return {
+    maxAttempts: 5,
+    baseMs: baseSeconds * 1000,
+    capMs: Number.POSITIVE_INFINITY,
+    backoff: 'exponential',
+    maxInterruptions: 0,
+  };
+}
 
-export type AfterAttemptFailure = { status: 'PENDING'; next_attempt_at: Date } | { status: 'FAILED' };
+/** Attempts a delivery gets. */
+export const MAX_ATTEMPTS = webhookRetry(30).maxAttempts;
 
+/** Where a delivery goes after its attempt number `attempts` failed at `now`. */
 export function afterAttemptFailure(
   attempts: number,
   maxAttempts: number,
   baseSeconds: number,
   now: Date,
-): AfterAttemptFailure {
-  if (attempts >= maxAttempts) return { status: 'FAILED' };
-  const delayMs = baseSeconds * 1000 * 2 ** Math.max(attempts - 1, 0);
-  return { status: 'PENDING', next_attempt_at: new Date(now.getTime() + delayMs) };
+): AfterFailure {
+  return afterFailure({ ...webhookRetry(baseSeconds), maxAttempts }, attempts, now);
 }

@@ -1,8 +1,9 @@
 import { AppError } from '../../http/errors.js';
 import type { Causation } from '../../lib/causation.js';
 import type { Clock } from '../../lib/clock.js';
+import { interruptionIsFree } from '../../worker/retry-policy.js';
 import { describeThrown } from './jsonlogic.js';
-import { type Invoke, MAX_INTERRUPTIONS, type RunMachine } from './machine.js';
+import { type Invoke, nodeRetryPolicy, type RunMachine } from './machine.js';
 
 /** What ACTION nodes need of the plugins area (services.plugins). */
 export interface ActionInvoker {
@@ -45,7 +46,7 @@ function errorText(err: unknown): string {
 
 /**
  * One ACTION attempt (SPEC execution rules): check the action, decide whether an attempt found in
- * flight after a crash may run again (only an idempotent action, at most MAX_INTERRUPTIONS times),
+ * flight after a crash may run again (only an idempotent action, as often as its retry policy's interruptions allow),
  * persist the attempt, resolve `$secret:` references, call the plugin under the effective timeout,
  * and tell the machine how it went. The machine decides retries and what follows. `signal` aborts
  * the call when the run ends meanwhile (its outcome is then not recorded: the machine stopped the node).
@@ -86,7 +87,7 @@ export function createActionCaller(deps: ActionCallDeps) {
         );
         return;
       }
-      if (state.interruptions >= MAX_INTERRUPTIONS) {
+      if (!interruptionIsFree(nodeRetryPolicy(node.retry), state.interruptions)) {
         machine.attemptFailed(
           node,
           state,

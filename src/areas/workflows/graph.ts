@@ -6,7 +6,9 @@
  */
 // Long file: one rule per node type and field, each short, read together as the graph contract;
 // split, the contract would be scattered over files that always change together.
+
 import { AppError } from '../../http/errors.js';
+import { backoffMs } from '../../worker/retry-policy.js';
 import { closestOperator, compileError, expressionProblem, isExpression } from './jsonlogic.js';
 import { parseTemplate, TemplateError } from './template.js';
 
@@ -295,7 +297,11 @@ export function normaliseRetryPolicy(
     throw fail('base_seconds', 'retry_policy.base_seconds must be a number between 0 and 86400');
   }
   // The longest wait is the one before the last attempt: base x 2^(max_attempts - 2) when exponential.
-  const longest = backoff === 'exponential' ? base * 2 ** Math.max(0, policy.max_attempts - 2) : base;
+  const longest =
+    backoffMs(
+      { baseMs: base * 1000, capMs: Number.POSITIVE_INFINITY, backoff },
+      Math.max(1, policy.max_attempts - 1),
+    ) / 1000;
   if (longest * 1000 > MAX_WAIT_MS) {
     throw fail(
       'max_attempts',

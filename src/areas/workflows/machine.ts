@@ -13,7 +13,9 @@
  */
 // Long file: the state machine is one class whose transitions share the run's state; each
 // transition is short, and the states table of SPEC reads best against it in one place.
+
 import { depthOf } from '../../lib/causation.js';
+import { nextAttempt, type RetryPolicy } from '../../worker/retry-policy.js';
 import type { CloudEvent } from '../events/cloudevent.js';
 import { describeThrown, truthy } from './jsonlogic.js';
 import type { Plan, PlanNode } from './plan.js';
@@ -89,9 +91,6 @@ export interface Step {
 /** The longest wait a server's Retry-After may impose (a day: longer is a lost cause, not a pause). */
 const MAX_RETRY_AFTER_MS = 86_400_000;
 
-/** How many crash interruptions of one idempotent ACTION are retried before the node fails. */
-export const MAX_INTERRUPTIONS = 3;
-
 export function eventContext(event: CloudEvent): ExpressionContext['event'] {
   return {
     id: event.id,
@@ -106,11 +105,19 @@ export function eventContext(event: CloudEvent): ExpressionContext['event'] {
 const isPlainObject = (v: unknown): v is Record<string, unknown> =>
   v !== null && typeof v === 'object' && !Array.isArray(v);
 
-/** Wait before attempt k+1 after k attempts (CONTRACTS §9). */
-export function backoffMs(policy: PlanNode['retry'], attemptsMade: number): number {
-  if (!policy) return 0;
-  const factor = policy.backoff === 'exponential' ? 2 ** Math.max(0, attemptsMade - 1) : 1;
-  return Math.round(policy.base_seconds * factor * 1000);
+/**
+ * A node's `retry_policy` as the one retry policy of background work (docs/reliability.md "Retry
+ * policies"): no policy is one attempt. A crash interruption of an idempotent ACTION is retried
+ * without counting an attempt, three times; after that the node fails.
+ */
+export function nodeRetryPolicy(retry: PlanNode['retry']): RetryPolicy {
+  return {
+    maxAttempts: retry?.max_attempts ?? 1,
+    baseMs: (retry?.base_seconds ?? 0) * 1000,
+    capMs: Number.POSITIVE_INFINITY,
+    backoff: retry?.backoff === 'fixed' ? 'fixed' : 'exponential',
+    maxInterruptions: 3,
+  };
 }
 
 export class RunMachine {
@@ -393,12 +400,11 @@ export class RunMachine {
   ): void {
     this.ready.delete(st.key);
     if (this.run.status !== 'running' || isFinished(st)) return;
-    const budget = node.retry?.max_attempts ?? 1;
-    const made = st.attempts - st.interruptions;
-    if (!final && !this.simulate && made < budget) {
+    const next = nextAttempt(nodeRetryPolicy(node.retry), st.attempts - st.interruptions);
+    if (!final && !this.simulate && next.retry) {
       st.status = 'running';
       st.error = message;
-      const wait = Math.max(backoffMs(node.retry, made), Math.min(retryAfterMs ?? 0, MAX_RETRY_AFTER_MS));
+      const wait = Math.max(next.delayMs, Math.min(retryAfterMs ?? 0, MAX_RETRY_AFTER_MS));
       st.resume_at = new Date(now.getTime() + wait).toISOString();
       this.dirty.add(st);
       return;

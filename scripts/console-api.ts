@@ -29,7 +29,7 @@ export async function openapiDocument(): Promise<Doc> {
   const config = loadConfig({
     NODE_ENV: 'test',
     SVC_DATABASE_URL: 'sqlite::memory:',
-    SVC_WORKER: 'false',
+    SVC_WORKER: 'off',
     SVC_JWT_SECRET: randomBytes(32).toString('hex'),
     SVC_VAULT_ENCRYPTION_KEY: randomBytes(32).toString('hex'),
   });

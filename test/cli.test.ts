@@ -130,7 +130,7 @@ describe('svc command', () => {
       const res = await runCli(['serve'], {
         SVC_DATABASE_URL: `sqlite:${dir}/port.db`,
         PORT: String(port),
-        SVC_WORKER: 'false',
+        SVC_WORKER: 'off',
       });
       expect(res.code).toBe(1);
       expect(res.stderr.trim()).toMatch(

@@ -34,7 +34,7 @@ describe('container files', () => {
     expect(postgres.image).toMatch(/^postgres:/);
     expect(postgres.healthcheck.test.join(' ')).toContain('pg_isready');
     expect(api.command).toEqual(['serve']);
-    expect(api.environment.SVC_WORKER).toBe('false');
+    expect(api.environment.SVC_WORKER).toBe('off');
     expect(worker.command).toEqual(['worker']);
     expect(worker.deploy.replicas).toBe(2);
     for (const s of [api, worker]) {

@@ -21,7 +21,7 @@ const rounds = Number(process.env.SVC_BENCH_ROUNDS ?? 5);
 const config = loadConfig({
   NODE_ENV: 'production',
   SVC_DATABASE_URL: databaseUrl,
-  SVC_WORKER: 'false',
+  SVC_WORKER: 'off',
   SVC_JWT_SECRET: 'bench-jwt-secret-bench-jwt-secret-0123456789',
   SVC_VAULT_ENCRYPTION_KEY: 'bench',
   SVC_LOG_LEVEL: 'silent',

@@ -74,7 +74,7 @@ async function context(url: string, dataDir: string): Promise<AppContext> {
     SVC_DATABASE_URL: url,
     SVC_JWT_SECRET: 'bench-jwt-secret-that-is-long-enough-0123456789',
     SVC_VAULT_ENCRYPTION_KEY: 'bench-vault-key',
-    SVC_WORKER: 'false',
+    SVC_WORKER: 'off',
     SVC_DATA_DIR: dataDir,
   });
   return createContext(config, { log: pino({ level: 'silent' }) });

@@ -41,7 +41,7 @@ const { values } = parseArgs({
     reps: { type: 'string', default: '3' },
     // How long idle RSS is read after set-up (IDLE_WAIT_MS); shorter for quick experiments.
     'idle-seconds': { type: 'string', default: '120' },
-    // The request stage alone: svc serve with SVC_WORKER=false and no worker; executions are not waited for.
+    // The request stage alone: svc serve with SVC_WORKER=off and no worker; executions are not waited for.
     'request-only': { type: 'boolean', default: false },
     // How an execution's cost grows with stored runs, subscriptions of other types and nodes per graph.
     'cost-model': { type: 'boolean', default: false },

@@ -24,7 +24,7 @@ const ITEMS = 100;
 const config = loadConfig({
   NODE_ENV: 'test',
   SVC_DATABASE_URL: url,
-  SVC_WORKER: 'false',
+  SVC_WORKER: 'off',
   SVC_JWT_SECRET: 'bench-jwt-secret-that-is-long-enough-0123456789',
   SVC_VAULT_ENCRYPTION_KEY: 'bench-vault-key',
   SVC_PASSWORD_HASH_COST: '10',

@@ -153,7 +153,7 @@ async function benchStore(choice: StoreChoice): Promise<void> {
   const config = loadConfig({
     NODE_ENV: 'test',
     SVC_DATABASE_URL: choice.url,
-    SVC_WORKER: 'false',
+    SVC_WORKER: 'off',
     SVC_ALLOW_PRIVATE_NETWORKS: 'true',
     SVC_JWT_SECRET: 'bench-jwt-secret-that-is-long-enough-0123456789',
     SVC_VAULT_ENCRYPTION_KEY: 'bench-vault-key',

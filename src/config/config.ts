@@ -1,10 +1,13 @@
 import dns from 'node:dns';
 /**
- * Configuration from the environment (CONTRACTS §1), parsed and validated once at start.
- * A bad value throws ConfigError naming the variable; the CLI prints that one line and exits.
+ * Configuration from the environment (README "Configuration"), decoded against the one declaration
+ * of every variable (schema.ts) once at start. A bad value throws ConfigError naming the variable;
+ * the CLI prints that one line and exits.
  */
 
+import type { TSchema } from '@sinclair/typebox';
 import { isEmailAddress, MIN_PASSWORD_LENGTH } from '../lib/email.js';
+import { configVariables, type DecodedEnv } from './schema.js';
 
 export class ConfigError extends Error {}
 
@@ -84,62 +87,48 @@ export interface Config {
 
 type Env = Record<string, string | undefined>;
 
-function str(env: Env, name: string): string | undefined {
-  const v = env[name];
-  return v === undefined || v === '' ? undefined : v;
-}
-
-function int(env: Env, name: string, fallback: number, min = 0): number {
-  const raw = str(env, name);
-  if (raw === undefined) return fallback;
-  if (!/^\d+$/.test(raw) || Number(raw) < min || !Number.isSafeInteger(Number(raw))) {
-    throw new ConfigError(`${name} must be an integer >= ${min}, got "${raw}"`);
-  }
-  return Number(raw);
-}
-
-/**
- * Upper bounds. A timer period past 2^31-1 ms makes Node fire the timer at once (a busy loop, not a
- * long wait); a lifetime past the bound would overflow the dates it is added to.
- */
-const MAX_TIMER_MS = 2_147_483_647;
-const DAY_MS = 86_400_000;
-const YEAR_S = 31_536_000;
-const TEN_YEARS_S = 10 * YEAR_S;
-/** SVC_HEAP_GROWING_PERCENT's default: docs/performance.md "Memory", "The growing factor's value". */
-const HEAP_GROWING_PERCENT = 100;
-
-function boundedInt(env: Env, name: string, fallback: number, min: number, max: number): number {
-  const v = int(env, name, fallback, min);
-  if (v > max) throw new ConfigError(`${name} must be at most ${max}, got "${v}"`);
-  return v;
-}
-
-function bool(env: Env, name: string, fallback: boolean): boolean {
-  const raw = str(env, name);
-  if (raw === undefined) return fallback;
-  if (raw === 'true' || raw === '1') return true;
-  if (raw === 'false' || raw === '0') return false;
-  throw new ConfigError(`${name} must be true or false, got "${raw}"`);
-}
-
 /** Where `svc serve` runs its background worker. */
 export type WorkerMode = 'thread' | 'main' | 'off';
 /** SVC_WORKER as set: a place, or `auto` (chosen at start from the store and the machine). */
 export type WorkerSetting = WorkerMode | 'auto';
 
-/** SVC_WORKER: `auto` (the default), `main` (`true` too), `thread`, or `off` (`false`). */
-function workerSetting(env: Env): WorkerSetting {
-  const raw = str(env, 'SVC_WORKER');
-  if (raw === undefined || raw === 'auto') return 'auto';
-  if (raw === 'main' || raw === 'true' || raw === '1') return 'main';
-  if (raw === 'thread') return 'thread';
-  if (raw === 'off' || raw === 'false' || raw === '0') return 'off';
-  throw new ConfigError(`SVC_WORKER must be auto, main, thread or off (true or false), got "${raw}"`);
+/** One variable's text as its schema declares it (schema.ts): an integer in bounds, a boolean, one of a list. */
+function decodeValue(name: string, schema: TSchema, raw: string): unknown {
+  if (schema.type === 'integer') {
+    const min = schema.minimum as number;
+    if (!/^\d+$/.test(raw) || Number(raw) < min || !Number.isSafeInteger(Number(raw))) {
+      throw new ConfigError(`${name} must be an integer >= ${min}, got "${raw}"`);
+    }
+    if (Number(raw) > (schema.maximum as number)) {
+      throw new ConfigError(`${name} must be at most ${schema.maximum}, got "${raw}"`);
+    }
+    return Number(raw);
+  }
+  if (schema.type === 'boolean') {
+    if (raw === 'true' || raw === '1') return true;
+    if (raw === 'false' || raw === '0') return false;
+    throw new ConfigError(`${name} must be true or false, got "${raw}"`);
+  }
+  if (Array.isArray(schema.anyOf)) {
+    const values = (schema.anyOf as TSchema[]).map((s) => s.const as string);
+    if (!values.includes(raw))
+      throw new ConfigError(`${name} must be one of ${values.join(', ')}, got "${raw}"`);
+  }
+  return raw;
 }
 
-function url(env: Env, name: string, protocols: string[]): string | undefined {
-  const raw = str(env, name);
+/** The environment decoded against the schema: defaults filled, types and bounds checked. An empty value is unset. */
+export function decodeEnv(env: Env): DecodedEnv {
+  const out: Record<string, unknown> = {};
+  for (const [name, schema] of configVariables()) {
+    const raw = env[name];
+    if (raw === undefined || raw === '') out[name] = schema.default;
+    else out[name] = decodeValue(name, schema, raw);
+  }
+  return out as DecodedEnv;
+}
+
+function url(name: string, raw: string | undefined, protocols: string[]): string | undefined {
   if (raw === undefined) return undefined;
   let parsed: URL;
   try {
@@ -154,14 +143,20 @@ function url(env: Env, name: string, protocols: string[]): string | undefined {
   return raw;
 }
 
-function databaseUrl(env: Env): string {
-  const raw = str(env, 'SVC_DATABASE_URL') ?? 'sqlite:./data/svc.db';
+function databaseUrl(raw: string): string {
   if (raw.startsWith('sqlite:') && raw.length > 'sqlite:'.length) return raw;
   if (raw.startsWith('postgres://') || raw.startsWith('postgresql://')) return raw;
   throw new ConfigError(
     `SVC_DATABASE_URL must be sqlite:<path>, sqlite::memory: or postgres://..., got "${raw.replace(/:[^:@/]*@/, ':***@')}"`,
   );
 }
+
+/** A comma-separated list, blanks dropped. */
+const list = (raw: string | undefined): string[] =>
+  (raw ?? '')
+    .split(',')
+    .map((s) => s.trim())
+    .filter(Boolean);
 
 /** Settings of the sign-in flows (src/areas/auth); every one is documented in docs/auth.md. */
 export interface AuthSettings {
@@ -181,26 +176,20 @@ export interface AuthSettings {
   refreshTokenCleanupIntervalMs: number;
 }
 
-function authSettings(env: Env): AuthSettings {
+function authSettings(v: DecodedEnv): AuthSettings {
   return {
-    refreshTokenTtlSeconds: boundedInt(env, 'SVC_REFRESH_TOKEN_TTL_SECONDS', 2_592_000, 60, TEN_YEARS_S),
-    mfaTokenTtlSeconds: boundedInt(env, 'SVC_MFA_TOKEN_TTL_SECONDS', 300, 30, 3600),
-    passwordResetTtlSeconds: boundedInt(env, 'SVC_PASSWORD_RESET_TTL_SECONDS', 3600, 60, 604_800),
-    passwordResetUrl: url(env, 'SVC_PASSWORD_RESET_URL', ['https:', 'http:']),
-    deviceRegistrationTtlSeconds: boundedInt(env, 'SVC_DEVICE_REGISTRATION_TTL_SECONDS', 86_400, 60, YEAR_S),
-    loginMaxAttempts: boundedInt(env, 'SVC_LOGIN_MAX_ATTEMPTS', 5, 1, 1_000_000),
-    loginIpMaxAttempts: boundedInt(env, 'SVC_LOGIN_IP_MAX_ATTEMPTS', 50, 1, 1_000_000),
-    loginAttemptWindowSeconds: boundedInt(env, 'SVC_LOGIN_ATTEMPT_WINDOW_SECONDS', 900, 1, YEAR_S),
-    loginLockSeconds: boundedInt(env, 'SVC_LOGIN_LOCK_SECONDS', 60, 1, YEAR_S),
-    loginLockMaxSeconds: boundedInt(env, 'SVC_LOGIN_LOCK_MAX_SECONDS', 3600, 1, YEAR_S),
-    oidcAutoCreateRole: str(env, 'SVC_OIDC_AUTO_CREATE_ROLE'),
-    refreshTokenCleanupIntervalMs: boundedInt(
-      env,
-      'SVC_REFRESH_TOKEN_CLEANUP_INTERVAL_MS',
-      86_400_000,
-      1000,
-      MAX_TIMER_MS,
-    ),
+    refreshTokenTtlSeconds: v.SVC_REFRESH_TOKEN_TTL_SECONDS,
+    mfaTokenTtlSeconds: v.SVC_MFA_TOKEN_TTL_SECONDS,
+    passwordResetTtlSeconds: v.SVC_PASSWORD_RESET_TTL_SECONDS,
+    passwordResetUrl: url('SVC_PASSWORD_RESET_URL', v.SVC_PASSWORD_RESET_URL, ['https:', 'http:']),
+    deviceRegistrationTtlSeconds: v.SVC_DEVICE_REGISTRATION_TTL_SECONDS,
+    loginMaxAttempts: v.SVC_LOGIN_MAX_ATTEMPTS,
+    loginIpMaxAttempts: v.SVC_LOGIN_IP_MAX_ATTEMPTS,
+    loginAttemptWindowSeconds: v.SVC_LOGIN_ATTEMPT_WINDOW_SECONDS,
+    loginLockSeconds: v.SVC_LOGIN_LOCK_SECONDS,
+    loginLockMaxSeconds: v.SVC_LOGIN_LOCK_MAX_SECONDS,
+    oidcAutoCreateRole: v.SVC_OIDC_AUTO_CREATE_ROLE,
+    refreshTokenCleanupIntervalMs: v.SVC_REFRESH_TOKEN_CLEANUP_INTERVAL_MS,
   };
 }
 
@@ -216,45 +205,52 @@ export interface AnalyticsConfig {
 }
 
 /** SVC_ANALYTICS_SITE_URL, _EMBED_SECRET and _DASHBOARD_ID are set together or not at all. */
-function analyticsConfig(env: Env): AnalyticsConfig | undefined {
-  const names = ['SVC_ANALYTICS_SITE_URL', 'SVC_ANALYTICS_EMBED_SECRET', 'SVC_ANALYTICS_DASHBOARD_ID'];
-  const set = names.filter((n) => str(env, n) !== undefined);
-  const ttl = boundedInt(env, 'SVC_ANALYTICS_EMBED_TTL_SECONDS', 600, 60, 86_400);
-  if (set.length === 0) return undefined;
-  if (set.length < names.length) {
-    const missing = names.filter((n) => !set.includes(n)).join(', ');
-    throw new ConfigError(`${names.join(', ')} must be set together (missing: ${missing})`);
-  }
-  const siteUrl = url(env, 'SVC_ANALYTICS_SITE_URL', ['https:', 'http:'])!.replace(/\/+$/, '');
-  const embedSecret = str(env, 'SVC_ANALYTICS_EMBED_SECRET')!;
+function analyticsConfig(v: DecodedEnv): AnalyticsConfig | undefined {
+  const given = {
+    SVC_ANALYTICS_SITE_URL: v.SVC_ANALYTICS_SITE_URL,
+    SVC_ANALYTICS_EMBED_SECRET: v.SVC_ANALYTICS_EMBED_SECRET,
+    SVC_ANALYTICS_DASHBOARD_ID: v.SVC_ANALYTICS_DASHBOARD_ID,
+  };
+  togetherOrNone(given);
+  if (v.SVC_ANALYTICS_SITE_URL === undefined) return undefined;
+  const siteUrl = url('SVC_ANALYTICS_SITE_URL', v.SVC_ANALYTICS_SITE_URL, ['https:', 'http:'])!.replace(
+    /\/+$/,
+    '',
+  );
+  const embedSecret = v.SVC_ANALYTICS_EMBED_SECRET!;
   if (embedSecret.length < 32) {
     throw new ConfigError('SVC_ANALYTICS_EMBED_SECRET must be at least 32 characters');
   }
-  const rawId = str(env, 'SVC_ANALYTICS_DASHBOARD_ID')!;
+  const rawId = v.SVC_ANALYTICS_DASHBOARD_ID!;
   if (!/^[A-Za-z0-9_-]{1,100}$/.test(rawId)) {
     throw new ConfigError(
       `SVC_ANALYTICS_DASHBOARD_ID must be a dashboard id (letters, digits, _ or -), got "${rawId}"`,
     );
   }
   const dashboardId = /^[1-9]\d{0,14}$/.test(rawId) ? Number(rawId) : rawId;
-  return { siteUrl, embedSecret, dashboardId, embedTtlSeconds: ttl };
+  return { siteUrl, embedSecret, dashboardId, embedTtlSeconds: v.SVC_ANALYTICS_EMBED_TTL_SECONDS };
 }
 
-/** SVC_PLUGIN_SERVICES: comma-separated http(s) base URLs of service plugins (docs/plugins.md). */
-function pluginServiceUrls(env: Env): string[] {
-  const items = (str(env, 'SVC_PLUGIN_SERVICES') ?? '')
-    .split(',')
-    .map((s) => s.trim())
-    .filter(Boolean);
-  return items.map((item) => url({ SVC_PLUGIN_SERVICES: item }, 'SVC_PLUGIN_SERVICES', ['https:', 'http:'])!);
+/** Variables that only mean something together: all set, or none. */
+function togetherOrNone(given: Record<string, string | undefined>): void {
+  const names = Object.keys(given);
+  const set = names.filter((n) => given[n] !== undefined);
+  if (set.length > 0 && set.length < names.length) {
+    const missing = names.filter((n) => !set.includes(n)).join(', ');
+    throw new ConfigError(`${names.join(', ')} must be set together (missing: ${missing})`);
+  }
 }
 
+/**
+ * The configuration: the environment decoded against the schema (schema.ts), then the rules that
+ * span several variables or need more than a type (URLs, addresses, production's secrets).
+ */
 export function loadConfig(env: Env = process.env): Config {
-  const nodeEnv = str(env, 'NODE_ENV') ?? 'development';
-  const production = nodeEnv === 'production';
+  const v = decodeEnv(env);
+  const production = v.NODE_ENV === 'production';
   // A key of blanks is no key: it must not satisfy the production rule.
-  const vaultEncryptionKey = str(env, 'SVC_VAULT_ENCRYPTION_KEY')?.trim() || undefined;
-  const jwtSecret = str(env, 'SVC_JWT_SECRET');
+  const vaultEncryptionKey = v.SVC_VAULT_ENCRYPTION_KEY?.trim() || undefined;
+  const jwtSecret = v.SVC_JWT_SECRET;
   if (production && !vaultEncryptionKey) {
     throw new ConfigError('SVC_VAULT_ENCRYPTION_KEY is required when NODE_ENV=production');
   }
@@ -262,93 +258,78 @@ export function loadConfig(env: Env = process.env): Config {
   if (jwtSecret && jwtSecret.length < 32) {
     throw new ConfigError('SVC_JWT_SECRET must be at least 32 characters');
   }
-  const bootstrapAdminEmail = str(env, 'SVC_BOOTSTRAP_ADMIN_EMAIL');
-  const bootstrapAdminPassword = str(env, 'SVC_BOOTSTRAP_ADMIN_PASSWORD');
-  if (Boolean(bootstrapAdminEmail) !== Boolean(bootstrapAdminPassword)) {
+  const email = v.SVC_BOOTSTRAP_ADMIN_EMAIL;
+  const password = v.SVC_BOOTSTRAP_ADMIN_PASSWORD;
+  if (Boolean(email) !== Boolean(password)) {
     throw new ConfigError('SVC_BOOTSTRAP_ADMIN_EMAIL and SVC_BOOTSTRAP_ADMIN_PASSWORD must be set together');
   }
   // The rules POST /user applies: the bootstrap admin is no exception.
-  if (bootstrapAdminEmail && !isEmailAddress(bootstrapAdminEmail)) {
-    throw new ConfigError(`SVC_BOOTSTRAP_ADMIN_EMAIL must be an email address, got "${bootstrapAdminEmail}"`);
+  if (email && !isEmailAddress(email)) {
+    throw new ConfigError(`SVC_BOOTSTRAP_ADMIN_EMAIL must be an email address, got "${email}"`);
   }
-  if (bootstrapAdminPassword && bootstrapAdminPassword.length < MIN_PASSWORD_LENGTH) {
+  if (password && password.length < MIN_PASSWORD_LENGTH) {
     throw new ConfigError(`SVC_BOOTSTRAP_ADMIN_PASSWORD must be at least ${MIN_PASSWORD_LENGTH} characters`);
   }
-  const oidc = ['SVC_OIDC_ISSUER', 'SVC_OIDC_AUDIENCE', 'SVC_OIDC_JWKS_URL'];
-  const oidcSet = oidc.filter((name) => str(env, name) !== undefined);
-  if (oidcSet.length > 0 && oidcSet.length < oidc.length) {
-    throw new ConfigError(
-      `${oidc.join(', ')} must be set together (missing: ${oidc.filter((n) => !oidcSet.includes(n)).join(', ')})`,
-    );
-  }
-  const logLevel = str(env, 'SVC_LOG_LEVEL') ?? 'info';
-  if (!['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'].includes(logLevel)) {
-    throw new ConfigError(
-      `SVC_LOG_LEVEL must be one of fatal, error, warn, info, debug, trace, silent, got "${logLevel}"`,
-    );
-  }
-  const port = int(env, 'PORT', 8080);
-  if (port > 65535) throw new ConfigError(`PORT must be at most 65535, got "${port}"`);
+  togetherOrNone({
+    SVC_OIDC_ISSUER: v.SVC_OIDC_ISSUER,
+    SVC_OIDC_AUDIENCE: v.SVC_OIDC_AUDIENCE,
+    SVC_OIDC_JWKS_URL: v.SVC_OIDC_JWKS_URL,
+  });
   return {
-    nodeEnv,
+    nodeEnv: v.NODE_ENV,
     production,
-    port,
-    host: str(env, 'HOST') ?? '127.0.0.1',
-    databaseUrl: databaseUrl(env),
+    port: v.PORT,
+    host: v.HOST,
+    databaseUrl: databaseUrl(v.SVC_DATABASE_URL),
     vaultEncryptionKey,
-    vaultPreviousKeys: (str(env, 'SVC_VAULT_PREVIOUS_KEYS') ?? '')
-      .split(',')
-      .map((k) => k.trim())
-      .filter(Boolean),
+    vaultPreviousKeys: list(v.SVC_VAULT_PREVIOUS_KEYS),
     jwtSecret,
-    bootstrapAdminEmail,
-    bootstrapAdminPassword,
-    outboxDrainIntervalMs: boundedInt(env, 'SVC_OUTBOX_DRAIN_INTERVAL_MS', 30_000, 10, MAX_TIMER_MS),
-    outboxLeaseMs: boundedInt(env, 'SVC_OUTBOX_LEASE_MS', 30_000, 100, DAY_MS),
-    workflowLeaseMs: boundedInt(env, 'SVC_WORKFLOW_LEASE_MS', 30_000, 300, DAY_MS),
-    workflowPollIntervalMs: boundedInt(env, 'SVC_WORKFLOW_POLL_INTERVAL_MS', 1_000, 10, MAX_TIMER_MS),
-    workflowRunParallelism: boundedInt(env, 'SVC_WORKFLOW_RUN_PARALLELISM', 8, 1, 64),
-    workflowWorkerParallelism: boundedInt(env, 'SVC_WORKFLOW_WORKER_PARALLELISM', 128, 1, 10_000),
-    workflowMaxDepth: boundedInt(env, 'SVC_WORKFLOW_MAX_DEPTH', 8, 1, 100),
-    workflowMaxRunsPerMinute: boundedInt(env, 'SVC_WORKFLOW_MAX_RUNS_PER_MINUTE', 6_000, 0, 1_000_000),
-    schedulePollIntervalMs: boundedInt(env, 'SVC_SCHEDULE_POLL_INTERVAL_MS', 1_000, 10, MAX_TIMER_MS),
-    webhookRetryIntervalMs: boundedInt(env, 'SVC_WEBHOOK_RETRY_INTERVAL_MS', 30_000, 10, MAX_TIMER_MS),
-    webhookBackoffBaseSeconds: boundedInt(env, 'SVC_WEBHOOK_BACKOFF_BASE_SECONDS', 30, 0, 86_400),
-    webhookTimeoutMs: boundedInt(env, 'SVC_WEBHOOK_TIMEOUT_MS', 10_000, 1, 600_000),
-    allowPrivateNetworks: bool(env, 'SVC_ALLOW_PRIVATE_NETWORKS', false),
-    dnsServers: dnsServers(env),
-    worker: workerSetting(env),
-    heapGrowingPercent: boundedInt(env, 'SVC_HEAP_GROWING_PERCENT', HEAP_GROWING_PERCENT, 0, 300),
-    smtpUrl: url(env, 'SVC_SMTP_URL', ['smtp:', 'smtps:']),
-    mailFrom: str(env, 'SVC_MAIL_FROM') ?? 'svc <no-reply@localhost>',
-    oidcIssuer: str(env, 'SVC_OIDC_ISSUER'),
-    oidcAudience: str(env, 'SVC_OIDC_AUDIENCE'),
-    oidcJwksUrl: url(env, 'SVC_OIDC_JWKS_URL', ['https:', 'http:']),
-    logLevel,
-    passwordHashCost: boundedInt(env, 'SVC_PASSWORD_HASH_COST', 15, 10, 20),
-    accessTokenTtlSeconds: boundedInt(env, 'SVC_ACCESS_TOKEN_TTL_SECONDS', 900, 60, YEAR_S),
-    bodyLimitBytes: boundedInt(env, 'SVC_BODY_LIMIT_BYTES', 1_048_576, 1024, 1_073_741_824),
-    dataDir: str(env, 'SVC_DATA_DIR') ?? './data',
-    consoleDir: str(env, 'SVC_CONSOLE_DIR'),
-    pluginDir: str(env, 'SVC_PLUGIN_DIR'),
-    pluginServices: pluginServiceUrls(env),
-    analytics: analyticsConfig(env),
-    auth: authSettings(env),
+    bootstrapAdminEmail: email,
+    bootstrapAdminPassword: password,
+    outboxDrainIntervalMs: v.SVC_OUTBOX_DRAIN_INTERVAL_MS,
+    outboxLeaseMs: v.SVC_OUTBOX_LEASE_MS,
+    workflowLeaseMs: v.SVC_WORKFLOW_LEASE_MS,
+    workflowPollIntervalMs: v.SVC_WORKFLOW_POLL_INTERVAL_MS,
+    workflowRunParallelism: v.SVC_WORKFLOW_RUN_PARALLELISM,
+    workflowWorkerParallelism: v.SVC_WORKFLOW_WORKER_PARALLELISM,
+    workflowMaxDepth: v.SVC_WORKFLOW_MAX_DEPTH,
+    workflowMaxRunsPerMinute: v.SVC_WORKFLOW_MAX_RUNS_PER_MINUTE,
+    schedulePollIntervalMs: v.SVC_SCHEDULE_POLL_INTERVAL_MS,
+    webhookRetryIntervalMs: v.SVC_WEBHOOK_RETRY_INTERVAL_MS,
+    webhookBackoffBaseSeconds: v.SVC_WEBHOOK_BACKOFF_BASE_SECONDS,
+    webhookTimeoutMs: v.SVC_WEBHOOK_TIMEOUT_MS,
+    allowPrivateNetworks: v.SVC_ALLOW_PRIVATE_NETWORKS,
+    dnsServers: dnsServers(list(v.SVC_DNS_SERVERS)),
+    worker: v.SVC_WORKER,
+    heapGrowingPercent: v.SVC_HEAP_GROWING_PERCENT,
+    smtpUrl: url('SVC_SMTP_URL', v.SVC_SMTP_URL, ['smtp:', 'smtps:']),
+    mailFrom: v.SVC_MAIL_FROM,
+    oidcIssuer: v.SVC_OIDC_ISSUER,
+    oidcAudience: v.SVC_OIDC_AUDIENCE,
+    oidcJwksUrl: url('SVC_OIDC_JWKS_URL', v.SVC_OIDC_JWKS_URL, ['https:', 'http:']),
+    logLevel: v.SVC_LOG_LEVEL,
+    passwordHashCost: v.SVC_PASSWORD_HASH_COST,
+    accessTokenTtlSeconds: v.SVC_ACCESS_TOKEN_TTL_SECONDS,
+    bodyLimitBytes: v.SVC_BODY_LIMIT_BYTES,
+    dataDir: v.SVC_DATA_DIR,
+    consoleDir: v.SVC_CONSOLE_DIR,
+    pluginDir: v.SVC_PLUGIN_DIR,
+    pluginServices: list(v.SVC_PLUGIN_SERVICES).map(
+      (item) => url('SVC_PLUGIN_SERVICES', item, ['https:', 'http:'])!,
+    ),
+    analytics: analyticsConfig(v),
+    auth: authSettings(v),
   };
 }
 
-/** SVC_DNS_SERVERS: a comma-separated list of `ip`, `ip:port` or `[ipv6]:port`, as Node's resolver takes them. */
-function dnsServers(env: Env): string[] {
-  const list = (str(env, 'SVC_DNS_SERVERS') ?? '')
-    .split(',')
-    .map((s) => s.trim())
-    .filter(Boolean);
+/** SVC_DNS_SERVERS: `ip`, `ip:port` or `[ipv6]:port`, as Node's resolver takes them. */
+function dnsServers(servers: string[]): string[] {
   try {
-    new dns.Resolver().setServers(list);
+    new dns.Resolver().setServers(servers);
   } catch {
     throw new ConfigError(
-      `SVC_DNS_SERVERS must be IP addresses (ip, ip:port or [ipv6]:port), got "${list.join(',')}"`,
+      `SVC_DNS_SERVERS must be IP addresses (ip, ip:port or [ipv6]:port), got "${servers.join(',')}"`,
     );
   }
-  return list;
+  return servers;
 }

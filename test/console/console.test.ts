@@ -248,10 +248,10 @@ describe.skipIf(!hasBrowser)('the console at /console', () => {
     await page.waitForURL(/\/console\/subscriptions\/(?!new$)[^/]+$/, { waitUntil: 'commit' });
     const subscriptionId = page.url().split('/').pop()!;
 
-    // A graph whose second node has no usable config: the server's 400 marks that node.
+    // A graph whose second node calls an unknown operator: the server's 400 marks that node.
     const graph = page.getByLabel(/^Graph JSON/);
     const broken = structuredClone(GRAPH);
-    (broken.nodes[1] as { config: unknown }).config = { logic: { nope: [1] } };
+    (broken.nodes[1] as { config: unknown }).config = { logic: { cat: [{ nope: [1] }] } };
     await graph.fill(JSON.stringify(broken, null, 2));
     await page.getByRole('button', { name: 'Save graph' }).click();
     await page.getByRole('alert').filter({ hasText: 'WORKFLOW.INVALID_GRAPH' }).waitFor();

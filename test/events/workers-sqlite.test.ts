@@ -18,7 +18,7 @@ describe('svc worker on a SQLite file shared with the API process', () => {
   let t: TestApp;
   let worker: SvcProcess;
   beforeAll(async () => {
-    // The publishing side: runs migrations, never drains (SVC_WORKER=false in test apps).
+    // The publishing side: runs migrations, never drains (SVC_WORKER=off in test apps).
     t = await startTestApp({ databaseUrl: url });
     worker = new SvcProcess('worker', url, { SVC_OUTBOX_DRAIN_INTERVAL_MS: '600000' });
     await worker.ready();

@@ -17,7 +17,7 @@ describePg('outbox scale-out on PostgreSQL', () => {
   async function database(env: Record<string, string> = {}): Promise<{ db: TestDatabase; t: TestApp }> {
     const db = await freshDatabase();
     cleanups.push(() => db.drop());
-    // The publishing side: runs migrations, never drains (SVC_WORKER=false in test apps).
+    // The publishing side: runs migrations, never drains (SVC_WORKER=off in test apps).
     const t = await startTestApp({ databaseUrl: db.url, env });
     cleanups.push(() => t.close());
     return { db, t };

@@ -24,7 +24,7 @@ describePg('a lost PostgreSQL connection (backends terminated under load)', () =
     // Failed sign-ins are the load on the API: each one writes its attempt count.
     const serve = new SvcProcess('serve', url, {
       ...QUIET,
-      SVC_WORKER: 'true',
+      SVC_WORKER: 'main',
       SVC_LOGIN_MAX_ATTEMPTS: '1000000',
       SVC_LOGIN_IP_MAX_ATTEMPTS: '1000000',
     });

@@ -3,7 +3,7 @@ import { describePg, freshDatabase } from '../helpers/store.js';
 import { describeReport, runSoak, soakHeld } from '../soak/harness.js';
 
 /**
- * The crash soak's short version with the work spread over processes: `svc serve` with SVC_WORKER=false
+ * The crash soak's short version with the work spread over processes: `svc serve` with SVC_WORKER=off
  * and three `svc worker`s on one PostgreSQL database, any of the four killed with SIGKILL (four times).
  */
 describePg('crash soak, short: svc serve and three svc workers', () => {

@@ -27,7 +27,7 @@ describePg('a PostgreSQL outage (the store gone for seconds, then back)', () => 
     cleanups.push(() => proxy.down());
     // Progress must come from NOTIFY (and the catch-up after LISTEN returns), not from polling.
     const serve = new SvcProcess('serve', proxy.route(db.url), {
-      SVC_WORKER: 'true',
+      SVC_WORKER: 'main',
       SVC_OUTBOX_DRAIN_INTERVAL_MS: '600000',
     });
     cleanups.push(() => serve.stop());

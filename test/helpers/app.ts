@@ -40,7 +40,7 @@ export async function startTestApp(options: TestAppOptions = {}): Promise<TestAp
     NODE_ENV: 'test',
     SVC_DATABASE_URL: database.url,
     SVC_LOG_LEVEL: 'info',
-    SVC_WORKER: 'false',
+    SVC_WORKER: 'off',
     // Cheap password hashes keep the suite fast; production uses the default cost.
     SVC_PASSWORD_HASH_COST: '10',
     ...TEST_SECRETS,

@@ -17,7 +17,7 @@ describePg('scope cache invalidation across processes (postgres)', () => {
   beforeAll(async () => {
     db = await freshDatabase();
     a = await startTestApp({ databaseUrl: db.url });
-    b = spawnCli(['serve'], { SVC_DATABASE_URL: db.url, PORT: '0', SVC_WORKER: 'false' });
+    b = spawnCli(['serve'], { SVC_DATABASE_URL: db.url, PORT: '0', SVC_WORKER: 'off' });
     const line = await waitForOutput(b, /listening on/);
     bAddress = /listening on (http:\/\/[^ ]+)/.exec(line)![1];
   });

@@ -22,7 +22,7 @@ import { TEST_SECRETS } from '../helpers/secrets.js';
 export interface SoakOptions {
   /** A SQLite file URL or a PostgreSQL database of its own (the soak fills it). */
   databaseUrl: string;
-  /** `single`: one `svc serve` with its worker; `workers`: serve with SVC_WORKER=false and N `svc worker`s. */
+  /** `single`: one `svc serve` with its worker; `workers`: serve with SVC_WORKER=off and N `svc worker`s. */
   topology: { kind: 'single' } | { kind: 'workers'; workers: number };
   kills: number;
   /** Random pause before each kill (ms). */
@@ -197,7 +197,7 @@ export async function runSoak(options: SoakOptions): Promise<SoakReport> {
     loadConfig({
       NODE_ENV: 'test',
       SVC_DATABASE_URL: options.databaseUrl,
-      SVC_WORKER: 'false',
+      SVC_WORKER: 'off',
       SVC_ALLOW_PRIVATE_NETWORKS: 'true',
       SVC_PASSWORD_HASH_COST: '10',
       ...TEST_SECRETS,
@@ -208,8 +208,7 @@ export async function runSoak(options: SoakOptions): Promise<SoakReport> {
   const started = Date.now();
   try {
     const { token } = await configure(ctx, rx.url);
-    const serveEnv: Record<string, string> =
-      options.topology.kind === 'single' ? {} : { SVC_WORKER: 'false' };
+    const serveEnv: Record<string, string> = options.topology.kind === 'single' ? {} : { SVC_WORKER: 'off' };
     const spawn = async (role: 'serve' | 'worker') => {
       const p = new SvcProcess(
         role,

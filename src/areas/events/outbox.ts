@@ -59,7 +59,7 @@ export type OutboxJob = Job & {
   readonly workerId: string;
   /**
    * The lease for a task about to be written, so that it is born claimed by this drain: null when
-   * the drain does not run in this process (SVC_WORKER=false, or in the worker thread) or already
+   * the drain does not run in this process (SVC_WORKER=off, or in the worker thread) or already
    * holds MAX_LOCAL_TASKS in memory. The task is then written due and claimed from the store.
    */
   claim(): HeldTask | null;

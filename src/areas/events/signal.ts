@@ -15,7 +15,7 @@ export const OUTBOX_JOB = 'outbox';
 /**
  * "An event was committed": wakes the outbox drain of this process at once and, on PostgreSQL, every
  * other process's drain through NOTIFY. On a SQLite file, `svc worker` (beside `svc serve
- * SVC_WORKER=false`) learns of other processes' commits by watching the write-ahead log, which every
+ * SVC_WORKER=off`) learns of other processes' commits by watching the write-ahead log, which every
  * commit appends to (docs/events.md).
  */
 export interface OutboxSignal {

@@ -1,3 +1,4 @@
+import { execFileSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { TRANSITIONS } from '../src/areas/enrollments/transitions.js';
@@ -13,12 +14,36 @@ describe('documentation stays true to the code', () => {
     }
   });
 
-  it('the README documents every environment variable the configuration reads', () => {
-    const readme = read('README.md');
-    const config = read('src/config/config.ts');
-    const names = new Set([...config.matchAll(/'((?:SVC|NODE|PORT|HOST)[A-Z0-9_]*)'/g)].map((m) => m[1]));
-    expect(names.size).toBeGreaterThan(20);
-    for (const name of names) expect(readme, name).toContain(`\`${name}\``);
+  it('every heading that code and docs cite exists on its page', () => {
+    const files = execFileSync(
+      'git',
+      ['ls-files', 'src', 'test', 'docs', 'README.md', 'scripts', 'bench', 'console/src'],
+      {
+        cwd: new URL('..', import.meta.url),
+        encoding: 'utf8',
+      },
+    )
+      .split('\n')
+      .filter((f) => /\.(ts|tsx|md|mjs)$/.test(f));
+    let cited = 0;
+    for (const file of files) {
+      // A citation may wrap across comment lines.
+      for (const m of read(file).matchAll(/docs\/([a-z-]+)\.md,? "([^"]{1,120})"/g)) {
+        const heading = m[2].replace(/\s*\n\s*(\*|\/\/)?\s*/g, ' ');
+        const page = `docs/${m[1]}.md`;
+        const headings = read(page)
+          .split('\n')
+          .filter((l) => l.startsWith('#'))
+          .map((l) => l.replace(/^#+\s*/, ''));
+        // A heading is cited by its text or the start of it (before a colon or a parenthesis).
+        expect(
+          headings.some((h) => h === heading || h.startsWith(`${heading} `) || h.startsWith(`${heading}:`)),
+          `${file} cites ${page} "${heading}"`,
+        ).toBe(true);
+        cited++;
+      }
+    }
+    expect(cited).toBeGreaterThan(30);
   });
 
   it('the enrollment transition table in docs/platform.md is TRANSITIONS of enrollments/transitions.ts', () => {

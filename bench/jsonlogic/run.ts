@@ -1,5 +1,5 @@
 /**
- * Chooses the JSONLogic library (docs/workflows.md "JSONLogic"): runs every shared vector suite
+ * Chooses the JSONLogic library (docs/workflows.md "Expressions (JSONLogic)"): runs every shared vector suite
  * (test/vectors/jsonlogic) against json-logic-engine (interpreted and compiled) and json-logic-js,
  * then times the expressions a workflow evaluates per event (edge conditions, COMPUTE logic).
  * `npm run bench -- jsonlogic [vectors-dir]`

@@ -25,7 +25,7 @@ type Metrics = MetricObjectWithValues<MetricValue<string>>[];
  * Where `svc serve` runs its worker: SVC_WORKER, with `auto` resolved. `auto` takes a worker thread
  * on a SQLite file when the machine has two cores or more: SQLite's work is done on svc's own
  * threads, so the worker's share moves to the second core (about a third more executions/s and a
- * lower p99, for 25-30 MiB; docs/performance.md "Where the goals stand"). On PostgreSQL the
+ * lower p99, for 25-30 MiB; docs/performance.md "A second core"). On PostgreSQL the
  * server's backends already use the second core and a thread measured slower, so `auto` keeps the
  * worker on the API's thread there, as on one core. An in-memory SQLite database is one connection's
  * own, which a thread could not see: its worker always stays on the API's thread.

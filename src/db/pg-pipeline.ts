@@ -16,7 +16,7 @@ const answered = (command: string) =>
  * a statement without waiting for the answers to those before it). A BEGIN, and a write queued on
  * its transaction, are not sent on their own: they wait for the connection's next statement and go
  * out with it. So the request's transaction (BEGIN, a read, two inserts, COMMIT) takes two round
- * trips instead of five (docs/performance.md "What is next"). The statements reach the server in the
+ * trips instead of five (docs/performance.md "What makes it fast"). The statements reach the server in the
  * order they were made, so a read sees every write queued before it, and nothing is answered as
  * committed before the COMMIT is.
  *

@@ -14,7 +14,7 @@ import type SQLite from 'better-sqlite3';
  *
  * A COMMIT's automatic checkpoint (every ~1,000 pages, several ms) runs under it too. Checkpoints
  * outside it were measured and not kept: without one inside, the log never starts over under load
- * (docs/performance.md, "Measured without gain").
+ * (docs/performance.md "Measured and not kept").
  */
 export class ThreadWriteLock {
   private readonly cell: Int32Array;

@@ -5,7 +5,7 @@ import { dialectName, sharedDatabase, type TestDatabase } from '../helpers/store
 import { type Api, api, job, publish, runsOf, workflow } from './helpers.js';
 
 /**
- * When the workflow engine asks the store for due runs (docs/workflows.md "Timers", ClaimGate): a
+ * When the workflow engine asks the store for due runs (docs/workflows.md "Durability", ClaimGate): a
  * step claims nothing unless something woke the engine for the store, a timer of its own is due, the
  * last claim came back full, or the poll interval passed. New runs of its own router never need a
  * claim: they are driven at once.

@@ -56,7 +56,7 @@ export interface NormalisedManifest {
   dist_commit: string | null;
 }
 
-/** What a handler receives (docs/plugins.md, "Writing a package plugin"). */
+/** What a handler receives (docs/plugins.md "Package plugins"). */
 export interface ActionContext {
   /** The instance's config_json with vault references resolved (an empty object when it is null). */
   config: Record<string, unknown>;

@@ -21,8 +21,8 @@ class HeldQuestionnaireChanged extends Error {
 
 /**
  * The questionnaire a submission answers, held inside its transaction (docs/platform.md,
- * Questionnaires "Endpoints" and Submissions "Checks hold at commit"; docs/performance.md "What was
- * changed because of it"). A change made in this process is not forgotten here: like any other
+ * Questionnaires "Endpoints" and Submissions "Checks hold at commit"; docs/performance.md "What makes
+ * it fast"). A change made in this process is not forgotten here: like any other
  * process's, it is found by the check, and costs one transaction run again.
  *
  * Reading it costs PostgreSQL a round trip of its own before the inserts, the request's second one.

@@ -51,7 +51,7 @@ export interface ForkInput {
 export type Snapshot = Static<typeof SnapshotSchema>;
 
 /**
- * Lifecycle (docs/platform.md "Questionnaire states"): which status each action may start from, and
+ * Lifecycle (docs/platform.md "States"): which status each action may start from, and
  * where it leads. Content (payload, config, schedule_payload) changes only in DRAFT: a published
  * questionnaire is what responders answer, so changing it means forking a new DRAFT.
  */

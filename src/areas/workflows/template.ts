@@ -1,5 +1,5 @@
 /**
- * DELAY `until_template` (docs/workflows.md "until_template"): text with `{{ ... }}` placeholders that
+ * DELAY `until_template` (docs/workflows.md "DELAY and until_template"): text with `{{ ... }}` placeholders that
  * must render an RFC 3339 timestamp.
  *
  *   placeholder := "{{" ws source (ws ("+" | "-") ws duration)* ws "}}"

@@ -97,7 +97,7 @@ export async function buildApp(ctx: AppContext, options: BuildAppOptions = {}): 
     const principal = await ctx.services.authenticate(request.headers as never);
     if (!principal) throw new AppError('AUTH.UNAUTHENTICATED', 'Authentication required');
     if (access.kind === 'api_key' && principal.authPath !== 'api_key') {
-      // CONTRACTS §2: every AUTH.FORBIDDEN carries required_scopes and mode. No scope opens this route,
+      // docs/errors.md "Errors": every AUTH.FORBIDDEN carries required_scopes and mode. No scope opens this route,
       // only the kind of credential does: required_scopes is empty and required_auth names the kind.
       throw new AppError('AUTH.FORBIDDEN', 'This endpoint accepts API keys only; no scope opens it', {
         required_scopes: [],
@@ -188,7 +188,7 @@ function refuseNulCharacters(app: App): void {
 
 /**
  * A route that declares no body takes none: an object with fields (or any other value) is 400, as an
- * unknown field is anywhere else (CONTRACTS §2). An empty body or `{}` is fine.
+ * unknown field is anywhere else (docs/errors.md "Errors"). An empty body or `{}` is fine.
  */
 function refuseBodyFields(route: { preValidation?: unknown }): void {
   const check = async (request: { body?: unknown }) => {

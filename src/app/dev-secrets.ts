@@ -6,7 +6,7 @@ import { type Config, ConfigError } from '../config/config.js';
 
 /**
  * Outside production a missing vault key or JWT secret is generated once into the data directory
- * (mode 0600) and reused on later starts (CONTRACTS §1). Production never gets here: config refuses.
+ * (mode 0600) and reused on later starts (README "Configuration"). Production never gets here: config refuses.
  */
 export function withDevSecrets(config: Config, log: Logger): Config {
   if (config.production) return config;

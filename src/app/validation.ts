@@ -5,7 +5,7 @@ import type { FastifySchemaValidationError } from 'fastify/types/schema.js';
 
 /**
  * Two validators. Bodies are checked as sent: no coercion, no removal of unknown fields (an unknown
- * field is a 400, CONTRACTS §2). Query strings, params and headers arrive as text, so those coerce.
+ * field is a 400, docs/errors.md "Errors"). Query strings, params and headers arrive as text, so those coerce.
  */
 function makeAjv(coerce: boolean): Ajv {
   const ajv = new Ajv({

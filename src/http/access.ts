@@ -9,11 +9,11 @@ export type AuthPath = 'password' | 'mfa' | 'external_idp' | 'device' | 'api_key
 export type Access =
   /** No credentials (sign-in endpoints, health). */
   | { kind: 'public' }
-  /** Any authenticated caller, no scope (SPEC "Open endpoints"). */
+  /** Any authenticated caller, no scope (docs/identity.md "Authorization"). */
   | { kind: 'authenticated' }
   /** Only API-key callers (e.g. anonymous submissions). */
   | { kind: 'api_key' }
-  /** The caller's effective scopes must satisfy `scopes` under `mode` (SPEC Authentication 4). */
+  /** The caller's effective scopes must satisfy `scopes` under `mode` (docs/identity.md "Authorization"). */
   | { kind: 'scoped'; scopes: readonly string[]; mode: 'any' | 'all' };
 
 export const publicAccess = (): { access: Access } => ({ access: { kind: 'public' } });

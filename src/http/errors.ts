@@ -1,9 +1,9 @@
 /**
- * Every error code the API answers with, and its HTTP status: the one table (CONTRACTS §2).
+ * Every error code the API answers with, and its HTTP status: the one table (docs/errors.md "Every code").
  * Codes are `<AREA>.<REASON>` except the few the contract fixes. docs/errors.md lists them for users.
  */
 export const ERROR_STATUS = {
-  // Common (CONTRACTS §2)
+  // Common
   VALIDATION_ERROR: 400,
   NOT_FOUND: 404,
   REQUEST_TIMEOUT: 408,
@@ -37,7 +37,7 @@ export const ERROR_STATUS = {
   'AUTH.MFA_ALREADY_ENABLED': 409,
   'AUTH.PASSWORD_RESET_REQUIRED': 403,
   'AUTH.EXTERNAL_IDP_UNAVAILABLE': 503,
-  // API keys (CONTRACTS §2)
+  // API keys
   'API_KEY.INVALID': 401,
   'API_KEY.REVOKED': 401,
   'API_KEY.EXPIRED': 401,
@@ -65,7 +65,7 @@ export const ERROR_STATUS = {
   'EVENT_DEFINITION.EXISTS': 409,
   'EVENT_DEFINITION.BUILTIN': 409,
   'EVENT_DEFINITION.IN_USE': 409,
-  // Vault (SPEC Errors)
+  // Vault
   'VAULT.NOT_FOUND': 404,
   'VAULT.KEY_EXISTS': 409,
   'VAULT.DISABLED': 422,

@@ -1,7 +1,7 @@
 import { type TObject, type TOptional, type TProperties, type TSchema, Type } from '@sinclair/typebox';
 import { Timestamp } from './schemas.js';
 
-/** The list query language of every list endpoint (CONTRACTS §2): paging, sorting, filters, the envelope. */
+/** The list query language of every list endpoint (docs/errors.md "Errors"): paging, sorting, filters, the envelope. */
 
 /**
  * The inclusive range filters of a list query, `<column>_gte` and `<column>_lte` for each time
@@ -29,7 +29,7 @@ export const MAX_OFFSET = 1_000_000_000;
 const NEWEST_FIRST = { sortBy: 'created_at', sortDir: 'desc' } as const;
 
 /**
- * Query of a list endpoint: limit/offset (CONTRACTS §2: limit 1..250, default 25; offset 0..MAX_OFFSET),
+ * Query of a list endpoint: limit/offset (docs/errors.md "Errors": limit 1..250, default 25; offset 0..MAX_OFFSET),
  * sorting over `sortable` (an unknown column is a 400 naming the allowed values; `defaults` when the
  * query names none, newest first unless said otherwise), plus the endpoint's own filters.
  */
@@ -69,7 +69,7 @@ export function ListResponse<K extends string, T extends TSchema>(key: K, item: 
   return Type.Object(properties);
 }
 
-/** A query boolean: exactly `true` or `false` (CONTRACTS §2). */
+/** A query boolean: exactly `true` or `false` (docs/errors.md "Errors"). */
 export const QueryBoolean = Type.Boolean();
 
 /**

@@ -21,7 +21,7 @@ export function splitListQuery<Q extends Page>(query: Q): { page: Page; filters:
   return { page: { limit, offset, sort_by, sort_dir }, filters };
 }
 
-/** The list answer of every list route (CONTRACTS: pagination). */
+/** The list answer of every list route (docs/errors.md "Errors"). */
 export function envelope<K extends string, T>(
   key: K,
   result: ListResult<T>,

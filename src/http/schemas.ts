@@ -5,7 +5,7 @@ import { type TObject, type TProperties, type TSchema, Type } from '@sinclair/ty
  * language (paging, sorting, filters) is in list-schemas.ts.
  */
 
-/** The error body of CONTRACTS §2, for every error. */
+/** The error body of docs/errors.md "Errors", for every error. */
 export const ErrorBody = Type.Object(
   {
     code: Type.String(),
@@ -60,7 +60,7 @@ export const Warnings = Type.Optional(
 export const IdParams = Type.Object({ id: Id }, { additionalProperties: false });
 export const MessageBody = Type.Object({ message: Type.String() }, { additionalProperties: false });
 
-/** Audit fields carried by most records (SPEC Common rules). */
+/** Audit fields carried by most records (docs/architecture.md "An area"). */
 export const AuditFields = {
   created_at: Timestamp,
   updated_at: Timestamp,

@@ -1660,7 +1660,7 @@ export interface paths {
         post?: never;
         /**
          * Delete an enrollment (soft)
-         * @description SPEC lists DELETE under enrollment:write; enrollment:delete is accepted too. A restricted caller needs EDIT on every questionnaire of the enrollment.
+         * @description DELETE needs enrollment:write; enrollment:delete is accepted too. A restricted caller needs EDIT on every questionnaire of the enrollment.
          *
          *     Requires any of: `enrollment:write`, `enrollment:delete`.
          */

@@ -80,7 +80,7 @@ export function createLogin(deps: {
     }
     const account = await signIn.accountOf(store.db, challenge.user_id);
     if (!account?.mfa_enabled || !account.mfa_secret) throw invalidToken();
-    // The same enforcement as the password step (SPEC Authentication 9), in case it was set since.
+    // The same enforcement as the password step (docs/auth.md "MFA and password-reset enforcement"), in case it was set since.
     if (account.password_reset_required) throw passwordResetRequired();
     const accountKey = limiter.accountKey(account.email);
     await limiter.assertNotLocked([accountKey]);

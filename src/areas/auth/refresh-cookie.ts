@@ -6,7 +6,7 @@ import type { TokenResponse } from './sign-in.js';
  * Refresh tokens delivered as a cookie instead of in the body (docs/console.md), for browser clients
  * such as the console: the request says `Svc-Refresh-Cookie: true`, and the token is set as an
  * HttpOnly, SameSite=Strict cookie scoped to /api/v1/auth, so page scripts never hold it. Without
- * the header nothing changes (CONTRACTS §3). The header doubles as the CSRF guard: a cross-site page
+ * the header nothing changes (docs/auth.md "As an HttpOnly cookie (browser clients)"). The header doubles as the CSRF guard: a cross-site page
  * cannot send a custom header without a CORS preflight, which svc never grants; the Origin, when
  * sent, must be svc's own as well.
  */

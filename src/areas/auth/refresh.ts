@@ -108,7 +108,7 @@ export function createRefresh(deps: {
     getRefreshToken: async (id: string) =>
       (await tokens.refreshToken(store.db, id)) ?? Promise.reject(tokenNotFound()),
     deleteRefreshToken,
-    /** The 24-hour job soft-deleting expired refresh tokens (SPEC Limits). */
+    /** The 24-hour job soft-deleting expired refresh tokens (docs/auth.md "Refresh tokens"). */
     cleanupJob,
   };
 }

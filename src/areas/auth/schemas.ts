@@ -25,7 +25,7 @@ export const CredentialsBody = Type.Object(
   },
 );
 
-/** CONTRACTS §3 token response. */
+/** The token response (docs/auth.md "Token response"). */
 export const TokenResponse = Type.Object(
   {
     access_token: Type.String(),

@@ -50,7 +50,7 @@ type Flows = ReturnType<typeof createLogin> &
  * (sign-in.ts); ending the session stops its access tokens at once (the authenticator checks `sid`).
  */
 export interface AuthService extends Flows {
-  /** The 24-hour job soft-deleting expired refresh tokens (SPEC Limits). */
+  /** The 24-hour job soft-deleting expired refresh tokens (docs/auth.md "Refresh tokens"). */
   cleanupJob: Job;
   mailTransport: Mailer['transport'];
   /** Waits for mails still being sent (graceful shutdown; tests). */

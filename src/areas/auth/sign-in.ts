@@ -20,7 +20,7 @@ import {
 } from './token-store.js';
 
 /**
- * CONTRACTS §3 token response, as sign-in issues it: the refresh token is always there (only cookie
+ * The token response (docs/auth.md "Token response"), as sign-in issues it: the refresh token is always there (only cookie
  * delivery, at the route, moves it out of the body).
  */
 export type TokenResponse = Static<typeof TokenResponseSchema> & { refresh_token: string };
@@ -33,7 +33,7 @@ export interface RequestMeta {
 /** A user as the sign-in flows see them: identity's record with their sign-in state (auth_user). */
 export type Account = AccountState & { id: string; email: string; mfa_enabled: boolean };
 
-/** Sign-in paths whose users face MFA and password-reset enforcement (SPEC Authentication 9, docs/auth.md). */
+/** Sign-in paths whose users face MFA and password-reset enforcement (docs/auth.md "MFA and password-reset enforcement"). */
 export const ENFORCED_PATHS: readonly AuthPath[] = ['password', 'mfa'];
 
 export const passwordResetRequired = () =>
@@ -79,7 +79,7 @@ export function createSignIn(deps: SignInDeps) {
   async function lifetimes(d: Db, userId: string, deviceId: string | null) {
     const account = await findAccount(d, userId);
     const device = deviceId ? await findDevice(d, deviceId) : undefined;
-    // Most specific wins: device, then user, then the global setting (SPEC Authentication 12).
+    // Most specific wins: device, then user, then the global setting (docs/auth.md "Lifetimes").
     return {
       access: Number(
         device?.access_token_ttl_seconds ?? account.access_token_ttl_seconds ?? config.accessTokenTtlSeconds,

@@ -1,6 +1,6 @@
 import { HOTP, Secret, TOTP } from 'otpauth';
 
-/** CONTRACTS §3: TOTP per RFC 6238 with SHA-1, 6 digits, 30-second steps. */
+/** docs/auth.md "MFA (TOTP, RFC 6238)": TOTP per RFC 6238 with SHA-1, 6 digits, 30-second steps. */
 export const TOTP_PARAMS = { algorithm: 'SHA1', digits: 6, period: 30 } as const;
 /** Codes of the current step and one step either side are accepted (clock drift). */
 export const TOTP_WINDOW = 1;

@@ -106,7 +106,7 @@ export function registerEnrollmentRoutes(
         tags,
         summary: 'Delete an enrollment (soft)',
         description:
-          'SPEC lists DELETE under enrollment:write; enrollment:delete is accepted too. A restricted caller needs EDIT on every questionnaire of the enrollment.',
+          'DELETE needs enrollment:write; enrollment:delete is accepted too. A restricted caller needs EDIT on every questionnaire of the enrollment.',
         params: IdParams,
         response: { 200: MessageBody, ...errorAnswers(404) },
       },

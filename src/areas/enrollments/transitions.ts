@@ -1,5 +1,5 @@
 /**
- * Enrollment statuses (SPEC "Other state-bearing records") and the one transition table every status
+ * Enrollment statuses (docs/platform.md "Status transitions") and the one transition table every status
  * change goes through. docs/platform.md prints the same table.
  */
 export const ENROLLMENT_STATUSES = [

@@ -2,7 +2,7 @@ import { Ajv } from 'ajv';
 import formats from 'ajv-formats';
 import { AppError } from '../../http/errors.js';
 
-/** A CloudEvent 1.0 in structured JSON form, as the service publishes it (SPEC Events, Envelope). */
+/** A CloudEvent 1.0 in structured JSON form, as the service publishes it (docs/events.md "The envelope"). */
 export interface CloudEvent<D = Record<string, unknown>> {
   specversion: '1.0';
   id: string;

@@ -1,9 +1,9 @@
 // Long file: the catalogue of every built-in event type, one definition each, read as one list.
 /**
- * The event definition registry's contents: every event type the service emits (CONTRACTS §6), with
+ * The event definition registry's contents: every event type the service emits (docs/events.md "Event types and sources"), with
  * the JSON Schema of its `data`, where its subject comes from, and complete example events.
  *
- * `subject_template` names the `data` field that holds the subject (`{user_id}`): CONTRACTS §6 makes
+ * `subject_template` names the `data` field that holds the subject (`{user_id}`): docs/events.md "Event types and sources" makes
  * the subject the id of the resource the event is about. `source` is stable per area (docs/events.md).
  * Schemas require what the contracts promise and describe the optional fields areas add; they stay
  * open (`additionalProperties: true`) so adding a field to an event is a compatible change.
@@ -114,7 +114,7 @@ const questionnaireProperties = {
 const answers = {
   type: 'object',
   description:
-    'The raw answers. When answers.scoring exists it also carries variables_by_name and functions_by_name (SPEC Emission).',
+    'The raw answers. When answers.scoring exists it also carries variables_by_name and functions_by_name (docs/events.md "Event types and sources").',
 };
 const ENROLLMENT_ID = '3e4f5a6b-7c8d-4e9f-8a0b-1c2d3e4f5a6b';
 const submissionProperties = {

@@ -77,7 +77,7 @@ const MIN_TIMER_MS = 50;
 const MAX_LOCAL_TASKS = 10_000;
 
 /**
- * The outbox drain (SPEC Pipeline 2): claim a batch, hand each event to every handler, then settle
+ * The outbox drain (docs/events.md "The outbox drain"): claim a batch, hand each event to every handler, then settle
  * each task: DONE, or the retry rule of retry.ts (PENDING later, or FAILED). Leases that ran out
  * count as failed attempts. Run by the worker as the job `outbox`, woken after every publish.
  */

@@ -71,7 +71,7 @@ export function createEventPublisher(deps: {
   /** Called after commit: wakes the drain here and, on PostgreSQL, in every worker process. */
   wake: () => void;
   /**
-   * When given, every event is checked against it before it is written (SPEC Pipeline 1): an
+   * When given, every event is checked against it before it is written (docs/events.md "Publishing (for areas)"): an
    * unregistered type is `EVENT.UNKNOWN_TYPE`, a wrong source, subject or data `EVENT.INVALID`, and the
    * area's transaction rolls back. On outside production, so no area ships garbage events.
    */

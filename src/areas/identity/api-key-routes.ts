@@ -7,11 +7,11 @@ import { IdParams } from '../../http/schemas.js';
 import { ApiKey, CreateApiKeyBody, CreatedApiKey } from './schemas.js';
 import type { IdentityService } from './service.js';
 
-/** API keys (auth:manage, which is also what SPEC calls auth:api_key: Authentication 10). */
+/** API keys (auth:manage, which is also auth:api_key: docs/identity.md "API keys"). */
 export function registerApiKeyRoutes(api: App, { identity }: { identity: IdentityService }): void {
   // The role-scope table is the same for every caller until the authz version moves, and
   // roleScopeTable hands out one array per version: its answer is serialised once per version.
-  // ---- API keys (auth:manage, which is also what SPEC calls auth:api_key: Authentication 10)
+  // ---- API keys (auth:manage, which is also auth:api_key: docs/identity.md "API keys")
   api.post(
     '/api_key',
     {

@@ -13,7 +13,7 @@ import type { ScopeResolver } from './scope-resolver.js';
 
 const apiKeyNotFound = () => new AppError('API_KEY.NOT_FOUND', 'API key not found');
 
-/** API keys: long-lived credentials that never exceed their creator (SPEC Authentication 7 and 8). */
+/** API keys: long-lived credentials that never exceed their creator (docs/identity.md "API keys"). */
 export interface ApiKeyService {
   /** Answers the token once; only its hash is kept. */
   createApiKey(
@@ -49,7 +49,7 @@ export function createApiKeyService(deps: {
       );
     }
     const scopeKeys = [...new Set(input.scope_keys.map(checkScopeKey))].sort();
-    // The creator's own current scopes: SPEC Authentication 8. A key calling here is capped at its own
+    // The creator's own current scopes: docs/identity.md "API keys". A key calling here is capped at its own
     // effective scopes too (key ∩ creator), or a narrow key holding auth:manage could mint a stronger one.
     const creatorScopes = await deps.scopes.scopesOfUser(principal.userId);
     const viaKey = principal.authPath === 'api_key';

@@ -56,7 +56,7 @@ export function createAuthenticator(deps: {
     const at = clock.now();
     if (row.expires_at <= iso(at)) throw new AppError('API_KEY.EXPIRED', 'API key has expired');
     const creatorScopes = await scopes.scopesOfUserAt(row.user_id, Number(row.authz_version));
-    // SPEC Authentication 7: a key's power is its scopes intersected with its creator's current scopes.
+    // docs/identity.md "API keys": a key's power is its scopes intersected with its creator's current scopes.
     const granted = new Set<string>();
     for (const s of JSON.parse(row.scope_keys) as string[]) if (creatorScopes.has(s)) granted.add(s);
     lastUsed.set(row.id, iso(at));

@@ -3,7 +3,7 @@ import type { IdentityService } from './service.js';
 
 /**
  * SVC_BOOTSTRAP_ADMIN_EMAIL/_PASSWORD: at start, create this admin if no active user has that email
- * (CONTRACTS §1). An existing user is left alone, so restarts are harmless.
+ * (README "Configuration"). An existing user is left alone, so restarts are harmless.
  */
 export async function bootstrapAdmin(deps: {
   identity: Pick<IdentityService, 'findUserByEmail' | 'createUser'>;

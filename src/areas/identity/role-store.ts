@@ -171,7 +171,7 @@ export function listRoleScopeEntries(
   page: Page,
   f: RoleScopeFilters,
 ): Promise<ListResult<RoleScopeEntry>> {
-  // auth:api_key and auth:manage are one permission (SPEC Authentication 10): stored as auth:manage.
+  // auth:api_key and auth:manage are one permission (docs/identity.md "API keys"): stored as auth:manage.
   const scope_key = f.scope_key && normaliseScopeKey(f.scope_key);
   const filters = {
     equals: { role_id: f.role_id, scope_key },

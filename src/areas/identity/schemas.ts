@@ -145,7 +145,7 @@ export const CreatedApiKey = Type.Object(
   { $id: 'CreatedApiKey' },
 );
 /**
- * API key lifetime bounds, seconds. The minimum is SPEC Limits; the maximum (100 years of 365 days)
+ * API key lifetime bounds, seconds. The minimum is the specification's limit (docs/identity.md "API keys"); the maximum (100 years of 365 days)
  * keeps `expires_at` a 4-digit-year ISO timestamp, which text comparison and `toISOString` need.
  */
 export const API_KEY_LIFETIME_SECONDS = { min: 3600, max: 100 * 365 * 86_400 } as const;

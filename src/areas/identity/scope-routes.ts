@@ -10,12 +10,12 @@ import type { IdentityService } from './service.js';
 
 const AUDIT_SORT = ['created_at', 'updated_at'] as const;
 
-/** The scope catalogue and role-scope management (SPEC "Role and scope management"). */
+/** The scope catalogue and role-scope management (docs/identity.md "Roles"). */
 export function registerScopeRoutes(api: App, { identity }: { identity: IdentityService }): void {
   // The role-scope table is the same for every caller until the authz version moves, and
   // roleScopeTable hands out one array per version: its answer is serialised once per version.
   const roleScopeBodies = new WeakMap<object, Buffer>();
-  // ---- scopes and role-scope management (SPEC "Role and scope management")
+  // ---- scopes and role-scope management (docs/identity.md "Roles")
   api.get(
     '/scope',
     {

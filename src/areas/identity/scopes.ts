@@ -1,6 +1,6 @@
 /**
- * The scope catalogue (SPEC Scope): 17 resources x 5 actions = 85 keys, and the built-in role
- * mappings (SPEC Built-in roles). Built-in mappings are fixed; persisted role-scope assignments only add.
+ * The scope catalogue (docs/identity.md "Scopes"): 17 resources x 5 actions = 85 keys, and the built-in role
+ * mappings (docs/identity.md "Roles"). Built-in mappings are fixed; persisted role-scope assignments only add.
  */
 import type { Static } from '@sinclair/typebox';
 import type { Scope as ScopeSchema } from './schemas.js';
@@ -26,7 +26,7 @@ export const RESOURCES: ReadonlyArray<{ key: string; covers: string; placeholder
   { key: 'ai', covers: 'frontend placeholder', placeholder: true },
 ];
 
-/** Scopes some endpoint enforces (SPEC Scope, "Enforced (active) scopes"); the rest are reserved. */
+/** Scopes some endpoint enforces (docs/identity.md "Scopes"); the rest are reserved. */
 const ENFORCED = new Set([
   'user:read',
   'user:write',
@@ -102,7 +102,7 @@ export const SCOPES: readonly Scope[] = RESOURCES.flatMap((r) =>
 export const SCOPE_KEYS: ReadonlySet<string> = new Set(SCOPES.map((s) => s.key));
 
 /**
- * SPEC Authentication 10: the API-key guide names `auth:api_key`, the catalogue `auth:manage`.
+ * docs/identity.md "API keys": the API-key guide names `auth:api_key`, the catalogue `auth:manage`.
  * They are one permission: every scope key a caller sends is normalised through this table.
  */
 export const SCOPE_ALIASES: Readonly<Record<string, string>> = { 'auth:api_key': 'auth:manage' };

@@ -13,7 +13,7 @@ const AUDIT_SORT = ['created_at', 'updated_at'] as const;
 export function registerUserRoutes(api: App, { identity }: { identity: IdentityService }): void {
   // The role-scope table is the same for every caller until the authz version moves, and
   // roleScopeTable hands out one array per version: its answer is serialised once per version.
-  // ---- users (SPEC "Endpoints with scope only": user:*)
+  // ---- users (user:*, docs/identity.md "Authorization")
   api.get(
     '/user',
     {

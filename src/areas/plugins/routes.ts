@@ -20,7 +20,7 @@ import type { PluginService } from './service.js';
 
 const tags = ['plugins'];
 
-/** /plugin_definition and /plugin_instance (SPEC Plugins table). HTTP only: schema, scope, one call. */
+/** /plugin_definition and /plugin_instance (docs/plugins.md "Endpoints"). HTTP only: schema, scope, one call. */
 export function registerPluginRoutes(api: App, { plugins }: { plugins: PluginService }): void {
   api.get(
     '/plugin_definition',

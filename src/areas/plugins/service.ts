@@ -229,7 +229,7 @@ export function createPluginService(deps: PluginDeps): PluginService {
           },
         );
       }
-      // SPEC Vault references: resolved values are never returned, also when a handler echoes them.
+      // docs/vault.md "References": resolved values are never returned, also when a handler echoes them.
       return maskSecrets(output, secrets);
     } catch (err) {
       const appError = toPluginError(err, label, secrets);

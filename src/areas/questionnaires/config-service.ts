@@ -83,7 +83,7 @@ export function createConfigService(deps: { config: Config; store: Store; access
     effectiveConfig,
     /**
      * What a client app needs once signed in, before it renders a questionnaire. No secrets. The
-     * route is authenticated (SPEC "Open endpoints": bearer authentication, no scope): 401 without
+     * route is authenticated (docs/identity.md "Authorization": bearer authentication, no scope): 401 without
      * credentials, so a client cannot read it before sign-in.
      */
     app() {

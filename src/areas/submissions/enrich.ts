@@ -16,7 +16,7 @@ const ENRICHED_TYPES = new Set([
 ]);
 
 /**
- * Submission scoring enrichment (SPEC Events, Emission): when `data.answers.scoring` is an object,
+ * Submission scoring enrichment (docs/events.md "Event types and sources"): when `data.answers.scoring` is an object,
  * add `variables_by_name` (from `scoring.variables`) and `functions_by_name` (from `scoring.functions`),
  * each keyed by the entries' `name`; the original structures stay as they are. Data without a scoring
  * block is returned unchanged. Pure: returns a new object and never mutates its input.

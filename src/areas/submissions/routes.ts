@@ -102,7 +102,7 @@ export function registerSubmissionRoutes(
         body: AmendBody,
         response: { 200: Submission, ...errorAnswers(404, 422) },
       },
-      // questionnaire_submission:write is reserved in SPEC (enforced by no endpoint): correcting the
+      // questionnaire_submission:write is a reserved scope (enforced by no endpoint; docs/identity.md "Scopes"): correcting the
       // answers given to a questionnaire is editing that questionnaire's records.
       config: anyScope('questionnaire:write'),
     },

@@ -55,7 +55,7 @@ const SOURCE = EVENT_SOURCES.submission;
 /**
  * Submissions of questionnaire answers. A submission needs a PUBLISHED questionnaire and answers that
  * satisfy its `payload.answers_schema` (questionnaires/answers-schema.ts). Every write publishes its event in the same
- * transaction (SPEC Emission), with `data.answers` enriched by the scoring re-index.
+ * transaction (docs/events.md "Event types and sources"), with `data.answers` enriched by the scoring re-index.
  *
  * A new submission's preconditions (questionnaire PUBLISHED, answers valid against its current
  * revision, enrollment ENROLLED) are checked inside the insert's transaction on rows held until it
@@ -187,7 +187,7 @@ export function createSubmissionService(deps: SubmissionDeps): SubmissionService
     };
   }
 
-  /** A signed-in user's submission (an API key counts as its creator, SPEC Authentication 7). */
+  /** A signed-in user's submission (an API key counts as its creator, docs/identity.md "API keys"). */
   const submit = (principal: Principal, input: SubmitInput) => create(principal, input, false);
   /** An anonymous submission through an API key: no respondent recorded, the key and its creator are. */
   const submitAnonymous = (principal: Principal, input: Omit<SubmitInput, 'enrollment_id'>) =>

@@ -15,7 +15,7 @@ export interface QuestionnaireSubmissionTable {
   metadata: string | null;
   /** The API key used, when the submission came through one. */
   api_key_id: string | null;
-  /** Who made the request (for anonymous submissions: the API key's creator, SPEC Authentication 7). */
+  /** Who made the request (for anonymous submissions: the API key's creator, docs/identity.md "API keys"). */
   created_by: string;
   created_at: string;
   updated_at: string;

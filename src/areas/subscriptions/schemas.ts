@@ -2,7 +2,7 @@ import { type Static, Type } from '@sinclair/typebox';
 import { ListQuery, ListResponse, QueryBoolean, Search } from '../../http/list-schemas.js';
 import { Description, Id, JsonObject, Nullable, patchBody, Timestamp, Warnings } from '../../http/schemas.js';
 
-/** Request and response shapes of /event_subscription and its graph (SPEC "Event subscriptions and graphs"). */
+/** Request and response shapes of /event_subscription and its graph (docs/workflows.md "Graphs"). */
 
 const Name = Type.String({ minLength: 1, maxLength: 200 });
 const EventType = Type.String({ minLength: 1, maxLength: 200 });

@@ -80,7 +80,7 @@ const PAUSED_EVENT = 'svc.event_subscription.paused';
 const warned = (warnings: string[]) => (warnings.length > 0 ? { warnings } : {});
 
 /**
- * Event subscriptions and their graphs (SPEC "Event subscription", "Event subscriptions and graphs").
+ * Event subscriptions and their graphs (docs/workflows.md "Subscriptions", "Graphs").
  * It is the workflow engine's GraphSource (routable, graphVersion).
  */
 export interface SubscriptionService
@@ -250,7 +250,7 @@ export function createSubscriptionService(deps: SubscriptionDeps): SubscriptionS
     },
 
     /**
-     * PUT graph (SPEC "PUT graph rules"): one transaction; validated first (nothing is written when
+     * PUT graph (docs/workflows.md "Graphs"): one transaction; validated first (nothing is written when
      * anything is wrong); old nodes and edges soft-deleted; new ones written as the next graph version
      * with server ids. Runs already started keep the version they started with.
      */

@@ -10,7 +10,7 @@ import {
 /**
  * Fernet (https://github.com/fernet/spec, version 0x80): AES-128-CBC with PKCS#7 padding, then
  * HMAC-SHA256 over version ‖ timestamp ‖ IV ‖ ciphertext. Tokens are interchangeable with Python
- * `cryptography`'s Fernet (CONTRACTS §8): emitted as padded base64url, accepted padded or not.
+ * `cryptography`'s Fernet (docs/vault.md "Encryption"): emitted as padded base64url, accepted padded or not.
  * Written here rather than taken from a package: it is ~100 lines verified by the spec's vectors.
  */
 
@@ -46,8 +46,8 @@ export function decodeBase64url(text: string): Buffer | undefined {
 }
 
 /**
- * The Fernet key the vault uses for a configured `vault.encryption_key` (SPEC Vault references,
- * CONTRACTS §8): base64url(SHA-256(UTF-8 of the setting)), padded as Python writes it.
+ * The Fernet key the vault uses for a configured `vault.encryption_key` (docs/vault.md
+ * "Encryption"): base64url(SHA-256(UTF-8 of the setting)), padded as Python writes it.
  */
 export function deriveFernetKey(passphrase: string): string {
   return base64urlPadded(createHash('sha256').update(passphrase, 'utf8').digest());

@@ -1,5 +1,5 @@
 /**
- * Vault references as text (SPEC Vault references), and the one rule that keeps resolved secrets out
+ * Vault references as text (docs/vault.md "References"), and the one rule that keeps resolved secrets out
  * of what leaves the service: pure functions, shared by the vault's resolver, the plugin invocation
  * path and the workflow engine.
  */

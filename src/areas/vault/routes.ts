@@ -14,7 +14,7 @@ import type { VaultService } from './service.js';
 
 const tags = ['vault'];
 
-/** /vault_entry (SPEC Vault table). HTTP only: schema, scope, one service call. */
+/** /vault_entry (docs/vault.md "Entries"). HTTP only: schema, scope, one service call. */
 export function registerVaultRoutes(api: App, { vault }: { vault: VaultService }): void {
   api.post(
     '/vault_entry',

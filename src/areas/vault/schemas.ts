@@ -2,7 +2,7 @@ import { type Static, Type } from '@sinclair/typebox';
 import { ListQuery, ListResponse, QueryBoolean, Search } from '../../http/list-schemas.js';
 import { AuditFields, Description, Id, Nullable, patchBody } from '../../http/schemas.js';
 
-/** Key characters of SPEC Vault references: `[a-zA-Z0-9_]`. */
+/** Key characters of vault references (docs/vault.md "References"): `[a-zA-Z0-9_]`. */
 export const VAULT_KEY_PATTERN = '^[a-zA-Z0-9_]+$';
 export const MASK = '******';
 

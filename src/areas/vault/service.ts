@@ -22,7 +22,7 @@ export interface VaultService
     { message: string }
   > {
   /**
-   * SPEC Vault references: every string that is entirely `$secret:<key>` or `$var:<key>` is replaced
+   * docs/vault.md "References": every string that is entirely `$secret:<key>` or `$var:<key>` is replaced
    * by the entry's plaintext, through objects and arrays; other values pass through. Resolved values
    * are not rescanned. The input is never modified (stored configs keep their references); containers
    * without a reference are shared with the result. One query for all references.

@@ -5,7 +5,7 @@ export interface VaultEntryTable {
   /** Unique among rows with deleted_at null (partial unique index). */
   key: string;
   kind: VaultKind;
-  /** SECRET: a Fernet token (CONTRACTS §8); VAR: the plaintext. Never selected into a response as is. */
+  /** SECRET: a Fernet token (docs/vault.md "Encryption"); VAR: the plaintext. Never selected into a response as is. */
   value: string;
   description: string | null;
   /** 0/1 */

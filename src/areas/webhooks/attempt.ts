@@ -43,7 +43,7 @@ export interface AttemptOutcome {
 }
 
 /**
- * Makes one attempt of a claimed delivery (CONTRACTS §7): sign with the webhook's current key, POST
+ * Makes one attempt of a claimed delivery (docs/webhooks.md "The request"): sign with the webhook's current key, POST
  * under the attempt deadline, and decide what follows (SUCCESS, a retry at base x 2^(k-1), or FAILED).
  * Nothing is written here; the engine records the outcome.
  */

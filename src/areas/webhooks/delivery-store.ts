@@ -117,7 +117,7 @@ export async function listAttempts(db: Db, deliveryId: string, page: Page): Prom
 }
 
 /**
- * SPEC "POST retry": back to PENDING, attempts 0, due now, error cleared. The lease is left alone:
+ * A manual retry (docs/webhooks.md "Attempts, retries and the schedule"): back to PENDING, attempts 0, due now, error cleared. The lease is left alone:
  * an attempt in flight keeps it, so nobody else can start a second send of this delivery meanwhile;
  * the bumped generation tells that attempt it was superseded.
  */

@@ -64,7 +64,7 @@ const CLAIM_BATCH_WAIT_MS = 20;
 
 /**
  * The sender: a bounded pool of attempts in flight, fed by claiming due deliveries under a lease
- * (SPEC Pipeline 4-5, CONTRACTS §7). The job step only claims and starts attempts; it never waits for
+ * (docs/webhooks.md "Attempts, retries and the schedule"). The job step only claims and starts attempts; it never waits for
  * one, so a slow endpoint holds its own slots (at most `perWebhookConcurrency`) and nobody else's.
  * Results are written in batches (one transaction for many attempts) to keep up with fast receivers.
  */

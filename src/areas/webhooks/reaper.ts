@@ -22,7 +22,7 @@ export interface Reaping {
 /**
  * Leases whose holder died mid-attempt: the attempt is logged as INTERRUPTED (it counted when it
  * was claimed) and, like any failed attempt k, makes the delivery wait base x 2^(k-1) before the
- * next one (CONTRACTS §7), or FAILED when that was its last attempt. One transaction.
+ * next one (docs/webhooks.md "Attempts, retries and the schedule"), or FAILED when that was its last attempt. One transaction.
  */
 export async function reapDeadLeases(
   store: Store,

@@ -25,7 +25,7 @@ import type { WebhookService } from './service.js';
 
 const tags = ['webhooks'];
 
-/** /webhook (SPEC Webhooks table). HTTP only: schema, scope, one service call. */
+/** /webhook (docs/webhooks.md "The webhook"). HTTP only: schema, scope, one service call. */
 export function registerWebhookRoutes(api: App, { webhooks }: { webhooks: WebhookService }): void {
   api.post(
     '/webhook',

@@ -2,7 +2,7 @@ import type { Dispatcher } from 'undici';
 import { ForbiddenTargetError } from '../../lib/net-guard.js';
 import { undici } from '../../lib/undici.js';
 
-/** CONTRACTS §7: `response_body` keeps at most the first 4096 characters. */
+/** docs/webhooks.md "The attempt log": `response_body` keeps at most the first 4096 characters. */
 export const RESPONSE_EXCERPT_CHARS = 4096;
 
 export interface AttemptResult {

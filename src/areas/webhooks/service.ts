@@ -45,7 +45,7 @@ export interface WebhookService
   sealPlaintextSecrets(): Promise<number>;
   /** Queues the example event of a registered type to this webhook only (POST /webhook/{id}/test). */
   sendTest(webhookId: string, input: TestWebhookBody): Promise<Delivery>;
-  /** SPEC Pipeline 4: the drain's handler creating one delivery per matching webhook. */
+  /** docs/webhooks.md "Deliveries": the drain's handler creating one delivery per matching webhook. */
   dispatcher: EventHandler;
   /** Enabled webhooks naming this event type (not `*`), described: an event type in use is not deleted. */
   namingType(eventType: string): Promise<string[]>;

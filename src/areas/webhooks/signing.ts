@@ -1,7 +1,7 @@
 import { createHmac, randomBytes } from 'node:crypto';
 
 /**
- * Webhook signatures (CONTRACTS §7). Two schemes on every attempt, keyed with the UTF-8 bytes of the
+ * Webhook signatures (docs/webhooks.md "The request"). Two schemes on every attempt, keyed with the UTF-8 bytes of the
  * 64-hex secret:
  * - svc's own: `X-Signature: sha256=<hex HMAC-SHA256 over "{X-Timestamp}.{raw body}">`;
  * - Standard Webhooks: `webhook-signature: v1,<base64 HMAC-SHA256 over "{webhook-id}.{webhook-timestamp}.{raw body}">`,

@@ -45,7 +45,7 @@ function errorText(err: unknown): string {
 }
 
 /**
- * One ACTION attempt (SPEC execution rules): check the action, decide whether an attempt found in
+ * One ACTION attempt (docs/workflows.md "Execution rules"): check the action, decide whether an attempt found in
  * flight after a crash may run again (only an idempotent action, as often as its retry policy's interruptions allow),
  * persist the attempt, resolve `$secret:` references, call the plugin under the effective timeout,
  * and tell the machine how it went. The machine decides retries and what follows. `signal` aborts
@@ -116,7 +116,7 @@ export function createActionCaller(deps: ActionCallDeps) {
       // failed, an END was reached), so the call is abandoned. One deadline, kept by the invoker.
       const output = await prepared.invoke({
         // Vault references resolve inside the invocation, which keeps their values out of the
-        // output the run node stores and out of every error (SPEC Vault references).
+        // output the run node stores and out of every error (docs/vault.md "References").
         payload: state.input ?? {},
         idempotencyKey: `${machine.run.id}:${node.key}`,
         timeoutMs: limit,

@@ -76,7 +76,7 @@ export interface EngineDeps {
 export const WORKFLOWS_JOB = 'workflows';
 
 export interface WorkflowEngine {
-  /** SPEC Pipeline 3: the outbox drain's handler that turns events into runs. */
+  /** docs/workflows.md "Routing": the outbox drain's handler that turns events into runs. */
   router: EventHandler;
   /** The worker job `workflows`: claims runs and drives them. */
   job: Job;

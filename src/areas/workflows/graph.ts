@@ -1,6 +1,6 @@
 /**
- * Workflow graphs: the rules a graph must satisfy to be saved (SPEC "Workflow node", "Workflow edge",
- * "Node types", execution rules 1 and 4) and the topological order the engine traverses (Kahn).
+ * Workflow graphs: the rules a graph must satisfy to be saved (docs/workflows.md "Graphs", "Node
+ * types") and the topological order the engine traverses (Kahn, docs/workflows.md "Execution rules").
  * Pure: no store, no HTTP. A violation throws AppError WORKFLOW.INVALID_GRAPH (400) whose message
  * names the node and field, and whose details say where (`field`) and, for a cycle, which nodes.
  */

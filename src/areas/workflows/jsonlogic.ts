@@ -1,6 +1,6 @@
 /**
  * JSONLogic for every expression of the product: subscription conditions, edge conditions, COMPUTE
- * logic, ACTION input mappings, and POST /workflow/evaluate (SPEC Workflow execution rule 5).
+ * logic, ACTION input mappings, and POST /workflow/evaluate (docs/workflows.md "Expressions (JSONLogic)").
  *
  * Library: json-logic-engine, chosen by running the shared vectors and a micro-benchmark
  * (`npm run bench -- jsonlogic`, results in docs/workflows.md): it passes every classic json-logic-js

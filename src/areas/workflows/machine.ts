@@ -1,5 +1,5 @@
 /**
- * The run state machine (SPEC "Workflow execution rules" 1-6 and the run / run-node state tables),
+ * The run state machine (docs/workflows.md "Execution rules" and the run and run-node "States"),
  * pure: it changes in-memory run and node states and says what must happen next (a `Step`); it
  * never touches the store, a plugin or a timer. The durable engine (engine.ts) persists the changes
  * and performs the barriers; the simulation (POST /event_subscription/{id}/test) runs the very same
@@ -12,7 +12,7 @@
  * may start now, and the engine runs them side by side.
  */
 // Long file: the state machine is one class whose transitions share the run's state; each
-// transition is short, and the states table of SPEC reads best against it in one place.
+// transition is short, and docs/workflows.md "States" reads best against it in one place.
 
 import { depthOf } from '../../lib/causation.js';
 import { nextAttempt, type RetryPolicy } from '../../worker/retry-policy.js';
@@ -156,7 +156,7 @@ export class RunMachine {
     }
   }
 
-  /** Fresh pending node states for a new run (one per graph node, SPEC run state table). */
+  /** Fresh pending node states for a new run (one per graph node, docs/workflows.md "States"). */
   static pendingStates(plan: Plan, ids: (node: PlanNode) => string): Map<string, NodeState> {
     const map = new Map<string, NodeState>();
     for (const n of plan.nodes) {
@@ -225,7 +225,7 @@ export class RunMachine {
       }
     }
     if (this.run.status === 'running' && this.plan.nodes.every((n) => isFinished(this.state(n.key)))) {
-      // Every node finished (SPEC run state table, running -> completed).
+      // Every node finished (docs/workflows.md "States", running -> completed).
       this.endRun('completed', null, nowIso);
     }
     if (this.run.status !== 'running') {
@@ -420,7 +420,7 @@ export class RunMachine {
     this.dirty.add(st);
     this.observer?.('finish', st.key);
     if (!node.continueOnError) {
-      // SPEC run state table: node failure with continue_on_error false -> run failed, stops at once.
+      // docs/workflows.md "States": node failure with continue_on_error false -> run failed, stops at once.
       this.endRun('failed', `node "${node.key}" (${node.type}) failed: ${message}`, nowIso);
     }
   }
@@ -513,7 +513,7 @@ export class RunMachine {
   }
 
   /**
-   * A JOIN (CONTRACTS §9, docs/workflows.md "Branches and JOIN"): ALL completes once every
+   * A JOIN (docs/workflows.md "Branches and JOIN"): ALL completes once every
    * predecessor finished and none failed; ANY as soon as one completed; N_OF_M as soon as
    * `n_required` completed. It fails once every predecessor finished without that, or when its
    * `timeout_ms` (counted from the first predecessor to finish, a persisted timer) runs out first.
@@ -649,7 +649,7 @@ export class RunMachine {
         // With both delay_ms and until_template, the DELAY ends at the later of the two.
         untilMs = Math.max(untilMs, renderTemplate(node.template, this.context, now).at.getTime());
       } catch (err) {
-        // SPEC run-node input for DELAY is {delay_ms: <number>}: nothing was scheduled, so 0, with
+        // A DELAY run node's input is (docs/workflows.md "DELAY and until_template") {delay_ms: <number>}: nothing was scheduled, so 0, with
         // the template that failed (additive) so the input shows what could not be rendered.
         st.input = { delay_ms: 0, until_template: node.config?.until_template };
         this.attemptFailed(node, st, `until_template: ${describeThrown(err)}`, now);

@@ -1,5 +1,5 @@
 /**
- * `available_paths` (SPEC "Workflow runs and introspection"): every dot-notation path a `var` can
+ * `available_paths` (docs/workflows.md "available_paths"): every dot-notation path a `var` can
  * reach in some data, so a UI can offer them. Lists of objects are merged by key (no numeric
  * indices): `{a: [{x: 1}, {y: 2}]}` gives `a`, `a.x`, `a.y`.
  */

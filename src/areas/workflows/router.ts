@@ -66,7 +66,7 @@ export function newRun(plan: Plan, event: CloudEvent, at: string, rerunOf: strin
 }
 
 /**
- * SPEC Pipeline 3, the router: an EventHandler the outbox drain calls. Per matching subscription it
+ * The router (docs/workflows.md "Routing"): an EventHandler the outbox drain calls. Per matching subscription it
  * makes one run and one run-node per node of the subscription's current graph version and hands it to
  * this process's engine, which writes it at its first persist point (`startNow`); with no room there
  * it writes the run pending and due. Either write is one a unique index on (subscription, event id)

@@ -3,7 +3,7 @@ import { type CompiledCache, describeThrown, truthy } from './jsonlogic.js';
 import { eventContext } from './machine.js';
 
 /**
- * SPEC Pipeline 3's routing rules, the one place they live: would the router take `event` for
+ * The routing rules (docs/workflows.md "Routing"), the one place they live: would the router take `event` for
  * `sub`, and if not, every reason why (the router, simulation, replay). `failure` is set when the
  * condition could not be evaluated (the router logs it; retrying would not help).
  */

@@ -2,7 +2,7 @@ import { type Static, Type } from '@sinclair/typebox';
 import { ListQuery, ListResponse, TimeRanges } from '../../http/list-schemas.js';
 import { Id, JsonObject, Nullable, Timestamp } from '../../http/schemas.js';
 
-/** Shapes of workflow runs, introspection, evaluation and simulation (SPEC "Workflow runs and introspection"). */
+/** Shapes of workflow runs, introspection, evaluation and simulation (docs/workflows.md "Runs and introspection"). */
 
 export const RUN_STATUSES = ['pending', 'running', 'completed', 'failed', 'skipped', 'cancelled'] as const;
 export const NODE_STATUSES = ['pending', 'running', 'completed', 'failed', 'skipped'] as const;

@@ -66,7 +66,7 @@ export interface Simulation {
   edges_traversed: string[];
 }
 
-/** Runs and introspection (SPEC "Workflow runs and introspection") and the simulation endpoint. */
+/** Runs and introspection (docs/workflows.md "Runs and introspection") and the simulation endpoint. */
 export interface WorkflowService {
   list(page: Page, filters: RunFilters): Promise<ListResult<WorkflowRun>>;
   get(id: string): Promise<WorkflowRun>;

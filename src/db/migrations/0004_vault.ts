@@ -14,7 +14,7 @@ export async function up(db: Kysely<unknown>): Promise<void> {
     .addColumn('updated_by', 'text')
     .addColumn('deleted_at', 'text')
     .execute();
-  // A key is unique among active entries only (SPEC Vault entry): a deleted key can be reused.
+  // A key is unique among active entries only (docs/vault.md "Entries"): a deleted key can be reused.
   // Partial indexes exist on both SQLite and PostgreSQL; the index also serves the resolver's lookup.
   await db.schema
     .createIndex('vault_entry_key_active')

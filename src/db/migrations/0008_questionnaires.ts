@@ -61,7 +61,7 @@ export async function up(db: Kysely<unknown>): Promise<void> {
     .addColumn('created_at', 'text', (c) => c.notNull())
     .addColumn('created_by', 'text')
     .execute();
-  // The sequence guarantee of SPEC "Other named resources": one revision per (questionnaire, sequence).
+  // The sequence guarantee (docs/platform.md "Revisions"): one revision per (questionnaire, sequence).
   await db.schema
     .createIndex('questionnaire_revision_sequence')
     .on('questionnaire_revision')

@@ -43,7 +43,7 @@ const ERROR_HEADERS_CHARS = 1024;
 const StringMap = { type: 'object', additionalProperties: { type: 'string' } };
 
 /**
- * `http` (CONTRACTS §9): one HTTP request per invocation. Targets follow the webhooks' SSRF policy
+ * `http` (docs/plugins.md "http: one HTTP request"): one HTTP request per invocation. Targets follow the webhooks' SSRF policy
  * through net-guard (https and public addresses only unless SVC_ALLOW_PRIVATE_NETWORKS), redirects
  * are answered, never followed, and the response body is capped.
  */

@@ -1,6 +1,7 @@
 import { Ajv2020, type ErrorObject, type ValidateFunction } from 'ajv/dist/2020.js';
 import formats from 'ajv-formats';
 import { AppError } from '../../http/errors.js';
+import { isPlainObject } from '../../lib/objects.js';
 import { REFERENCE_PATTERN } from '../vault/references.js';
 
 /**
@@ -145,7 +146,6 @@ function isWrapperNoise(e: ErrorObject, wrappers: string[]): boolean {
 }
 
 type Json = Record<string, unknown>;
-const isObject = (v: unknown): v is Json => typeof v === 'object' && v !== null && !Array.isArray(v);
 
 /** Keywords whose value is one subschema, a map of subschemas, or an array of subschemas. */
 const ONE = ['additionalProperties', 'items', 'contains', 'not', 'if', 'then', 'else'];
@@ -178,7 +178,7 @@ function describesString(s: Json): boolean {
 function takesString(s: Json): boolean {
   if (describesString(s)) return true;
   return ALTERNATIVES.some(
-    (k) => Array.isArray(s[k]) && (s[k] as unknown[]).some((sub) => isObject(sub) && takesString(sub)),
+    (k) => Array.isArray(s[k]) && (s[k] as unknown[]).some((sub) => isPlainObject(sub) && takesString(sub)),
   );
 }
 
@@ -191,7 +191,7 @@ export function allowReferences(schema: unknown): { schema: unknown; wrappers: s
   const wrappers: string[] = [];
 
   const walk = (s: unknown, path: string, wrapSelf: boolean): unknown => {
-    if (!isObject(s)) return s;
+    if (!isPlainObject(s)) return s;
     const alternatives = ALTERNATIVES.filter((k) => Array.isArray(s[k]));
     const wrap = wrapSelf && takesString(s);
     // Once wrapped, what is not identity moves under /anyOf/0: children's schema paths follow it.
@@ -200,7 +200,7 @@ export function allowReferences(schema: unknown): { schema: unknown; wrappers: s
     const out: Json = { ...s };
     for (const k of [...ONE, ...ONE_MORE]) if (k in s) out[k] = walk(s[k], `${at(k)}/${k}`, true);
     for (const k of MAP) {
-      if (!isObject(s[k])) continue;
+      if (!isPlainObject(s[k])) continue;
       const map: Json = {};
       for (const [name, sub] of Object.entries(s[k] as Json)) {
         map[name] = walk(sub, `${at(k)}/${k}/${escapePointer(name)}`, true);

@@ -1,4 +1,5 @@
 import jsonPatch from 'fast-json-patch';
+import { isPlainObject } from '../../lib/objects.js';
 import type { JsonObject, PatchOperation } from './records.js';
 
 /**
@@ -66,8 +67,4 @@ export function mergePatch(target: JsonObject, patch: JsonObject): JsonObject {
     else out[key] = value;
   }
   return out;
-}
-
-function isPlainObject(v: unknown): v is JsonObject {
-  return v !== null && typeof v === 'object' && !Array.isArray(v);
 }

@@ -1,3 +1,4 @@
+import { isPlainObject } from '../../lib/objects.js';
 /**
  * What the submissions area adds to its events' data before anyone sees them, given to the events
  * area as its enricher (src/app/services.ts). Two callers, one function: the publisher (every event
@@ -6,7 +7,7 @@
  * submission events are enriched; it is idempotent (indices are rebuilt, not merged).
  */
 export function enrichEventData<T>(type: string, data: T): T {
-  return ENRICHED_TYPES.has(type) && isObject(data) ? (enrichSubmissionData(data) as T) : data;
+  return ENRICHED_TYPES.has(type) && isPlainObject(data) ? (enrichSubmissionData(data) as T) : data;
 }
 
 const ENRICHED_TYPES = new Set([
@@ -26,9 +27,9 @@ const ENRICHED_TYPES = new Set([
  */
 export function enrichSubmissionData<T extends Record<string, unknown>>(data: T): T {
   const answers = data.answers;
-  if (!isObject(answers)) return data;
+  if (!isPlainObject(answers)) return data;
   const scoring = answers.scoring;
-  if (!isObject(scoring)) return data;
+  if (!isPlainObject(scoring)) return data;
   return {
     ...data,
     answers: {
@@ -43,15 +44,11 @@ export function enrichSubmissionData<T extends Record<string, unknown>>(data: T)
 }
 
 function indexByName(entries: unknown): Record<string, unknown> {
-  const list = Array.isArray(entries) ? entries : isObject(entries) ? Object.values(entries) : [];
+  const list = Array.isArray(entries) ? entries : isPlainObject(entries) ? Object.values(entries) : [];
   const index = new Map<string, unknown>();
   for (const entry of list) {
-    if (isObject(entry) && typeof entry.name === 'string') index.set(entry.name, entry);
+    if (isPlainObject(entry) && typeof entry.name === 'string') index.set(entry.name, entry);
   }
   // fromEntries defines own properties, so a name like "__proto__" is a key, not a prototype.
   return Object.fromEntries(index);
-}
-
-function isObject(value: unknown): value is Record<string, unknown> {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
 }

@@ -6,6 +6,7 @@ import type { Collection } from '../../http/collection.js';
 import { AppError, notFound, validationError } from '../../http/errors.js';
 import { type Clock, iso } from '../../lib/clock.js';
 import { newId } from '../../lib/ids.js';
+import { isPlainObject } from '../../lib/objects.js';
 import { deriveFernetKey, Fernet, type MultiFernet } from './fernet.js';
 import { vaultKeyring } from './keyring.js';
 import { REFERENCE } from './references.js';
@@ -337,10 +338,4 @@ export function createVaultService(deps: VaultDeps): VaultService {
     seal: (plaintext) => encrypt(plaintext),
     open: (token) => keyring.decrypt(token).toString('utf8'),
   };
-}
-
-function isPlainObject(value: unknown): value is Record<string, unknown> {
-  if (value === null || typeof value !== 'object') return false;
-  const proto = Object.getPrototypeOf(value);
-  return proto === Object.prototype || proto === null;
 }

@@ -182,7 +182,8 @@ export function createWorkflowEngine(deps: EngineDeps): WorkflowEngine {
     let wakeDrive: (() => void) | undefined;
     /** A slot handed to this run after it waited for one: its next call's, or given back at the end. */
     let reserved = false;
-    const poke = () => {
+    /** An attempt of this run answered: its drive loop steps again. */
+    const wakeRun = () => {
       signalled = true;
       wakeDrive?.();
     };
@@ -220,7 +221,7 @@ export function createWorkflowEngine(deps: EngineDeps): WorkflowEngine {
             .finally(() => {
               calls.delete(inv.node.key);
               actionSlots.give();
-              poke();
+              wakeRun();
             });
           calls.set(inv.node.key, call);
         }
@@ -297,7 +298,8 @@ export function createWorkflowEngine(deps: EngineDeps): WorkflowEngine {
   const pollMs = deps.pollIntervalMs ?? 1000;
   const claims = new ClaimGate(deps.wakeups, WORKFLOWS_JOB, pollMs);
   let progress: (() => void) | undefined;
-  const poke = () => progress?.();
+  /** A run ended: the job's step waiting for room goes on. */
+  const runEnded = () => progress?.();
 
   /**
    * A run the router just made, driven at once when this engine has room: it is written first at its
@@ -319,7 +321,7 @@ export function createWorkflowEngine(deps: EngineDeps): WorkflowEngine {
       if (from === 'claimed') claimedInFlight--;
       else handedInFlight--;
       inFlight.delete(p);
-      poke();
+      runEnded();
     });
     inFlight.add(p);
   }

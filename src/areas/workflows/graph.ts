@@ -1,3 +1,4 @@
+import { isPlainObject } from '../../lib/objects.js';
 /**
  * Workflow graphs: the rules a graph must satisfy to be saved (docs/workflows.md "Graphs", "Node
  * types") and the topological order the engine traverses (Kahn, docs/workflows.md "Execution rules").
@@ -80,9 +81,6 @@ export interface ValidGraph {
 const invalid = (message: string, details: Record<string, unknown>): AppError =>
   new AppError('WORKFLOW.INVALID_GRAPH', message, details);
 
-const isObject = (v: unknown): v is Record<string, unknown> =>
-  v !== null && typeof v === 'object' && !Array.isArray(v);
-
 const isInt = (v: unknown, min: number): v is number => Number.isSafeInteger(v) && (v as number) >= min;
 
 /**
@@ -132,7 +130,7 @@ export function validateConfig(
       }
     }
   };
-  if (config !== null && config !== undefined && !isObject(config))
+  if (config !== null && config !== undefined && !isPlainObject(config))
     throw fail('config', 'config must be an object');
   const c = config ?? null;
   switch (type) {
@@ -145,7 +143,7 @@ export function validateConfig(
         }
       }
       if (c.input_mapping !== undefined && c.input_mapping !== null) {
-        if (!isObject(c.input_mapping))
+        if (!isPlainObject(c.input_mapping))
           throw fail('config.input_mapping', 'config.input_mapping must be an object');
         checkMapping(c.input_mapping, within(at, 'config.input_mapping'), warnings, 0, true);
       }
@@ -265,7 +263,7 @@ function checkMapping(value: unknown, at: Where, warnings: string[], depth = 0, 
   }
   if (Array.isArray(value)) {
     for (const [i, v] of value.entries()) checkMapping(v, within(at, String(i)), warnings, depth + 1);
-  } else if (isObject(value)) {
+  } else if (isPlainObject(value)) {
     const keys = Object.keys(value);
     const meant = !fields && keys.length === 1 ? closestOperator(keys[0]) : undefined;
     if (meant !== undefined) {

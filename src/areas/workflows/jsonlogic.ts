@@ -15,6 +15,7 @@
  */
 
 import { LogicEngine, splitPathMemoized } from 'json-logic-engine';
+import { Lru } from '../../lib/lru.js';
 import { editDistance, isSubsequence } from '../../lib/suggest.js';
 
 export class ExpressionError extends Error {
@@ -340,20 +341,14 @@ export function truthy(value: unknown): boolean {
  * of a cached plan (subscription conditions, POST /workflow/evaluate). Bounded; oldest evicted.
  */
 export class CompiledCache {
-  private readonly map = new Map<string, Compiled>();
-  constructor(private readonly max = 1000) {}
+  private readonly compiled: Lru<Compiled>;
+  constructor(max = 1000) {
+    this.compiled = new Lru(max);
+  }
 
   get(expression: unknown, where: string): Compiled {
-    const key = `${where}\u0000${JSON.stringify(expression)}`;
-    let fn = this.map.get(key);
-    if (fn) {
-      this.map.delete(key);
-      this.map.set(key, fn);
-      return fn;
-    }
-    fn = compile(expression, where);
-    this.map.set(key, fn);
-    if (this.map.size > this.max) this.map.delete(this.map.keys().next().value as string);
-    return fn;
+    return this.compiled.getOrCreate(`${where}\u0000${JSON.stringify(expression)}`, () =>
+      compile(expression, where),
+    );
   }
 }

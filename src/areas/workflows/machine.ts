@@ -1,3 +1,4 @@
+import { isPlainObject } from '../../lib/objects.js';
 /**
  * The run state machine (docs/workflows.md "Execution rules" and the run and run-node "States"),
  * pure: it changes in-memory run and node states and says what must happen next (a `Step`); it
@@ -101,9 +102,6 @@ export function eventContext(event: CloudEvent): ExpressionContext['event'] {
     data: event.data ?? null,
   };
 }
-
-const isPlainObject = (v: unknown): v is Record<string, unknown> =>
-  v !== null && typeof v === 'object' && !Array.isArray(v);
 
 /**
  * A node's `retry_policy` as the one retry policy of background work (docs/reliability.md "Retry

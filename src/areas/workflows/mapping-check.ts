@@ -1,3 +1,4 @@
+import { isPlainObject } from '../../lib/objects.js';
 import { isExpression } from './jsonlogic.js';
 
 /** A mismatch between an input mapping and the action's input_schema, found before any run. */
@@ -8,9 +9,6 @@ export interface MappingProblem {
 }
 
 type Schema = Readonly<Record<string, unknown>>;
-
-const isObject = (v: unknown): v is Record<string, unknown> =>
-  v !== null && typeof v === 'object' && !Array.isArray(v);
 
 /** The JSON Schema type names a literal value satisfies. */
 function typesOf(value: unknown): string[] {
@@ -33,12 +31,12 @@ export function mappingProblem(
 ): MappingProblem | undefined {
   if (isExpression(mapping)) return undefined;
   // `preserve` is a literal: its argument is what the input gets.
-  if (isObject(mapping) && Object.keys(mapping).length === 1 && 'preserve' in mapping) {
+  if (isPlainObject(mapping) && Object.keys(mapping).length === 1 && 'preserve' in mapping) {
     return literalProblem(mapping.preserve, schema, path);
   }
   const wrongType = typeProblem(mapping, schema, path);
   if (wrongType) return wrongType;
-  if (Array.isArray(schema.enum) && !isObject(mapping) && !Array.isArray(mapping)) {
+  if (Array.isArray(schema.enum) && !isPlainObject(mapping) && !Array.isArray(mapping)) {
     if (!schema.enum.some((v) => v === mapping)) {
       return {
         path: path.join('.'),
@@ -46,13 +44,13 @@ export function mappingProblem(
       };
     }
   }
-  if (isObject(mapping)) {
+  if (isPlainObject(mapping)) {
     const required = Array.isArray(schema.required) ? (schema.required as string[]) : [];
     for (const name of required) {
       if (!Object.hasOwn(mapping, name))
         return { path: [...path, name].join('.'), message: 'is required by the action and not mapped' };
     }
-    const properties = isObject(schema.properties) ? schema.properties : {};
+    const properties = isPlainObject(schema.properties) ? schema.properties : {};
     for (const [k, v] of Object.entries(mapping)) {
       const sub = Object.hasOwn(properties, k) ? properties[k] : schema.additionalProperties;
       if (sub === false) {
@@ -62,12 +60,12 @@ export function mappingProblem(
           message: `is not a field the action takes${known.length > 0 ? ` (it takes ${known.join(', ')})` : ''}`,
         };
       }
-      if (isObject(sub)) {
+      if (isPlainObject(sub)) {
         const p = mappingProblem(v, sub, [...path, k]);
         if (p) return p;
       }
     }
-  } else if (Array.isArray(mapping) && isObject(schema.items)) {
+  } else if (Array.isArray(mapping) && isPlainObject(schema.items)) {
     for (const [i, v] of mapping.entries()) {
       const p = mappingProblem(v, schema.items, [...path, String(i)]);
       if (p) return p;

@@ -1,3 +1,4 @@
+import { Lru } from '../../lib/lru.js';
 /**
  * A saved graph version compiled for execution: nodes in Kahn order with their in-edges, every
  * expression compiled once (edge conditions, COMPUTE logic, input mappings, until templates). Plans
@@ -152,22 +153,18 @@ export const PLAN_CACHE_SIZE = 4096;
 
 /** A bounded LRU of plans keyed by `<subscription id>:<graph version>`. */
 export class PlanCache {
-  private readonly map = new Map<string, Promise<Plan>>();
-  constructor(private readonly max = PLAN_CACHE_SIZE) {}
+  private readonly plans: Lru<Promise<Plan>>;
+  constructor(max = PLAN_CACHE_SIZE) {
+    this.plans = new Lru(max);
+  }
 
   get(subscriptionId: string, version: number, load: () => Promise<Plan>): Promise<Plan> {
     const key = `${subscriptionId}:${version}`;
-    let plan = this.map.get(key);
-    if (plan) {
-      this.map.delete(key);
-      this.map.set(key, plan);
+    return this.plans.getOrCreate(key, () => {
+      const plan = load();
+      // A failed load is not cached.
+      plan.catch(() => this.plans.delete(key));
       return plan;
-    }
-    plan = load();
-    // A failed load is not cached.
-    plan.catch(() => this.map.delete(key));
-    this.map.set(key, plan);
-    if (this.map.size > this.max) this.map.delete(this.map.keys().next().value as string);
-    return plan;
+    });
   }
 }

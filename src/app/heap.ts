@@ -4,8 +4,8 @@ import v8 from 'node:v8';
  * Fixes how far every V8 heap of the process may grow past its live size before its next full
  * collection (SVC_HEAP_GROWING_PERCENT). V8 chooses up to 300 (4x) under Node's default heap
  * limit: a load begun before the API thread's memory reducer had run filled its old generation that
- * far, and PostgreSQL's one thread peaked over 300 MiB; at 40 the collections cost executions/s and
- * the request p99 (docs/performance.md "Memory"). V8 reads the flag at
+ * far; a low factor makes collections cost executions/s and the request p99 (docs/performance.md
+ * "Memory"). V8 reads the flag at
  * each full collection, so setting it at start takes effect in the main thread and in any thread
  * started later.
  *

@@ -56,7 +56,7 @@ function valueEnd(line: string, i: number): number {
  * "[REDACTED]", whatever its type and depth. A key can only match where it is a key: inside a string
  * value its quotes are escaped. Most lines name no such field and are answered as they are after one
  * regular-expression scan; pino's own `redact` re-parsed its paths for every property of every line,
- * 3–4% of svc's busy time under load (docs/performance.md).
+ * a cost that showed in the pipeline's profile.
  */
 export function redactLine(line: string): string {
   if (!NAMES_A_SECRET.test(line)) return line;

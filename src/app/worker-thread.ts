@@ -24,8 +24,8 @@ type Metrics = MetricObjectWithValues<MetricValue<string>>[];
 /**
  * Where `svc serve` runs its worker: SVC_WORKER, with `auto` resolved. `auto` takes a worker thread
  * on a SQLite file when the machine has two cores or more: SQLite's work is done on svc's own
- * threads, so the worker's share moves to the second core (about a third more executions/s and a
- * lower p99, for 25-30 MiB; docs/performance.md "A second core"). On PostgreSQL the
+ * threads, so the worker's share moves to the second core (more executions/s and a lower p99, for
+ * a second isolate's memory; docs/performance.md "A second core"). On PostgreSQL the
  * server's backends already use the second core and a thread measured slower, so `auto` keeps the
  * worker on the API's thread there, as on one core. An in-memory SQLite database is one connection's
  * own, which a thread could not see: its worker always stays on the API's thread.
@@ -62,11 +62,11 @@ const RESTART_MIN_MS = 1_000;
 const RESTART_MAX_MS = 30_000;
 const METRICS_TIMEOUT_MS = 2_000;
 /**
- * The worker thread's old generation, at most. Not for safety (the thread's live heap is 30-80 MiB
- * under load) but for memory: V8 lets a heap grow up to 4x its live size between full collections
+ * The worker thread's old generation, at most. Not for safety (the thread's live heap is far below
+ * it) but for memory: V8 lets a heap grow up to 4x its live size between full collections
  * when its limit is 2 GiB or more (Node's default is 4 GiB on this machine), and at most 1.4x
  * at 512 MiB. Under load the thread's short-lived run state reaches the old generation, so with the
- * default the process peaked at 390-445 MiB; see docs/performance.md "Memory". svc now fixes the
+ * default the process peaked far higher; see docs/performance.md "Memory". svc now fixes the
  * growing factor for the whole process (SVC_HEAP_GROWING_PERCENT, src/app/heap.ts); the limit
  * keeps the thread's factor at 1.4 or less when SVC_HEAP_GROWING_PERCENT=0 gives V8 its choice.
  * Should the thread ever reach the limit it ends and is started again like any thread that died

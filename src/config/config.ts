@@ -51,7 +51,7 @@ export interface Config {
    * SVC_WORKER: where `svc serve` runs the background worker: `auto` (the default: `thread` on a
    * SQLite file when the machine has two cores or more, else `main`; see workerPlacement), `main`
    * (the API's own thread), `thread` (a worker thread: the API and the worker each get a core, for
-   * about 30 MiB more), `off` (none; a `svc worker` does it).
+   * a second isolate's memory), `off` (none; a `svc worker` does it).
    */
   worker: WorkerSetting;
   /**

@@ -6,7 +6,7 @@ let driver: typeof pg | undefined;
 
 /**
  * The `pg` driver, loaded on first use: a process on SQLite never needs it, and loading it costs
- * heap and code in every thread that does (with nodemailer, 4-9 MiB of RSS; docs/performance.md
+ * heap and code in every thread that does (as nodemailer does; docs/performance.md
  * "Memory").
  */
 export function pgDriver(): typeof pg {

@@ -22,8 +22,8 @@ const answered = (command: string) =>
  *
  * `together` runs the sends of held statements and the one they go out with so that they leave in
  * one write to the socket (the store corks the client's stream around them): each write is a system
- * call that also wakes the server's backend, and a profile put 30% of svc's busy time on PostgreSQL
- * in those writes (docs/performance.md).
+ * call that also wakes the server's backend, a large share of svc's time on PostgreSQL
+ * (docs/performance.md "What makes it fast").
  *
  * A held statement that fails fails the one it went out with, with its own error: the server has
  * aborted the transaction, and a COMMIT would answer ROLLBACK, which must not pass for success. A

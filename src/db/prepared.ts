@@ -18,8 +18,8 @@ type Arg = unknown;
 /**
  * One shape of a statement, kept for as long as the process runs: only what binding needs. Kysely's
  * operation tree and the compile-time parameters are not kept: for a batch of 256 rows they held
- * thousands of nodes and strings per shape, some 45 MB of the worker thread's live heap under load
- * (docs/performance.md "Memory").
+ * thousands of nodes and strings per shape, a large part of the worker thread's live heap under
+ * load (docs/performance.md "Memory").
  */
 interface Compiled {
   sql: string;
@@ -155,8 +155,8 @@ export function* batches<T>(db: Db, rows: readonly T[], max: number): Generator<
 
 /**
  * A statement built with Kysely once per dialect and shape (the number of rows or ids, which columns
- * are set), then only re-bound with each call's values. Building and compiling through Kysely was 14%
- * of the pipeline's CPU (docs/performance.md); the hottest statements are prepared instead.
+ * are set), then only re-bound with each call's values. Building and compiling through Kysely was a large share
+ * of the pipeline's CPU (docs/performance.md "What makes it fast"); the hottest statements are prepared instead.
  *
  * `build` must use its arguments as values only (they become the statement's parameters; a value
  * that ends up in the SQL text is refused when the statement is first compiled); anything that

@@ -213,7 +213,7 @@ function openSqlite(url: string, guard: boolean, threadLock?: SharedArrayBuffer)
  * Kysely prepares every query anew; preparing costs more than running most of our statements. A
  * cache of prepared statements by SQL text keeps the hot paths (auth, drain, engine) lean. When full
  * it drops the statement prepared longest ago (a hit does not reorder: the hot texts are few and are
- * prepared again at once if dropped, and the bookkeeping of an LRU cost 2% of a request).
+ * prepared again at once if dropped, and the bookkeeping of an LRU would cost every request).
  * Safe because every query runs to completion (`all`/`run`) under Kysely's connection mutex; nothing
  * here streams (`iterate`) on SQLite.
  */

@@ -12,7 +12,7 @@ import type { Dialect, Store, Tx } from './store.js';
  *
  * Only stores opened with `guardTransactions` (the test suite's) mark anything. On Node 20 the first
  * AsyncLocalStorage.run turns on promise hooks for the whole process, after which every promise costs
- * about four times as much (measured: the same await loop 328 ms before, 1,373 ms after): a tax on
+ * several times as much: a tax on
  * every hot path to catch a programming error that the test suite already catches.
  */
 export const insideTransaction = new AsyncLocalStorage<{ open: boolean }>();
@@ -64,8 +64,8 @@ interface Queued {
 
 /**
  * Group commit on SQLite. Its one connection runs one transaction at a time, and a commit costs more
- * than the statements it commits (it writes every page they touched to the WAL: ~65 µs of the ~390 µs
- * a submission request takes here). So callbacks that queue while a transaction runs share the next
+ * than the statements it commits (it writes every page they touched to the WAL, a large share of a
+ * submission request). So callbacks that queue while a transaction runs share the next
  * commit: each runs in a savepoint of its own inside one `BEGIN IMMEDIATE`, in arrival order, and a
  * callback that throws is rolled back to its savepoint and rejected alone. The commit comes when the
  * queue is empty (or GROUP_LIMIT callbacks in), and only then does any of them resolve and run its

@@ -10,8 +10,8 @@ let lastIso = '';
 
 /**
  * ISO-8601 UTC with milliseconds: fixed width, so stored timestamps sort as text on both stores.
- * The last answer is kept: a busy process asks for the same millisecond many times over (1% of its
- * time went to formatting them).
+ * The last answer is kept: a busy process asks for the same millisecond many times over, and formatting it each
+ * time showed in profiles.
  */
 export function iso(date: Date): string {
   const ms = date.getTime();

@@ -40,7 +40,7 @@ export function maskEmail(address: string): string {
 export function createMailer(deps: MailerDeps): Mailer {
   const { log } = deps;
   // nodemailer is loaded at the first mail, not at start: most processes send none for a long time,
-  // and loading it costs heap and code (with pg, 4-9 MiB of RSS; docs/performance.md "Memory").
+  // and loading it costs heap and code (docs/performance.md "Memory").
   let transporter: Promise<Transporter> | undefined;
   const transporterOf = () =>
     (transporter ??= import('nodemailer').then(({ default: nodemailer }) =>

@@ -22,7 +22,7 @@ const VERIFIED_LIMIT = 10_000;
 
 /** HS256 access tokens (jose). Short-lived; the session behind `sid` is checked on every request. */
 export function createAccessTokens(deps: { secret: string; clock: Clock; ttlSeconds: number }) {
-  // Imported once: given the raw bytes, jose imports the key anew on every call (6% of a request here).
+  // Imported once: given the raw bytes, jose imports the key anew on every call, a cost per request.
   const key = crypto.subtle.importKey(
     'raw',
     new TextEncoder().encode(deps.secret),
@@ -32,8 +32,8 @@ export function createAccessTokens(deps: { secret: string; clock: Clock; ttlSeco
   );
   /**
    * Tokens whose signature was verified, with the time window in which their claims hold. A client
-   * sends the same token with every request, and verifying an HMAC through WebCrypto cost 6% of a
-   * request; a token is the exact string verified before, so only the clock is checked again (the
+   * sends the same token with every request, and verifying an HMAC through WebCrypto is a visible part of
+   * a request; a token is the exact string verified before, so only the clock is checked again (the
    * same bounds jose applies: not issued in the future, not expired, not older than the longest TTL).
    * The session behind the token is still checked on every request, outside this cache.
    */

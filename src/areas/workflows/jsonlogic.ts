@@ -4,7 +4,7 @@
  *
  * Library: json-logic-engine, chosen by running the shared vectors and a micro-benchmark
  * (`npm run bench -- jsonlogic`, results in docs/workflows.md): it passes every classic json-logic-js
- * vector and the community suites, and its compiled functions are 25-90x faster than json-logic-js.
+ * vector and the community suites, and its compiled functions are much faster than json-logic-js.
  *
  * Two things the library does not give us, added here:
  * - Data access (`var`, `val`, `exists`, `missing`, `missing_some`) walks own properties only, so no

@@ -1,8 +1,8 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import type { CloudEvent } from '../../src/areas/events/cloudevent.js';
-import type { NodeType } from '../../src/areas/workflows/graph.js';
 import { type NodeState, RunMachine } from '../../src/areas/workflows/machine.js';
+import type { NodeType } from '../../src/areas/workflows/node-config.js';
 import { buildPlan, type GraphEdge, type GraphNode, type Plan } from '../../src/areas/workflows/plan.js';
 
 /**

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { validateConfig } from '../../src/areas/workflows/graph.js';
+import { validateConfig } from '../../src/areas/workflows/node-config.js';
 import { compileMapping } from '../../src/areas/workflows/plan.js';
 import { AppError } from '../../src/http/errors.js';
 

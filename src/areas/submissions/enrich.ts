@@ -1,4 +1,3 @@
-import { isPlainObject } from '../../lib/objects.js';
 /**
  * What the submissions area adds to its events' data before anyone sees them, given to the events
  * area as its enricher (src/app/services.ts). Two callers, one function: the publisher (every event
@@ -6,6 +5,7 @@ import { isPlainObject } from '../../lib/objects.js';
  * pastes into POST /event_subscription/{id}/test), so a graph sees the same paths in both. Only the
  * submission events are enriched; it is idempotent (indices are rebuilt, not merged).
  */
+import { isPlainObject } from '../../lib/objects.js';
 export function enrichEventData<T>(type: string, data: T): T {
   return ENRICHED_TYPES.has(type) && isPlainObject(data) ? (enrichSubmissionData(data) as T) : data;
 }

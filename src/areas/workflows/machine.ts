@@ -1,4 +1,3 @@
-import { isPlainObject } from '../../lib/objects.js';
 /**
  * The run state machine (docs/workflows.md "Execution rules" and the run and run-node "States"),
  * pure: it changes in-memory run and node states and says what must happen next (a `Step`); it
@@ -16,6 +15,7 @@ import { isPlainObject } from '../../lib/objects.js';
 // transition is short, and docs/workflows.md "States" reads best against it in one place.
 
 import { depthOf } from '../../lib/causation.js';
+import { isPlainObject } from '../../lib/objects.js';
 import { nextAttempt, type RetryPolicy } from '../../worker/retry-policy.js';
 import type { CloudEvent } from '../events/cloudevent.js';
 import { describeThrown, truthy } from './jsonlogic.js';

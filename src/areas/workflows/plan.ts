@@ -1,12 +1,13 @@
-import { Lru } from '../../lib/lru.js';
 /**
  * A saved graph version compiled for execution: nodes in Kahn order with their in-edges, every
  * expression compiled once (edge conditions, COMPUTE logic, input mappings, until templates). Plans
  * are cached per (subscription, graph version): a saved version never changes (PUT graph writes a new
  * version), so a plan never goes stale and expressions are never re-parsed per event.
  */
-import { kahnOrder, type NodeSpec, type NodeType, type RetryPolicy } from './graph.js';
+import { Lru } from '../../lib/lru.js';
+import { kahnOrder, type NodeSpec, type RetryPolicy } from './graph.js';
 import { type Compiled, compile, isExpression } from './jsonlogic.js';
+import type { NodeType } from './node-config.js';
 import { parseTemplate, type TemplatePart } from './template.js';
 
 /** A saved node of a graph version: its validated spec with the ids the store gave it. */

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { OUTBOX_RETRY } from '../../src/areas/events/retry.js';
 import { webhookRetry } from '../../src/areas/webhooks/backoff.js';
-import { nodeRetryPolicy } from '../../src/areas/workflows/machine.js';
+import { nodeRetryPolicy } from '../../src/areas/workflows/run-state.js';
 import {
   afterFailure,
   interruptionIsFree,

@@ -1,9 +1,10 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import type { CloudEvent } from '../../src/areas/events/cloudevent.js';
-import { type NodeState, RunMachine } from '../../src/areas/workflows/machine.js';
+import { RunMachine } from '../../src/areas/workflows/machine.js';
 import type { NodeType } from '../../src/areas/workflows/node-config.js';
 import { buildPlan, type GraphEdge, type GraphNode, type Plan } from '../../src/areas/workflows/plan.js';
+import type { NodeState } from '../../src/areas/workflows/run-state.js';
 
 /**
  * Property: on random DAGs with every node type, random edge conditions, failures, retries, delays

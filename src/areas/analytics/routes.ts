@@ -23,7 +23,7 @@ const EmbedResponse = Type.Object({
 /** Analytics (docs/platform.md#analytics). */
 export function registerAnalyticsRoutes(api: App, deps: { analytics: AnalyticsService }): void {
   api.get(
-    // `embedded_uuid` is a literal segment (SPEC): "the embedded dashboard configured for this service".
+    // `embedded_uuid` is a literal segment (docs/platform.md "Analytics"): "the embedded dashboard configured for this service".
     '/analytics/dashboard/bi/embedded_uuid/embed',
     {
       schema: {

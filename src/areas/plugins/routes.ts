@@ -123,7 +123,7 @@ export function registerPluginRoutes(api: App, { plugins }: { plugins: PluginSer
   api.delete(
     '/plugin_instance/:id',
     {
-      // SPEC's table says plugin:write, its list of enforced scopes has plugin:delete: either suffices.
+      // The plugins table names plugin:write, the enforced scopes plugin:delete: either suffices (docs/plugins.md "Endpoints").
       config: anyScope('plugin:write', 'plugin:delete'),
       schema: {
         operationId: 'deletePluginInstance',

@@ -36,7 +36,7 @@ export type UpdateFolderInput = Partial<CreateFolderInput>;
 
 export type TreeQuery = Static<typeof TreeQuerySchema>;
 
-/** A questionnaire as a tree node: without payload, schedule_payload and config (SPEC). */
+/** A questionnaire as a tree node: without payload, schedule_payload and config (docs/platform.md "Folders"). */
 export type TreeQuestionnaire = Omit<
   QuestionnaireTable,
   'payload' | 'config' | 'schedule_payload' | 'metadata'

@@ -17,7 +17,7 @@ export type JsonObject = Record<string, unknown>;
 
 export type Questionnaire = Static<typeof QuestionnaireSchema>;
 
-/** The four documents a revision diffs (SPEC), plus the scalar attributes, each an RFC 6902 patch. */
+/** The four documents a revision diffs (docs/platform.md "Revisions"), plus the scalar attributes, each an RFC 6902 patch. */
 export const DIFFED_DOCUMENTS = ['payload', 'config', 'schedule_payload', 'metadata'] as const;
 export type DiffedDocument = (typeof DIFFED_DOCUMENTS)[number];
 

@@ -121,7 +121,7 @@ export function registerSubmissionRoutes(
         params: IdParams,
         response: { 200: MessageBody, ...errorAnswers(404) },
       },
-      // questionnaire_submission:delete is reserved in SPEC, like :write above.
+      // questionnaire_submission:delete is a reserved scope, like :write above (docs/identity.md "Scopes").
       config: anyScope('questionnaire:delete'),
     },
     async (req) => {

@@ -3,7 +3,8 @@ import type { Causation } from '../../lib/causation.js';
 import type { Clock } from '../../lib/clock.js';
 import { interruptionIsFree } from '../../worker/retry-policy.js';
 import { describeThrown } from './jsonlogic.js';
-import { type Invoke, nodeRetryPolicy, type RunMachine } from './machine.js';
+import type { RunMachine } from './machine.js';
+import { type Invoke, nodeRetryPolicy } from './run-state.js';
 
 /** What ACTION nodes need of the plugins area (services.plugins). */
 export interface ActionInvoker {

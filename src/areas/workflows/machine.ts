@@ -16,107 +16,26 @@
 
 import { depthOf } from '../../lib/causation.js';
 import { isPlainObject } from '../../lib/objects.js';
-import { nextAttempt, type RetryPolicy } from '../../worker/retry-policy.js';
+import { nextAttempt } from '../../worker/retry-policy.js';
 import type { CloudEvent } from '../events/cloudevent.js';
+import { joinTimeout, joinVerdict } from './join.js';
 import { describeThrown, truthy } from './jsonlogic.js';
 import type { Plan, PlanNode } from './plan.js';
+import {
+  type ExpressionContext,
+  eventContext,
+  type Invoke,
+  isFinished,
+  type NodeState,
+  nodeRetryPolicy,
+  type RunState,
+  type SkipReason,
+  type Step,
+} from './run-state.js';
 import { renderTemplate } from './template.js';
-
-/** `skipped`: never started (the loop guard refused it; its error says why). */
-export type RunStatus = 'pending' | 'running' | 'completed' | 'failed' | 'skipped' | 'cancelled';
-export type NodeStatus = 'pending' | 'running' | 'completed' | 'failed' | 'skipped';
-
-export interface SkipReason {
-  message: string;
-  /** The incoming edges, all conditional, whose conditions evaluated false. */
-  edges: Array<{ edge_id: string; from_node_key: string; condition_jsonlogic: unknown }>;
-}
-
-export interface NodeState {
-  /** Run-node record id (empty in a simulation). */
-  id: string;
-  node_id: string;
-  key: string;
-  type: string;
-  position: number;
-  status: NodeStatus;
-  input: unknown;
-  output: unknown;
-  error: string | null;
-  skip_reason: SkipReason | null;
-  started_at: string | null;
-  completed_at: string | null;
-  /** Attempts made, including one interrupted by a crash. */
-  attempts: number;
-  /** Attempts interrupted by a crash (not counted against retry_policy.max_attempts). */
-  interruptions: number;
-  /** While `running`: when a DELAY ends or the next retry is due; null while an attempt is in flight. */
-  resume_at: string | null;
-}
-
-export interface RunState {
-  id: string;
-  status: RunStatus;
-  error: string | null;
-  started_at: string | null;
-  completed_at: string | null;
-}
-
-export interface ExpressionContext {
-  event: {
-    id: string;
-    source: string;
-    type: string;
-    subject: string | null;
-    time: string | null;
-    data: unknown;
-  };
-  nodes: Record<string, { output: unknown }>;
-}
-
-/** An ACTION attempt that must run (after persisting). `interrupted`: found in flight after a crash. */
-export interface Invoke {
-  node: PlanNode;
-  state: NodeState;
-  interrupted: boolean;
-}
-
-/** What `advance` leaves to the engine: attempts to start, the next timer, or nothing (the run ended). */
-export interface Step {
-  /** ACTION attempts that may start now (not those the engine already has in flight). */
-  invokes: Invoke[];
-  /** The earliest persisted timer of a waiting node (a DELAY, a retry backoff, a JOIN timeout). */
-  wakeAt: string | null;
-}
 
 /** The longest wait a server's Retry-After may impose (a day: longer is a lost cause, not a pause). */
 const MAX_RETRY_AFTER_MS = 86_400_000;
-
-export function eventContext(event: CloudEvent): ExpressionContext['event'] {
-  return {
-    id: event.id,
-    source: event.source,
-    type: event.type,
-    subject: event.subject ?? null,
-    time: event.time ?? null,
-    data: event.data ?? null,
-  };
-}
-
-/**
- * A node's `retry_policy` as the one retry policy of background work (docs/reliability.md "Retry
- * policies"): no policy is one attempt. A crash interruption of an idempotent ACTION is retried
- * without counting an attempt, three times; after that the node fails.
- */
-export function nodeRetryPolicy(retry: PlanNode['retry']): RetryPolicy {
-  return {
-    maxAttempts: retry?.max_attempts ?? 1,
-    baseMs: (retry?.base_seconds ?? 0) * 1000,
-    capMs: Number.POSITIVE_INFINITY,
-    backoff: retry?.backoff === 'fixed' ? 'fixed' : 'exponential',
-    maxInterruptions: 3,
-  };
-}
 
 export class RunMachine {
   /** Node states changed since the last `takeChanges`. */
@@ -433,7 +352,7 @@ export class RunMachine {
   /**
    * The run ended while other branches still had nodes running (waiting on a timer, or an ACTION the
    * engine was calling): they fail with a reason, so no node is left running under a finished run.
-   * Pending nodes stay pending (SPEC: remaining unvisited nodes are not executed).
+   * Pending nodes stay pending (remaining unvisited nodes are not executed: docs/workflows.md "States").
    */
   private stopRunning(nowIso: string): void {
     this.ready.clear();
@@ -502,7 +421,7 @@ export class RunMachine {
       case 'END':
         st.input = null;
         this.complete(st, null, nowIso);
-        // SPEC: an END node reached completes the run; nodes not yet run are not executed.
+        // An END node reached completes the run; nodes not yet run are not executed.
         this.endRun('completed', null, nowIso);
         return;
       default:
@@ -527,7 +446,7 @@ export class RunMachine {
     };
     const finishedEdges = node.in.filter((e) => finishedBy(e.from));
     const all = node.preds.every(finishedBy);
-    const verdict = this.joinVerdict(node, finishedBy);
+    const verdict = joinVerdict(node, (k) => this.state(k), finishedBy);
     // A failed attempt waiting for its retry (retry_policy applies to every node type).
     if (st.status === 'running' && st.error !== null && timerAhead) return false;
     if (verdict.state === 'waiting') {
@@ -588,54 +507,6 @@ export class RunMachine {
     for (const e of edges) if (this.edgePasses(e)) this.traversed.push(e.id);
   }
 
-  private joinVerdict(
-    node: PlanNode,
-    finishedBy: (key: string) => boolean,
-  ):
-    | { state: 'satisfied'; output: unknown; mode: string; summary: string }
-    | { state: 'failed'; message: string; mode: string; summary: string }
-    | { state: 'waiting'; mode: string; summary: string } {
-    const mode = (node.config?.mode as string | undefined) ?? 'ALL';
-    const nRequired = node.config?.n_required as number | undefined;
-    const completed: string[] = [];
-    const failed: string[] = [];
-    const skipped: string[] = [];
-    const pending: string[] = [];
-    for (const key of node.preds) {
-      const s = this.state(key);
-      if (!finishedBy(key)) pending.push(key);
-      else if (s.status === 'completed') completed.push(key);
-      else if (s.status === 'failed') failed.push(key);
-      else skipped.push(key);
-    }
-    const all = pending.length === 0;
-    const list = (l: string[]) => (l.length ? l.map((k) => `"${k}"`).join(', ') : 'none');
-    const summary = `completed: ${list(completed)}; failed: ${list(failed)}; skipped: ${list(skipped)}${
-      pending.length ? `; still running: ${list(pending)}` : ''
-    }`;
-    let ok: boolean;
-    let need: string;
-    if (mode === 'ANY') {
-      ok = completed.length >= Math.max(1, nRequired ?? 1);
-      need = nRequired
-        ? `${nRequired} completed predecessors (n_required)`
-        : 'at least one completed predecessor';
-    } else if (mode === 'N_OF_M') {
-      ok = completed.length >= (nRequired ?? 1);
-      need = `${nRequired} completed predecessors`;
-    } else {
-      ok = all && failed.length === 0 && completed.length >= (nRequired ?? 0);
-      need =
-        nRequired !== undefined && failed.length === 0 && all
-          ? `${nRequired} completed predecessors (n_required)`
-          : 'every non-skipped predecessor completed';
-    }
-    if (ok)
-      return { state: 'satisfied', output: { mode, completed, failed, skipped, pending }, mode, summary };
-    if (!all) return { state: 'waiting', mode, summary };
-    return { state: 'failed', message: `JOIN ${mode} needs ${need} (${summary})`, mode, summary };
-  }
-
   private startDelay(node: PlanNode, st: NodeState, now: Date): void {
     this.beginAttempt(st, now);
     const nowMs = now.getTime();
@@ -647,8 +518,9 @@ export class RunMachine {
         // With both delay_ms and until_template, the DELAY ends at the later of the two.
         untilMs = Math.max(untilMs, renderTemplate(node.template, this.context, now).at.getTime());
       } catch (err) {
-        // A DELAY run node's input is (docs/workflows.md "DELAY and until_template") {delay_ms: <number>}: nothing was scheduled, so 0, with
-        // the template that failed (additive) so the input shows what could not be rendered.
+        // A DELAY run node's input is {delay_ms: <number>} (docs/workflows.md "DELAY and
+        // until_template"): nothing was scheduled, so 0, with the template that failed (additive) so
+        // the input shows what could not be rendered.
         st.input = { delay_ms: 0, until_template: node.config?.until_template };
         this.attemptFailed(node, st, `until_template: ${describeThrown(err)}`, now);
         return;
@@ -677,11 +549,3 @@ export class RunMachine {
 }
 
 const NONE: ReadonlySet<string> = new Set();
-
-const isFinished = (st: NodeState): boolean =>
-  st.status === 'completed' || st.status === 'failed' || st.status === 'skipped';
-
-/** A JOIN's timeout: the node's timeout_ms, or config.timeout_ms (the same setting, older spelling). */
-function joinTimeout(node: PlanNode): number | null {
-  return node.timeoutMs ?? (node.config?.timeout_ms as number | undefined) ?? null;
-}

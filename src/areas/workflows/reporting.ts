@@ -1,6 +1,7 @@
 import type { Logger } from 'pino';
-import type { NodeState, RunMachine } from './machine.js';
+import type { RunMachine } from './machine.js';
 import type { WorkflowMetrics } from './metrics.js';
+import type { NodeState } from './run-state.js';
 
 /** One info line per finished run (what operators grep for first), and its count on /metrics. */
 export function reportRunFinished({ run, plan }: RunMachine, log: Logger, metrics: WorkflowMetrics): void {

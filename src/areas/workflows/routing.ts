@@ -1,6 +1,6 @@
 import type { CloudEvent } from '../events/cloudevent.js';
 import { type CompiledCache, describeThrown, truthy } from './jsonlogic.js';
-import { eventContext } from './machine.js';
+import { eventContext } from './run-state.js';
 
 /**
  * The routing rules (docs/workflows.md "Routing"), the one place they live: would the router take `event` for

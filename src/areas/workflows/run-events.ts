@@ -1,7 +1,7 @@
 import { depthOf } from '../../lib/causation.js';
 import type { CloudEvent } from '../events/cloudevent.js';
 import type { EventInput } from '../events/publish.js';
-import type { RunState } from './machine.js';
+import type { RunState } from './run-state.js';
 
 export const RUN_EVENT_SOURCE = '/api/v1/workflow_run';
 

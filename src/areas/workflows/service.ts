@@ -7,16 +7,11 @@ import type { EventEnricher } from '../events/publish.js';
 import { requireRun } from './control.js';
 import type { GraphSource } from './graph-source.js';
 import { CompiledCache, describeThrown, expressionProblem } from './jsonlogic.js';
-import {
-  type ExpressionContext,
-  eventContext,
-  type NodeState,
-  RunMachine,
-  type RunStatus,
-} from './machine.js';
+import { RunMachine } from './machine.js';
 import { availablePaths } from './paths.js';
 import type { Plan } from './plan.js';
 import { routingOf } from './routing.js';
+import { type ExpressionContext, eventContext, type NodeState, type RunStatus } from './run-state.js';
 import * as runs from './store.js';
 import {
   type RunFilters,

@@ -6,7 +6,7 @@ import { type ListResult, type Page, paginate, whereEquals, whereTimeRanges } fr
 import type { TimeRangeFilters } from '../../http/list-schemas.js';
 import type { CloudEvent } from '../events/cloudevent.js';
 import type { EventInput } from '../events/publish.js';
-import type { NodeState, RunState, SkipReason } from './machine.js';
+import type { NodeState, RunState, SkipReason } from './run-state.js';
 import type { Run, RunNode } from './schemas.js';
 import type { WorkflowRunNodeTable, WorkflowRunTable } from './tables.js';
 

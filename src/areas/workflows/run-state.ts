@@ -1,0 +1,105 @@
+import type { RetryPolicy } from '../../worker/retry-policy.js';
+import type { CloudEvent } from '../events/cloudevent.js';
+import type { PlanNode } from './plan.js';
+
+/**
+ * The states a run and its nodes move through (docs/workflows.md "States"), as the run machine
+ * (machine.ts) changes them and the engine persists them.
+ */
+
+/** `skipped`: never started (the loop guard refused it; its error says why). */
+export type RunStatus = 'pending' | 'running' | 'completed' | 'failed' | 'skipped' | 'cancelled';
+export type NodeStatus = 'pending' | 'running' | 'completed' | 'failed' | 'skipped';
+
+export interface SkipReason {
+  message: string;
+  /** The incoming edges, all conditional, whose conditions evaluated false. */
+  edges: Array<{ edge_id: string; from_node_key: string; condition_jsonlogic: unknown }>;
+}
+
+export interface NodeState {
+  /** Run-node record id (empty in a simulation). */
+  id: string;
+  node_id: string;
+  key: string;
+  type: string;
+  position: number;
+  status: NodeStatus;
+  input: unknown;
+  output: unknown;
+  error: string | null;
+  skip_reason: SkipReason | null;
+  started_at: string | null;
+  completed_at: string | null;
+  /** Attempts made, including one interrupted by a crash. */
+  attempts: number;
+  /** Attempts interrupted by a crash (not counted against retry_policy.max_attempts). */
+  interruptions: number;
+  /** While `running`: when a DELAY ends or the next retry is due; null while an attempt is in flight. */
+  resume_at: string | null;
+}
+
+export interface RunState {
+  id: string;
+  status: RunStatus;
+  error: string | null;
+  started_at: string | null;
+  completed_at: string | null;
+}
+
+export interface ExpressionContext {
+  event: {
+    id: string;
+    source: string;
+    type: string;
+    subject: string | null;
+    time: string | null;
+    data: unknown;
+  };
+  nodes: Record<string, { output: unknown }>;
+}
+
+/** An ACTION attempt that must run (after persisting). `interrupted`: found in flight after a crash. */
+export interface Invoke {
+  node: PlanNode;
+  state: NodeState;
+  interrupted: boolean;
+}
+
+/** What `advance` leaves to the engine: attempts to start, the next timer, or nothing (the run ended). */
+export interface Step {
+  /** ACTION attempts that may start now (not those the engine already has in flight). */
+  invokes: Invoke[];
+  /** The earliest persisted timer of a waiting node (a DELAY, a retry backoff, a JOIN timeout). */
+  wakeAt: string | null;
+}
+
+export function eventContext(event: CloudEvent): ExpressionContext['event'] {
+  return {
+    id: event.id,
+    source: event.source,
+    type: event.type,
+    subject: event.subject ?? null,
+    time: event.time ?? null,
+    data: event.data ?? null,
+  };
+}
+
+/**
+ * A node's `retry_policy` as the one retry policy of background work (docs/reliability.md "Retry
+ * policies"): no policy is one attempt. A crash interruption of an idempotent ACTION is retried
+ * without counting an attempt, three times; after that the node fails.
+ */
+export function nodeRetryPolicy(retry: PlanNode['retry']): RetryPolicy {
+  return {
+    maxAttempts: retry?.max_attempts ?? 1,
+    baseMs: (retry?.base_seconds ?? 0) * 1000,
+    capMs: Number.POSITIVE_INFINITY,
+    backoff: retry?.backoff === 'fixed' ? 'fixed' : 'exponential',
+    maxInterruptions: 3,
+  };
+}
+
+/** Whether a node has reached a final status. */
+export const isFinished = (st: NodeState): boolean =>
+  st.status === 'completed' || st.status === 'failed' || st.status === 'skipped';

@@ -258,6 +258,16 @@ describe.skipIf(!hasBrowser)('the console at /console', () => {
     await page.locator('svg.graph g.node.invalid[data-node="label"]').waitFor();
     expect(await page.locator('svg.graph g.node.invalid').count()).toBe(1);
 
+    // A template key one typo from an operator saves, and the warning is shown at its node.
+    const doubtful = structuredClone(GRAPH);
+    (doubtful.nodes[1] as { config: unknown }).config = { logic: { vr: 'event.data.name' } };
+    await graph.fill(JSON.stringify(doubtful, null, 2));
+    await page.getByRole('button', { name: 'Save graph' }).click();
+    const warning = page.getByRole('status').filter({ hasText: 'did you mean the operator "var"?' });
+    await warning.waitFor();
+    expect(await warning.locator('li[data-node="label"]').count()).toBe(1);
+    await page.locator('svg.graph g.node.warned[data-node="label"]').waitFor();
+
     await graph.fill(JSON.stringify(GRAPH, null, 2));
     await page.getByRole('button', { name: 'Save graph' }).click();
     await page.getByText('Saved', { exact: true }).waitFor();

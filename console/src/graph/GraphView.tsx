@@ -8,15 +8,27 @@ export interface GraphViewProps {
   status?: Record<string, string>;
   /** Node keys a validation error points at. */
   invalid?: readonly string[];
+  /** Node keys a save warning points at (saved, but maybe not what was meant). */
+  warned?: readonly string[];
   selected?: string | null;
   onSelect?: (key: string) => void;
   label?: string;
 }
 
 /** A workflow graph as SVG: boxes with key and type, edges with their label or condition. */
-export function GraphView({ nodes, edges, status, invalid, selected, onSelect, label }: GraphViewProps) {
+export function GraphView({
+  nodes,
+  edges,
+  status,
+  invalid,
+  warned,
+  selected,
+  onSelect,
+  label,
+}: GraphViewProps) {
   const placed = useMemo(() => layoutGraph(nodes, edges), [nodes, edges]);
   const bad = new Set(invalid ?? []);
+  const doubtful = new Set(warned ?? []);
   // One page may draw several graphs: each its own arrow marker id.
   const arrow = `arrow-${useId()}`;
   return (
@@ -57,6 +69,7 @@ export function GraphView({ nodes, edges, status, invalid, selected, onSelect, l
         const classes = ['node'];
         if (status?.[n.key]) classes.push(`status-${status[n.key]}`);
         if (bad.has(n.key)) classes.push('invalid');
+        else if (doubtful.has(n.key)) classes.push('warned');
         if (selected === n.key) classes.push('selected');
         return (
           // biome-ignore lint/a11y/noStaticElementInteractions: a button (role, tab stop, keys) whenever onSelect is given

@@ -94,6 +94,13 @@ export function nodesOfGraphError(details: Record<string, unknown> | undefined, 
   return [];
 }
 
+/** Save warnings by the node key they name (`nodes.<i> (key "k")...` or `... (field nodes.<i>...)`). */
+export function warningsByNode(
+  warnings: readonly string[] | undefined,
+): Array<{ key: string | null; text: string }> {
+  return (warnings ?? []).map((text) => ({ key: /\(key "([^"]+)"\)/.exec(text)?.[1] ?? null, text }));
+}
+
 /** The stored graph for drawing (a run's or a test's), edges keeping their ids. */
 export function drawableFromRecord(graph: GraphRecord): { nodes: GraphNodeIn[]; edges: GraphEdgeIn[] } {
   const keyOf = new Map(graph.nodes.map((n) => [n.id, n.key]));

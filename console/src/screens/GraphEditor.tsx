@@ -2,7 +2,7 @@ import { useMemo, useState } from 'preact/hooks';
 import { useCan } from '../access';
 import { type ApiFailure, api, ok, type Schemas } from '../api/client';
 import { GraphView } from '../graph/GraphView';
-import { drawableFromInput, inputFromRecord, nodesOfGraphError } from '../graph/model';
+import { drawableFromInput, inputFromRecord, nodesOfGraphError, warningsByNode } from '../graph/model';
 import { ErrorNote, Panel } from '../ui/bits';
 import { useAction } from '../ui/use-action';
 import { useAsync } from '../ui/use-async';
@@ -24,6 +24,7 @@ export function GraphEditor({ subscription }: { subscription: Schemas['EventSubs
   const [error, run] = useAction();
   const [invalid, setInvalid] = useState<string[]>([]);
   const [justSaved, setJustSaved] = useState(false);
+  const [warnings, setWarnings] = useState<Array<{ key: string | null; text: string }>>([]);
 
   const current = saved ?? graph.data;
   const text = draft ?? (current ? JSON.stringify(inputFromRecord(current), null, 2) : '');
@@ -38,6 +39,7 @@ export function GraphEditor({ subscription }: { subscription: Schemas['EventSubs
 
   const save = () => {
     setInvalid([]);
+    setWarnings([]);
     setJustSaved(false);
     return run(async () => {
       if (parsed.problem) {
@@ -51,6 +53,7 @@ export function GraphEditor({ subscription }: { subscription: Schemas['EventSubs
           }),
         );
         setSavedGraph(answer);
+        setWarnings(warningsByNode(answer.warnings));
         setDraft(null);
         setJustSaved(true);
       } catch (err) {
@@ -84,6 +87,7 @@ export function GraphEditor({ subscription }: { subscription: Schemas['EventSubs
               nodes={drawable.nodes}
               edges={drawable.edges}
               invalid={invalid}
+              warned={warnings.flatMap((w) => (w.key ? [w.key] : []))}
               label="subscription graph"
             />
           )}
@@ -105,6 +109,18 @@ export function GraphEditor({ subscription }: { subscription: Schemas['EventSubs
           </label>
           {parsed.problem && <p class="muted">Not JSON yet: {parsed.problem}</p>}
           <ErrorNote error={error} />
+          {warnings.length > 0 && (
+            <div role="status" class="warnings">
+              <p>Saved, with something to check:</p>
+              <ul>
+                {warnings.map((w) => (
+                  <li key={w.text} data-node={w.key ?? undefined}>
+                    {w.key && <code>{w.key}</code>} {w.text}
+                  </li>
+                ))}
+              </ul>
+            </div>
+          )}
           {invalid.length > 0 && (
             <p>
               Marked in the drawing: <code>{invalid.join(', ')}</code>

@@ -11,6 +11,7 @@
  *     [--seconds 15] [--reps 3] [--request-only]
  *   npm run bench -- pipeline --cost-model [--store sqlite,postgres] [--seconds 5]
  *   npm run bench -- pipeline --instructions 1000 [--store sqlite] [--reps 3]   (callgrind.ts)
+ *   npm run bench -- pipeline --storage 10000 [--store sqlite,postgres]   (bytes per execution, storage.ts)
  *
  * `sqlite` and `postgres` run `svc serve` as it starts by default (SVC_WORKER=auto: on a SQLite file
  * with two cores or more the worker in a worker thread, on PostgreSQL on the API's thread);
@@ -31,6 +32,7 @@ import autocannon from 'autocannon';
 import { createPostgresDatabase } from '../../test/helpers/database.js';
 import { COUNTED_NODE_ARGS, startCounting, stopCounting, underCallgrind, WARM_UP } from './callgrind.js';
 import { ceiling } from './ceiling.js';
+import { perExecution, storeSizes } from './storage.js';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 const { values } = parseArgs({
@@ -47,6 +49,8 @@ const { values } = parseArgs({
     'cost-model': { type: 'boolean', default: false },
     // Instructions per execution counted by callgrind over this many executions (callgrind.ts).
     instructions: { type: 'string' },
+    // Bytes stored per execution, table by table, over this many executions (storage.ts).
+    storage: { type: 'string' },
   },
 });
 const SECONDS = Number(values.seconds);
@@ -102,6 +106,7 @@ async function freePort(): Promise<number> {
 
 interface Svc {
   url: string;
+  databaseUrl: string;
   processes: ChildProcess[];
   stop(): Promise<void>;
 }
@@ -162,6 +167,7 @@ async function startSvc(variant: string, wrap: string[] = []): Promise<Svc> {
   if (split) processes.push(run('worker'));
   return {
     url,
+    databaseUrl,
     processes,
     async stop() {
       for (const p of processes) p.kill('SIGTERM');
@@ -542,6 +548,46 @@ async function instructions(n: number) {
     await ended;
     rmSync(dir, { recursive: true, force: true });
   }
+}
+
+/**
+ * Bytes per execution (storage.ts): the store's size before and after `n` executions at concurrency
+ * 50, once every outbox task and run they started has finished, per table and for the whole store.
+ * "Beyond the submissions" leaves out the user's own data (questionnaire_submission).
+ */
+async function storage(n: number) {
+  console.log(`pipeline storage: bytes stored per execution over ${n} executions\n`);
+  for (const kind of values.store.split(',')) {
+    const svc = await startSvc(kind);
+    try {
+      const { request } = await setUp(svc.url, receiverUrl);
+      await preload(`${svc.url}${SUBMIT}`, request, 200);
+      await new Promise((r) => setTimeout(r, 2_000));
+      const before = await storeSizes(svc.databaseUrl);
+      await preload(`${svc.url}${SUBMIT}`, request, n);
+      // The receiver counts an execution when its POST arrives: the run and the outbox task finish after.
+      await new Promise((r) => setTimeout(r, 3_000));
+      const rows = perExecution(before, await storeSizes(svc.databaseUrl), n);
+      const tables = rows.filter(([t]) => t !== 'file');
+      const sum = tables.reduce((a, [, b]) => a + b, 0);
+      const user = tables.find(([t]) => t === 'questionnaire_submission')?.[1] ?? 0;
+      const file = rows.find(([t]) => t === 'file')?.[1] ?? 0;
+      console.log(
+        `${kind}: **${sum.toFixed(0)} bytes per execution** (${(sum - user).toFixed(0)} beyond the submissions; ` +
+          `the whole store grew ${file.toFixed(0)})`,
+      );
+      console.log(tables.map(([t, b]) => `  ${t}: ${b.toFixed(0)}`).join('\n'));
+    } finally {
+      await svc.stop();
+    }
+  }
+}
+
+if (values.storage) {
+  await storage(Number(values.storage));
+  top.close();
+  rx.server.close();
+  process.exit(0);
 }
 
 if (values.instructions) {

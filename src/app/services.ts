@@ -15,6 +15,8 @@ import { createIdentityService, type IdentityService } from '../areas/identity/s
 import { createPluginMetrics } from '../areas/plugins/metrics.js';
 import { createPluginService, type PluginService } from '../areas/plugins/service.js';
 import { createQuestionnaireArea, type QuestionnaireArea } from '../areas/questionnaires/area.js';
+import { createPruneJob } from '../areas/retention/job.js';
+import { createRetentionMetrics } from '../areas/retention/metrics.js';
 import { createScheduleJob, SCHEDULES_JOB } from '../areas/schedules/job.js';
 import { createScheduleMetrics } from '../areas/schedules/metrics.js';
 import { createScheduleService, type ScheduleService } from '../areas/schedules/service.js';
@@ -287,6 +289,20 @@ export function createServices(deps: ServiceDeps): Services {
     publisher: events,
     pastEvents: (type, from, to, limit) => events.eventsBetween(type, from, to, limit),
   });
+  // Retention (docs/reliability.md "Retention"): each area removes its own finished records.
+  const pruners = [
+    workflows.pruner(deps.config.retention),
+    webhooks.pruner(deps.config.retention.deliveriesSeconds),
+    events.pruner(deps.config.retention.outboxSeconds),
+  ];
+  const pruneJob = createPruneJob({
+    store: deps.store,
+    clock: deps.clock,
+    log: deps.log,
+    pruners,
+    metrics: createRetentionMetrics(metrics, deps.clock, pruners),
+    intervalMs: deps.config.pruneIntervalMs,
+  });
   return {
     wakeups,
     metrics,
@@ -318,6 +334,6 @@ export function createServices(deps: ServiceDeps): Services {
     webhooks,
     webhookEngine,
     eventHandlers,
-    jobs: [outbox, webhookEngine.job, workflowEngine.job, scheduleJob, auth.cleanupJob],
+    jobs: [outbox, webhookEngine.job, workflowEngine.job, scheduleJob, auth.cleanupJob, pruneJob],
   };
 }

@@ -11,6 +11,14 @@ import { configVariables, type DecodedEnv } from './schema.js';
 
 export class ConfigError extends Error {}
 
+/** The server's retention of finished records, in seconds; 0 keeps them for ever. */
+export interface RetentionDefaults {
+  completedRunsSeconds: number;
+  failedRunsSeconds: number;
+  deliveriesSeconds: number;
+  outboxSeconds: number;
+}
+
 export interface Config {
   nodeEnv: string;
   production: boolean;
@@ -41,6 +49,10 @@ export interface Config {
   workflowMaxRunsPerMinute: number;
   /** How often the schedules job looks for schedules another process created (its own wake it at once). */
   schedulePollIntervalMs: number;
+  /** Seconds each kind of finished record is kept (0: for ever); docs/reliability.md "Retention". */
+  retention: RetentionDefaults;
+  /** Period of the prune job. */
+  pruneIntervalMs: number;
   webhookRetryIntervalMs: number;
   webhookBackoffBaseSeconds: number;
   webhookTimeoutMs: number;
@@ -295,6 +307,13 @@ export function loadConfig(env: Env = process.env): Config {
     workflowMaxDepth: v.SVC_WORKFLOW_MAX_DEPTH,
     workflowMaxRunsPerMinute: v.SVC_WORKFLOW_MAX_RUNS_PER_MINUTE,
     schedulePollIntervalMs: v.SVC_SCHEDULE_POLL_INTERVAL_MS,
+    retention: {
+      completedRunsSeconds: v.SVC_RETENTION_COMPLETED_RUNS_SECONDS,
+      failedRunsSeconds: v.SVC_RETENTION_FAILED_RUNS_SECONDS,
+      deliveriesSeconds: v.SVC_RETENTION_DELIVERIES_SECONDS,
+      outboxSeconds: v.SVC_RETENTION_OUTBOX_SECONDS,
+    },
+    pruneIntervalMs: v.SVC_PRUNE_INTERVAL_MS,
     webhookRetryIntervalMs: v.SVC_WEBHOOK_RETRY_INTERVAL_MS,
     webhookBackoffBaseSeconds: v.SVC_WEBHOOK_BACKOFF_BASE_SECONDS,
     webhookTimeoutMs: v.SVC_WEBHOOK_TIMEOUT_MS,

@@ -120,6 +120,36 @@ export const CONFIG_SCHEMA = Type.Object({
     MAX_TIMER_MS,
     'how often the schedules job looks for schedules another process created; its own fire on time by a timer (docs/schedules.md)',
   ),
+  SVC_RETENTION_COMPLETED_RUNS_SECONDS: int(
+    14 * 86_400,
+    0,
+    TEN_YEARS_S,
+    'how long completed, skipped and cancelled workflow runs are kept after they finish, with their nodes; a subscription\'s `retention` wins; 0 keeps them for ever (docs/reliability.md "Retention")',
+  ),
+  SVC_RETENTION_FAILED_RUNS_SECONDS: int(
+    30 * 86_400,
+    0,
+    TEN_YEARS_S,
+    "how long failed workflow runs are kept after they finish; a subscription's `retention` wins; 0 keeps them for ever",
+  ),
+  SVC_RETENTION_DELIVERIES_SECONDS: int(
+    30 * 86_400,
+    0,
+    TEN_YEARS_S,
+    "how long webhook deliveries in SUCCESS or FAILED are kept after they finish, with their attempts; a webhook's `retention` wins; 0 keeps them for ever",
+  ),
+  SVC_RETENTION_OUTBOX_SECONDS: int(
+    7 * 86_400,
+    0,
+    TEN_YEARS_S,
+    'how long DONE and FAILED outbox tasks are kept: the window of `POST /event` deduplication and of replays (docs/events.md); 0 keeps them for ever',
+  ),
+  SVC_PRUNE_INTERVAL_MS: int(
+    60_000,
+    10,
+    MAX_TIMER_MS,
+    'period of the prune job that removes what retention no longer keeps (docs/reliability.md "Retention")',
+  ),
   SVC_ALLOW_PRIVATE_NETWORKS: Type.Boolean({
     default: false,
     description:

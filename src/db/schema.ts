@@ -10,6 +10,7 @@ import type { EventTables } from '../areas/events/tables.js';
 import type { IdentityTables } from '../areas/identity/tables.js';
 import type { PluginTables } from '../areas/plugins/tables.js';
 import type { QuestionnaireTables } from '../areas/questionnaires/tables.js';
+import type { RetentionTables } from '../areas/retention/tables.js';
 import type { ScheduleTables } from '../areas/schedules/tables.js';
 import type { SubmissionTables } from '../areas/submissions/tables.js';
 import type { SubscriptionTables } from '../areas/subscriptions/tables.js';
@@ -29,4 +30,5 @@ export interface Database
     PluginTables,
     SubscriptionTables,
     ScheduleTables,
+    RetentionTables,
     WorkflowTables {}

@@ -164,6 +164,9 @@ function openSqlite(url: string, guard: boolean, threadLock?: SharedArrayBuffer)
   const memory = file === null;
   if (!memory) mkdirSync(dirname(file), { recursive: true });
   const conn = new SQLite(file ?? ':memory:');
+  // Takes effect on a new file only (before its first table): freed pages can then be given back to
+  // the file system by the prune job. An older file keeps its mode until `svc vacuum` converts it.
+  conn.pragma('auto_vacuum = INCREMENTAL');
   // WAL lets readers in other processes (svc worker next to svc serve) proceed during writes.
   if (!memory) enableWal(conn);
   conn.pragma('foreign_keys = ON');

@@ -45,6 +45,28 @@ export const patchBody = <T extends TProperties, K extends keyof T & string = ne
     minProperties: 1,
   });
 
+/**
+ * A retention override in seconds (docs/reliability.md "Retention"): how long finished records are
+ * kept after they finish; 0 keeps them for ever; null falls back to the server's default.
+ */
+export const RetentionSeconds = (what: string, serverDefault: string) =>
+  Nullable(
+    Type.Integer({
+      minimum: 0,
+      maximum: 315_360_000,
+      description: `Seconds ${what} are kept after they finish; 0: for ever; null: the server's ${serverDefault}.`,
+    }),
+  );
+
+/**
+ * A record's `retention` object: every field is in the answer (null for the server default); a
+ * create or PATCH body may give any of them, and a PATCH changes only those it gives.
+ */
+export const retentionSchemas = <T extends Record<string, TSchema>>(fields: T) => ({
+  answer: Type.Object(fields, { additionalProperties: false }),
+  body: Type.Optional(Type.Partial(Type.Object(fields), { additionalProperties: false })),
+});
+
 /** Any JSON object (free-form payloads, configs). */
 export const JsonObject = Type.Object({}, { additionalProperties: true });
 

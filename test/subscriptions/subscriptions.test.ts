@@ -32,6 +32,7 @@ describe(`event subscriptions and graphs (${dialectName})`, () => {
         subject_filter: null,
         condition_jsonlogic: null,
         max_runs_per_minute: null,
+        retention: { completed_runs_seconds: null, failed_runs_seconds: null },
         paused_reason: null,
         paused_at: null,
         created_at: expect.any(String),

@@ -2586,6 +2586,9 @@ export interface components {
             enabled: boolean;
             /** @description Last 4 characters of the signing secret. */
             secret_hint: string;
+            retention: {
+                deliveries_seconds: number | null;
+            };
             /** Format: date-time */
             created_at: string;
             /** Format: date-time */
@@ -2608,6 +2611,9 @@ export interface components {
             enabled: boolean;
             /** @description Last 4 characters of the signing secret. */
             secret_hint: string;
+            retention: {
+                deliveries_seconds: number | null;
+            };
             /** Format: date-time */
             created_at: string;
             /** Format: date-time */
@@ -2959,6 +2965,10 @@ export interface components {
                 [key: string]: unknown;
             } | null;
             max_runs_per_minute: number | null;
+            retention: {
+                completed_runs_seconds: number | null;
+                failed_runs_seconds: number | null;
+            };
             paused_reason: string | null;
             paused_at: string | null;
             /** @description Present when the write succeeded with something to know, e.g. a deprecated event type. */
@@ -7115,6 +7125,9 @@ export interface operations {
                     event_types: string[];
                     description?: string | null;
                     enabled?: boolean;
+                    retention?: {
+                        deliveries_seconds?: number | null;
+                    };
                 };
             };
         };
@@ -7301,6 +7314,9 @@ export interface operations {
                     event_types?: string[];
                     description?: string | null;
                     enabled?: boolean;
+                    retention?: {
+                        deliveries_seconds?: number | null;
+                    };
                 };
             };
         };
@@ -11857,6 +11873,10 @@ export interface operations {
                         [key: string]: unknown;
                     } | null;
                     max_runs_per_minute?: number | null;
+                    retention?: {
+                        completed_runs_seconds?: number | null;
+                        failed_runs_seconds?: number | null;
+                    };
                 };
             };
         };
@@ -12045,6 +12065,10 @@ export interface operations {
                         [key: string]: unknown;
                     } | null;
                     max_runs_per_minute?: number | null;
+                    retention?: {
+                        completed_runs_seconds?: number | null;
+                        failed_runs_seconds?: number | null;
+                    };
                 };
             };
         };
@@ -12212,6 +12236,10 @@ export interface operations {
                             [key: string]: unknown;
                         } | null;
                         max_runs_per_minute?: number | null;
+                        retention?: {
+                            completed_runs_seconds?: number | null;
+                            failed_runs_seconds?: number | null;
+                        };
                     };
                     nodes?: {
                         id?: string;

@@ -3,8 +3,10 @@ import type { Acting } from '../../http/access.js';
 import { AppError } from '../../http/errors.js';
 import type { ListResult, Page } from '../../http/list.js';
 import { type Clock, iso } from '../../lib/clock.js';
+import type { Pruner } from '../retention/job.js';
 import { type CloudEvent, validateCloudEvent } from './cloudevent.js';
 import type { EventTypeService } from './event-types.js';
+import { oldestFinishedTask, pruneTasks } from './prune.js';
 import type { EventPublisher } from './publish.js';
 import type { EventDeliveryTask, EventDeliveryTaskQuery } from './schemas.js';
 import { eventsBetween, findTask, listTasks, retryFailed, sourcesOf, toTask } from './store.js';
@@ -39,6 +41,8 @@ export interface EventsService extends EventPublisher {
   ): Promise<Array<{ event: CloudEvent; at: string }>>;
   /** A FAILED task back to PENDING, due now, its counts reset; the drain is woken. */
   retryTask(id: string): Promise<EventDeliveryTask>;
+  /** Finished outbox tasks, kept `seconds` after they finish (0: for ever), for the prune job. */
+  pruner(seconds: number): Pruner;
 }
 
 export function createEventsService(deps: {
@@ -53,6 +57,14 @@ export function createEventsService(deps: {
     publish: deps.publisher.publish,
     enqueue: deps.publisher.enqueue,
     types: deps.types,
+
+    pruner: (seconds) => ({
+      kind: 'outbox_tasks',
+      prune: async (now, limit) => ({
+        event_delivery_task: await pruneTasks(deps.store, seconds, now, limit),
+      }),
+      oldest: () => oldestFinishedTask(deps.store),
+    }),
 
     async ingest(acting, given) {
       const batch = given.length > 1;

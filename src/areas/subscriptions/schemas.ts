@@ -1,12 +1,32 @@
 import { type Static, Type } from '@sinclair/typebox';
 import { ListQuery, ListResponse, QueryBoolean, Search } from '../../http/list-schemas.js';
-import { Description, Id, JsonObject, Nullable, patchBody, Timestamp, Warnings } from '../../http/schemas.js';
+import {
+  Description,
+  Id,
+  JsonObject,
+  Nullable,
+  patchBody,
+  RetentionSeconds,
+  retentionSchemas,
+  Timestamp,
+  Warnings,
+} from '../../http/schemas.js';
 
 /** Request and response shapes of /event_subscription and its graph (docs/workflows.md "Graphs"). */
 
 const Name = Type.String({ minLength: 1, maxLength: 200 });
 const EventType = Type.String({ minLength: 1, maxLength: 200 });
 const Filter = Type.String({ minLength: 1, maxLength: 500 });
+
+/** How long this subscription's finished runs are kept (docs/reliability.md "Retention"). */
+export const RunRetention = retentionSchemas({
+  completed_runs_seconds: RetentionSeconds(
+    'completed, skipped and cancelled runs, with their nodes,',
+    'SVC_RETENTION_COMPLETED_RUNS_SECONDS',
+  ),
+  failed_runs_seconds: RetentionSeconds('failed runs', 'SVC_RETENTION_FAILED_RUNS_SECONDS'),
+});
+export type RunRetention = Static<typeof RunRetention.answer>;
 
 const SubscriptionFields = {
   name: Name,
@@ -26,6 +46,7 @@ const SubscriptionFields = {
       }),
     ),
   ),
+  retention: RunRetention.body,
 };
 
 export const CreateSubscription = Type.Object(SubscriptionFields, {
@@ -54,6 +75,7 @@ export const Subscription = Type.Object(
     subject_filter: Nullable(Type.String()),
     condition_jsonlogic: Nullable(JsonObject),
     max_runs_per_minute: Nullable(Type.Integer()),
+    retention: RunRetention.answer,
     /** Why the rate guard paused it (enabled is then false); cleared by enabling it again. */
     paused_reason: Nullable(Type.String()),
     paused_at: Nullable(Timestamp),

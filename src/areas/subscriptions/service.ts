@@ -13,7 +13,7 @@ import { compileError, expressionProblem } from '../workflows/jsonlogic.js';
 import { mappingProblem } from '../workflows/mapping-check.js';
 import { pathsFromSchema } from '../workflows/paths.js';
 import type { GraphEdge, GraphNode } from '../workflows/plan.js';
-import type { CreateSubscription, PutGraphBody, UpdateSubscription } from './schemas.js';
+import type { CreateSubscription, PutGraphBody, RunRetention, UpdateSubscription } from './schemas.js';
 import * as st from './store.js';
 import {
   publicSubscription,
@@ -100,6 +100,8 @@ export interface SubscriptionService
    * svc.event_subscription.paused in the same transaction; false when it was not enabled.
    */
   pause(id: string, reason: string): Promise<boolean>;
+  /** Every subscription's run retention, deleted ones too: their runs stay until retention removes them. */
+  retentionSettings(): Promise<Array<{ id: string; retention: RunRetention }>>;
 }
 
 export function createSubscriptionService(deps: SubscriptionDeps): SubscriptionService {
@@ -132,6 +134,11 @@ export function createSubscriptionService(deps: SubscriptionDeps): SubscriptionS
       patch.paused_at = null;
     }
     if (body.max_runs_per_minute !== undefined) patch.max_runs_per_minute = body.max_runs_per_minute;
+    const retention = body.retention ?? {};
+    if (retention.completed_runs_seconds !== undefined)
+      patch.retention_completed_runs_seconds = retention.completed_runs_seconds;
+    if (retention.failed_runs_seconds !== undefined)
+      patch.retention_failed_runs_seconds = retention.failed_runs_seconds;
     if (body.source_filter !== undefined) patch.source_filter = body.source_filter;
     if (body.subject_filter !== undefined) patch.subject_filter = body.subject_filter;
     if (body.condition_jsonlogic !== undefined)
@@ -200,20 +207,15 @@ export function createSubscriptionService(deps: SubscriptionDeps): SubscriptionS
         subject_filter: body.subject_filter ?? null,
         condition_jsonlogic: toJsonText(body.condition_jsonlogic),
         max_runs_per_minute: body.max_runs_per_minute ?? null,
+        retention_completed_runs_seconds: body.retention?.completed_runs_seconds ?? null,
+        retention_failed_runs_seconds: body.retention?.failed_runs_seconds ?? null,
         paused_reason: null,
         paused_at: null,
         graph_version: 0,
         ...auditInsert(at, userId),
       };
       await store.transaction((tx) => st.insert(tx.db, row));
-      return {
-        ...publicSubscription({
-          ...row,
-          enabled: row.enabled === 1,
-          condition_jsonlogic: body.condition_jsonlogic ?? null,
-        }),
-        ...warned(warnings),
-      };
+      return { ...publicSubscription(st.toSubscription(row)), ...warned(warnings) };
     },
 
     list: (page: Page, filters: st.SubscriptionFilters) => st.list(store.db, page, filters),
@@ -389,5 +391,7 @@ export function createSubscriptionService(deps: SubscriptionDeps): SubscriptionS
       const subs = await st.routable(store.db, [eventType]);
       return subs.map((s) => `subscription ${s.id} (${s.name})`);
     },
+
+    retentionSettings: () => st.retentionSettings(store.db),
   };
 }

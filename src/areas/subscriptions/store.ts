@@ -39,6 +39,10 @@ export const toSubscription = (r: EventSubscriptionTable): RoutableSubscription 
   subject_filter: r.subject_filter,
   condition_jsonlogic: parse(r.condition_jsonlogic),
   max_runs_per_minute: r.max_runs_per_minute,
+  retention: {
+    completed_runs_seconds: r.retention_completed_runs_seconds,
+    failed_runs_seconds: r.retention_failed_runs_seconds,
+  },
   paused_reason: r.paused_reason,
   paused_at: r.paused_at,
   graph_version: r.graph_version,
@@ -89,6 +93,8 @@ export type SubscriptionPatch = Partial<
     | 'subject_filter'
     | 'condition_jsonlogic'
     | 'max_runs_per_minute'
+    | 'retention_completed_runs_seconds'
+    | 'retention_failed_runs_seconds'
     | 'paused_reason'
     | 'paused_at'
   >
@@ -227,3 +233,18 @@ export async function insertGraph(
 }
 
 export { json as toJsonText };
+
+/** Every subscription's run retention (deleted ones too), for the prune job. */
+export async function retentionSettings(db: Db) {
+  const rows = await db
+    .selectFrom('event_subscription')
+    .select(['id', 'retention_completed_runs_seconds', 'retention_failed_runs_seconds'])
+    .execute();
+  return rows.map((r) => ({
+    id: r.id,
+    retention: {
+      completed_runs_seconds: r.retention_completed_runs_seconds,
+      failed_runs_seconds: r.retention_failed_runs_seconds,
+    },
+  }));
+}

@@ -16,6 +16,10 @@ export interface EventSubscriptionTable {
   /** Set when the rate guard paused (disabled) it; cleared when it is enabled again. */
   paused_reason: string | null;
   paused_at: string | null;
+  /** Seconds its completed, skipped and cancelled runs are kept; null: SVC_RETENTION_COMPLETED_RUNS_SECONDS. */
+  retention_completed_runs_seconds: number | null;
+  /** Seconds its failed runs are kept; null: SVC_RETENTION_FAILED_RUNS_SECONDS. */
+  retention_failed_runs_seconds: number | null;
   created_at: string;
   updated_at: string;
   updated_by: string | null;

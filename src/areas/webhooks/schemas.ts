@@ -7,6 +7,8 @@ import {
   JsonObject,
   Nullable,
   patchBody,
+  RetentionSeconds,
+  retentionSchemas,
   Timestamp,
   Warnings,
 } from '../../http/schemas.js';
@@ -30,6 +32,14 @@ const EventTypes = Type.Array(EventType, {
   description: 'CloudEvent types to deliver; `["*"]` subscribes to all.',
 });
 
+/** How long this webhook's finished deliveries are kept (docs/reliability.md "Retention"). */
+const DeliveryRetention = retentionSchemas({
+  deliveries_seconds: RetentionSeconds(
+    'deliveries in SUCCESS or FAILED, with their attempts,',
+    'SVC_RETENTION_DELIVERIES_SECONDS',
+  ),
+});
+
 const WebhookFields = {
   id: Type.String(),
   name: Type.String(),
@@ -38,6 +48,7 @@ const WebhookFields = {
   description: Nullable(Type.String()),
   enabled: Type.Boolean(),
   secret_hint: Type.String({ description: 'Last 4 characters of the signing secret.' }),
+  retention: DeliveryRetention.answer,
   ...AuditFields,
   warnings: Warnings,
 };
@@ -69,6 +80,7 @@ export const CreateWebhook = Type.Object(
     event_types: EventTypes,
     description: Description,
     enabled: Type.Optional(Type.Boolean()),
+    retention: DeliveryRetention.body,
   },
   {
     examples: [

@@ -10,9 +10,11 @@ import { assertAllowedUrl, ForbiddenTargetError, type GuardOptions } from '../..
 import type { CloudEvent } from '../events/cloudevent.js';
 import type { EventTypeService } from '../events/event-types.js';
 import type { EventHandler } from '../events/handlers.js';
+import type { Pruner } from '../retention/job.js';
 import type { VaultService } from '../vault/service.js';
 import type { DeliveryFilters } from './delivery-store.js';
 import * as deliveries from './delivery-store.js';
+import { oldestFinishedDelivery, pruneDeliveries } from './prune.js';
 import type {
   CreateWebhook,
   Delivery,
@@ -51,6 +53,8 @@ export interface WebhookService
   namingType(eventType: string): Promise<string[]>;
   /** Whether an enabled webhook takes events of this type (named, or `*`). */
   wantsType(eventType: string): Promise<boolean>;
+  /** Finished deliveries, kept by each webhook's retention or else `defaultSeconds`, for the prune job. */
+  pruner(defaultSeconds: number): Pruner;
 }
 
 export interface WebhookDeps {
@@ -172,6 +176,23 @@ export function createWebhookService(deps: WebhookDeps): WebhookService {
   return {
     dispatcher,
 
+    pruner: (defaultSeconds) => ({
+      kind: 'deliveries',
+      async prune(now, limit) {
+        const rules = (await hooks.retentionSettings(store.db)).map((w) => ({
+          webhookId: w.id,
+          seconds: w.retention_deliveries_seconds ?? defaultSeconds,
+        }));
+        const removed = await pruneDeliveries(store, rules, now, limit);
+        return {
+          webhook_delivery: removed.deliveries,
+          webhook_delivery_attempt: removed.attempts,
+          webhook_event: removed.bodies,
+        };
+      },
+      oldest: () => oldestFinishedDelivery(store),
+    }),
+
     async create(by, input) {
       await checkUrl(input.url);
       const warnings = await deps.eventTypes.checkNamed(input.event_types, 'event_types', { wildcard: true });
@@ -186,6 +207,7 @@ export function createWebhookService(deps: WebhookDeps): WebhookService {
         enabled: input.enabled === false ? 0 : 1,
         secret: deps.vault.seal(secret),
         secret_hint: secretHint(secret),
+        retention_deliveries_seconds: input.retention?.deliveries_seconds ?? null,
         ...auditInsert(now, by),
       };
       await store.transaction((tx) => hooks.insertWebhook(tx.db, row));
@@ -215,6 +237,8 @@ export function createWebhookService(deps: WebhookDeps): WebhookService {
         changes.event_types = JSON.stringify(normaliseTypes(input.event_types));
       if (input.description !== undefined) changes.description = input.description;
       if (input.enabled !== undefined) changes.enabled = input.enabled ? 1 : 0;
+      if (input.retention?.deliveries_seconds !== undefined)
+        changes.retention_deliveries_seconds = input.retention.deliveries_seconds;
       const updated = await store.transaction((tx) => hooks.updateWebhook(tx.db, id, changes));
       if (!updated) throw notFound('WEBHOOK.NOT_FOUND', 'Webhook');
       return { ...hooks.toWebhook(await activeWebhook(id)), ...warned(warnings) };

@@ -12,6 +12,8 @@ export interface WebhookTable {
   /** The 64-hex signing key. Selected only by the sender and by create/rotate (never by lists). */
   secret: string;
   secret_hint: string;
+  /** Seconds its finished deliveries are kept; null: SVC_RETENTION_DELIVERIES_SECONDS. */
+  retention_deliveries_seconds: number | null;
   created_at: string;
   updated_at: string;
   updated_by: string | null;

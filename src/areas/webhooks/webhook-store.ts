@@ -19,6 +19,7 @@ const PUBLIC_COLUMNS = [
   'description',
   'enabled',
   'secret_hint',
+  'retention_deliveries_seconds',
   'created_at',
   'updated_at',
   'updated_by',
@@ -104,9 +105,15 @@ export function toWebhook(row: PublicWebhookRow): Webhook {
     description: row.description,
     enabled: row.enabled === 1,
     secret_hint: row.secret_hint,
+    retention: { deliveries_seconds: row.retention_deliveries_seconds },
     created_at: row.created_at,
     updated_at: row.updated_at,
     updated_by: row.updated_by,
     deleted_at: row.deleted_at,
   };
+}
+
+/** Every webhook's retention setting, deleted ones too: their deliveries stay until retention removes them. */
+export function retentionSettings(db: Db) {
+  return db.selectFrom('webhook').select(['id', 'retention_deliveries_seconds']).execute();
 }

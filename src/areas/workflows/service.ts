@@ -1,15 +1,19 @@
+import type { RetentionDefaults } from '../../config/config.js';
 import type { Store } from '../../db/store.js';
 import { AppError } from '../../http/errors.js';
 import type { ListResult, Page } from '../../http/list.js';
 import { type Clock, iso } from '../../lib/clock.js';
 import type { CloudEvent } from '../events/cloudevent.js';
 import type { EventEnricher } from '../events/publish.js';
+import type { Pruner } from '../retention/job.js';
+import type { SubscriptionService } from '../subscriptions/service.js';
 import { requireRun } from './control.js';
 import type { GraphSource } from './graph-source.js';
 import { CompiledCache, describeThrown, expressionProblem } from './jsonlogic.js';
 import { RunMachine } from './machine.js';
 import { availablePaths } from './paths.js';
 import type { Plan } from './plan.js';
+import { oldestFinishedRun, pruneRuns } from './prune.js';
 import { routingOf } from './routing.js';
 import { type ExpressionContext, eventContext, type NodeState, type RunStatus } from './run-state.js';
 import * as runs from './store.js';
@@ -25,7 +29,7 @@ import {
 export interface WorkflowServiceDeps {
   store: Store;
   clock: Clock;
-  subscriptions: Pick<GraphSource, 'getActive'>;
+  subscriptions: Pick<GraphSource, 'getActive'> & Pick<SubscriptionService, 'retentionSettings'>;
   /** The engine's plan cache (one compiled plan per graph version). */
   planOf: (subscriptionId: string, version: number) => Promise<Plan>;
   /** The publisher's enricher: a simulated event is enriched as a published one is. */
@@ -76,6 +80,8 @@ export interface WorkflowService {
     node_key?: string;
   }): Promise<{ result: object; data_used: unknown; available_paths: string[] }>;
   simulate(subscriptionId: string, event: CloudEvent): Promise<Simulation>;
+  /** Finished runs, kept by each subscription's retention or else the server's, for the prune job. */
+  pruner(defaults: Pick<RetentionDefaults, 'completedRunsSeconds' | 'failedRunsSeconds'>): Pruner;
 }
 
 export function createWorkflowService(deps: WorkflowServiceDeps): WorkflowService {
@@ -149,6 +155,20 @@ export function createWorkflowService(deps: WorkflowServiceDeps): WorkflowServic
   }
 
   return {
+    pruner: (defaults) => ({
+      kind: 'runs',
+      async prune(now, limit) {
+        const rules = (await deps.subscriptions.retentionSettings()).map((s) => ({
+          subscriptionId: s.id,
+          completedSeconds: s.retention.completed_runs_seconds ?? defaults.completedRunsSeconds,
+          failedSeconds: s.retention.failed_runs_seconds ?? defaults.failedRunsSeconds,
+        }));
+        const removed = await pruneRuns(deps.store, rules, now, limit);
+        return { workflow_run: removed.runs, workflow_run_node: removed.nodes };
+      },
+      oldest: () => oldestFinishedRun(deps.store),
+    }),
+
     list: (page: Page, filters: RunFilters) => runs.listRuns(deps.store.db, page, filters),
 
     async get(id: string): Promise<WorkflowRun> {

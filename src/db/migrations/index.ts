@@ -15,6 +15,7 @@ import * as m0013 from './0013_events_custom_types.js';
 import * as m0014 from './0014_schedules.js';
 import * as m0015 from './0015_workflows_run_control.js';
 import * as m0016 from './0016_workflows_causation_depth.js';
+import * as m0017 from './0017_retention.js';
 
 /**
  * Every migration, in order. One set serves SQLite and PostgreSQL; a dialect branch is allowed only
@@ -22,7 +23,8 @@ import * as m0016 from './0016_workflows_causation_depth.js';
  * Numbers are reserved per area: 0001 events, 0002 identity, 0003 auth, 0004 vault, 0005 plugins,
  * 0006 workflows, 0007 webhooks, 0008 platform (0008_questionnaires: folders, questionnaires, revisions,
  * permissions; 0009_enrollments: enrollments and submissions). Later changes take the next free number,
- * named after their area (0010_events_interruptions).
+ * named after their area (0010_events_interruptions), or after the capability when it spans areas
+ * (0017_retention).
  */
 export const migrations: Record<string, Migration> = {
   '0001_events': m0001,
@@ -41,4 +43,5 @@ export const migrations: Record<string, Migration> = {
   '0014_schedules': m0014,
   '0015_workflows_run_control': m0015,
   '0016_workflows_causation_depth': m0016,
+  '0017_retention': m0017,
 };

@@ -1,0 +1,115 @@
+import type { Store } from '../../db/store.js';
+import { iso } from '../../lib/clock.js';
+
+/**
+ * The deliveries retention removes (docs/reliability.md "Retention"): SUCCESS and FAILED ones whose
+ * last change is older than their webhook's rule, with their attempts and, once an event has no
+ * delivery left, its stored body. A PENDING delivery is never removed.
+ */
+
+/** A webhook's retention of finished deliveries in seconds (its own, else the server's); 0: for ever. */
+export interface DeliveryRetentionOf {
+  webhookId: string;
+  seconds: number;
+}
+
+const FINISHED = ['SUCCESS', 'FAILED'] as const;
+const IDS_PER_STATEMENT = 500;
+
+export interface PrunedDeliveries {
+  deliveries: number;
+  attempts: number;
+  bodies: number;
+}
+
+/** Removes up to `limit` finished deliveries that retention no longer keeps, in one transaction each batch. */
+export async function pruneDeliveries(
+  store: Store,
+  rules: DeliveryRetentionOf[],
+  now: Date,
+  limit: number,
+): Promise<PrunedDeliveries> {
+  const removed: PrunedDeliveries = { deliveries: 0, attempts: 0, bodies: 0 };
+  const bySeconds = new Map<number, string[]>();
+  for (const r of rules) {
+    if (r.seconds === 0) continue;
+    bySeconds.set(r.seconds, [...(bySeconds.get(r.seconds) ?? []), r.webhookId]);
+  }
+  for (const [seconds, ids] of bySeconds) {
+    const cutoff = iso(new Date(now.getTime() - seconds * 1000));
+    for (let i = 0; i < ids.length; i += IDS_PER_STATEMENT) {
+      for (const status of FINISHED) {
+        const batch = await pruneBatch(
+          store,
+          ids.slice(i, i + IDS_PER_STATEMENT),
+          status,
+          cutoff,
+          limit - removed.deliveries,
+        );
+        removed.deliveries += batch.deliveries;
+        removed.attempts += batch.attempts;
+        removed.bodies += batch.bodies;
+        if (removed.deliveries >= limit) return removed;
+      }
+    }
+  }
+  return removed;
+}
+
+async function pruneBatch(
+  store: Store,
+  webhookIds: string[],
+  status: (typeof FINISHED)[number],
+  cutoff: string,
+  limit: number,
+): Promise<PrunedDeliveries> {
+  return store.transaction(async (tx) => {
+    let q = tx.db
+      .selectFrom('webhook_delivery')
+      .select(['id', 'event_id'])
+      .where('webhook_id', 'in', webhookIds)
+      .where('status', '=', status)
+      .where('updated_at', '<', cutoff)
+      .limit(limit);
+    // Locked rows (a manual retry in flight) are skipped, and two workers never take the same rows.
+    if (tx.dialect === 'postgres') q = q.forUpdate().skipLocked();
+    const rows = await q.execute();
+    if (rows.length === 0) return { deliveries: 0, attempts: 0, bodies: 0 };
+    const ids = rows.map((r) => r.id);
+    const attempts = await tx.db
+      .deleteFrom('webhook_delivery_attempt')
+      .where('delivery_id', 'in', ids)
+      .executeTakeFirst();
+    const deliveries = await tx.db.deleteFrom('webhook_delivery').where('id', 'in', ids).executeTakeFirst();
+    const eventIds = [...new Set(rows.map((r) => r.event_id))];
+    const bodies = await tx.db
+      .deleteFrom('webhook_event')
+      .where('event_id', 'in', eventIds)
+      .where((eb) =>
+        eb.not(
+          eb.exists(
+            eb
+              .selectFrom('webhook_delivery as d')
+              .select('d.id')
+              .whereRef('d.event_id', '=', 'webhook_event.event_id'),
+          ),
+        ),
+      )
+      .executeTakeFirst();
+    return {
+      deliveries: Number(deliveries.numDeletedRows),
+      attempts: Number(attempts.numDeletedRows),
+      bodies: Number(bodies.numDeletedRows),
+    };
+  });
+}
+
+/** When the oldest finished delivery kept was created (null: none), for /metrics. */
+export async function oldestFinishedDelivery(store: Store): Promise<string | null> {
+  const row = await store.db
+    .selectFrom('webhook_delivery')
+    .select((eb) => eb.fn.min('created_at').as('oldest'))
+    .where('status', 'in', [...FINISHED])
+    .executeTakeFirst();
+  return (row?.oldest as string | null | undefined) ?? null;
+}

@@ -14,6 +14,16 @@ export interface RunRetentionOf {
   failedSeconds: number;
 }
 
+/** What the prune job reads of the subscriptions area: each subscription's own settings (null: the server's). */
+export interface RetentionSettingsSource {
+  retentionSettings(): Promise<
+    Array<{
+      id: string;
+      retention: { completed_runs_seconds: number | null; failed_runs_seconds: number | null };
+    }>
+  >;
+}
+
 type Status = WorkflowRunTable['status'];
 /** The statuses each rule removes. Nothing pending or running is ever removed. */
 const KEPT_BY: Record<'completedSeconds' | 'failedSeconds', Status[]> = {

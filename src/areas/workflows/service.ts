@@ -6,14 +6,13 @@ import { type Clock, iso } from '../../lib/clock.js';
 import type { CloudEvent } from '../events/cloudevent.js';
 import type { EventEnricher } from '../events/publish.js';
 import type { Pruner } from '../retention/job.js';
-import type { SubscriptionService } from '../subscriptions/service.js';
 import { requireRun } from './control.js';
 import type { GraphSource } from './graph-source.js';
 import { CompiledCache, describeThrown, expressionProblem } from './jsonlogic.js';
 import { RunMachine } from './machine.js';
 import { availablePaths } from './paths.js';
 import type { Plan } from './plan.js';
-import { oldestFinishedRun, pruneRuns } from './prune.js';
+import { oldestFinishedRun, pruneRuns, type RetentionSettingsSource } from './prune.js';
 import { routingOf } from './routing.js';
 import { type ExpressionContext, eventContext, type NodeState, type RunStatus } from './run-state.js';
 import * as runs from './store.js';
@@ -29,7 +28,7 @@ import {
 export interface WorkflowServiceDeps {
   store: Store;
   clock: Clock;
-  subscriptions: Pick<GraphSource, 'getActive'> & Pick<SubscriptionService, 'retentionSettings'>;
+  subscriptions: Pick<GraphSource, 'getActive'> & RetentionSettingsSource;
   /** The engine's plan cache (one compiled plan per graph version). */
   planOf: (subscriptionId: string, version: number) => Promise<Plan>;
   /** The publisher's enricher: a simulated event is enriched as a published one is. */

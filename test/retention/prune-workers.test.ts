@@ -117,7 +117,8 @@ describe(`pruning survives kill -9 and shares out across workers (${dialectName}
     const second = startWorker();
     const third = startWorker();
     const until = Date.now() + 60_000;
-    while ((await runsOfSubscription()) > 0 && Date.now() < until) await new Promise((r) => setTimeout(r, 50));
+    while ((await runsOfSubscription()) > 0 && Date.now() < until)
+      await new Promise((r) => setTimeout(r, 50));
     expect(await runsOfSubscription()).toBe(0);
     expect(await orphanNodes()).toBe(0);
     // Stopped gracefully, each worker has written out every line it logged.

@@ -14,6 +14,7 @@ import type { Pruner } from '../retention/job.js';
 import type { VaultService } from '../vault/service.js';
 import type { DeliveryFilters } from './delivery-store.js';
 import * as deliveries from './delivery-store.js';
+import { type DeliveryExportFilter, exportDeliveries } from './export.js';
 import { oldestFinishedDelivery, pruneDeliveries } from './prune.js';
 import type {
   CreateWebhook,
@@ -53,6 +54,8 @@ export interface WebhookService
   namingType(eventType: string): Promise<string[]>;
   /** Whether an enabled webhook takes events of this type (named, or `*`). */
   wantsType(eventType: string): Promise<boolean>;
+  /** Deliveries created in [since, until) with their attempts, oldest first, streamed (`svc export deliveries`). */
+  exportDeliveries(filter: DeliveryExportFilter): AsyncIterable<DeliveryDetail>;
   /** Finished deliveries, kept by each webhook's retention or else `defaultSeconds`, for the prune job. */
   pruner(defaultSeconds: number): Pruner;
 }
@@ -175,6 +178,8 @@ export function createWebhookService(deps: WebhookDeps): WebhookService {
 
   return {
     dispatcher,
+
+    exportDeliveries: (filter) => exportDeliveries(store.db, filter),
 
     pruner: (defaultSeconds) => ({
       kind: 'deliveries',

@@ -7,6 +7,7 @@ import type { CloudEvent } from '../events/cloudevent.js';
 import type { EventEnricher } from '../events/publish.js';
 import type { Pruner } from '../retention/job.js';
 import { requireRun } from './control.js';
+import { exportRuns, type RunExportFilter } from './export.js';
 import type { GraphSource } from './graph-source.js';
 import { CompiledCache, describeThrown, expressionProblem } from './jsonlogic.js';
 import { RunMachine } from './machine.js';
@@ -79,6 +80,8 @@ export interface WorkflowService {
     node_key?: string;
   }): Promise<{ result: object; data_used: unknown; available_paths: string[] }>;
   simulate(subscriptionId: string, event: CloudEvent): Promise<Simulation>;
+  /** Runs created in [since, until) with their nodes, oldest first, streamed (`svc export runs`). */
+  exportRuns(filter: RunExportFilter): AsyncIterable<WorkflowRun & { nodes: WorkflowRunNode[] }>;
   /** Finished runs, kept by each subscription's retention or else the server's, for the prune job. */
   pruner(defaults: Pick<RetentionDefaults, 'completedRunsSeconds' | 'failedRunsSeconds'>): Pruner;
 }
@@ -154,6 +157,8 @@ export function createWorkflowService(deps: WorkflowServiceDeps): WorkflowServic
   }
 
   return {
+    exportRuns: (filter) => exportRuns(deps.store.db, filter),
+
     pruner: (defaults) => ({
       kind: 'runs',
       async prune(now, limit) {

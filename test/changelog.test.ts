@@ -74,14 +74,17 @@ describe('CHANGELOG.md', () => {
   });
 
   it('the check fails on a kind named twice, a version out of order, or a kind Keep a Changelog lacks', () => {
+    // The section the first `### Changed` belongs to (Unreleased, or the newest version).
+    const before = CHANGELOG.slice(0, CHANGELOG.indexOf('### Changed\n'));
+    const first = [...before.matchAll(/^## \[([^\]]+)\]/gm)].at(-1)?.[1];
     expect(structureProblems(CHANGELOG.replace('### Changed\n', '### Added\n'))).toContain(
-      '0.2.0 names Added twice',
+      `${first} names Added twice`,
     );
     expect(
       structureProblems(CHANGELOG.replace('## [0.1.0] - 2026-11-29', '## [0.3.0] - 2026-11-29')),
     ).toContain('0.3.0 is out of order');
     expect(
       structureProblems(CHANGELOG.replace('### Fixed', '### Fixes').replace('### Changed\n', '### Notes\n')),
-    ).toContain('0.2.0 has a kind Notes');
+    ).toContain(`${first} has a kind Notes`);
   });
 });

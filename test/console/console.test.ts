@@ -244,9 +244,13 @@ describe.skipIf(!hasBrowser)('the console at /console', () => {
     await page.getByRole('link', { name: 'New subscription' }).click();
     await page.getByLabel('Name', { exact: true }).fill('Orders doubled');
     await page.getByLabel('Event type').fill(EVENT_TYPE);
+    await page.getByLabel(/^Keep failed runs/).fill('60');
     await page.getByRole('button', { name: 'Create' }).click();
     await page.waitForURL(/\/console\/subscriptions\/(?!new$)[^/]+$/, { waitUntil: 'commit' });
     const subscriptionId = page.url().split('/').pop()!;
+    // Retention in days on the form, seconds in the API; empty is the server's default.
+    await expect.poll(() => page.getByLabel(/^Keep failed runs/).inputValue()).toBe('60');
+    expect(await page.getByLabel(/^Keep completed/).inputValue()).toBe('');
 
     // A graph whose second node calls an unknown operator: the server's 400 marks that node.
     const graph = page.getByLabel(/^Graph JSON/);
@@ -417,6 +421,7 @@ describe.skipIf(!hasBrowser)('the console at /console', () => {
     await form.getByLabel('Name').fill('Orders out');
     await form.getByLabel('URL').fill(`${receiverUrl}/hook`);
     await form.getByLabel(/^Event types/).fill(EVENT_TYPE);
+    await form.getByLabel(/^Keep finished deliveries/).fill('2');
     await form.getByRole('button', { name: 'Create webhook' }).click();
     const secret = page
       .getByRole('region', { name: 'Signing secret (Standard Webhooks form)' })
@@ -427,6 +432,14 @@ describe.skipIf(!hasBrowser)('the console at /console', () => {
     // The secret is not shown again: not on the webhook's page, not in its answer.
     const whsec = await page.evaluate('document.body.innerText.match(/whsec_\\S+/)');
     expect(whsec).toBeNull();
+    // Its retention, set at creation, changed here.
+    const keep = page.getByRole('form', { name: 'retention' }).getByLabel(/^Keep finished deliveries/);
+    await expect.poll(() => keep.inputValue()).toBe('2');
+    await keep.fill('0.5');
+    await page.getByRole('button', { name: 'Save retention' }).click();
+    await page.getByRole('form', { name: 'retention' }).getByText('Saved').waitFor();
+    await page.reload();
+    await expect.poll(() => keep.inputValue()).toBe('0.5');
 
     await page.getByRole('button', { name: 'Send test event' }).click();
     const row = page.getByRole('table', { name: 'deliveries' }).locator('tr[data-delivery]').first();

@@ -3,6 +3,7 @@ import { useCan } from '../access';
 import { api, ok, type Schemas } from '../api/client';
 import { href, navigate } from '../router';
 import { ErrorNote, Panel, parseJson, when } from '../ui/bits';
+import { RetentionField, retentionSeconds } from '../ui/fields';
 import { useAction } from '../ui/use-action';
 import { useAsync } from '../ui/use-async';
 import { GraphEditor } from './GraphEditor';
@@ -86,6 +87,10 @@ function MetadataForm({
           string,
           unknown
         > | null,
+        retention: {
+          completed_runs_seconds: retentionSeconds(form, 'completed_runs'),
+          failed_runs_seconds: retentionSeconds(form, 'failed_runs'),
+        },
       };
       const result = record
         ? await ok(
@@ -117,6 +122,16 @@ function MetadataForm({
               <label class="inline">
                 <input type="checkbox" name="enabled" defaultChecked={record?.enabled ?? true} /> Enabled
               </label>
+              <RetentionField
+                label="Keep completed, skipped and cancelled runs"
+                name="completed_runs"
+                seconds={record?.retention.completed_runs_seconds ?? null}
+              />
+              <RetentionField
+                label="Keep failed runs"
+                name="failed_runs"
+                seconds={record?.retention.failed_runs_seconds ?? null}
+              />
             </div>
             <div>
               <label>

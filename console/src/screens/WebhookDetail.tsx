@@ -4,7 +4,7 @@ import { api, ok } from '../api/client';
 import { href } from '../router';
 import { ErrorNote, Json, Panel, Status, when } from '../ui/bits';
 import { ShownOnce } from '../ui/copy';
-import { SelectFilter } from '../ui/fields';
+import { RetentionField, retentionSeconds, SelectFilter } from '../ui/fields';
 import { Pager, Table } from '../ui/list';
 import { useAction } from '../ui/use-action';
 import { useAsync } from '../ui/use-async';
@@ -54,6 +54,23 @@ export function WebhookDetail({ id }: { id: string }) {
       setSecret({ hex: answer.secret, standard: answer.standard_webhooks_secret });
       hook.reload();
     });
+  const canEdit = can('PATCH /api/v1/webhook/{id}');
+  const [kept, setKept] = useState(false);
+  const saveRetention = (ev: Event) => {
+    ev.preventDefault();
+    const form = new FormData(ev.currentTarget as HTMLFormElement);
+    setKept(false);
+    return run(async () => {
+      await ok(
+        api.PATCH('/api/v1/webhook/{id}', {
+          params: { path: { id } },
+          body: { retention: { deliveries_seconds: retentionSeconds(form, 'deliveries') } },
+        }),
+      );
+      setKept(true);
+      hook.reload();
+    });
+  };
   const sendTest = () =>
     act(() => ok(api.POST('/api/v1/webhook/{id}/test', { params: { path: { id } }, body: {} })));
   const retry = (deliveryId: string) =>
@@ -101,6 +118,17 @@ export function WebhookDetail({ id }: { id: string }) {
         </p>
         {w.description && <p class="muted">{w.description}</p>}
         {!secret && <SignatureSnippet />}
+        <form onSubmit={saveRetention} aria-label="retention" class="row">
+          <fieldset disabled={!canEdit} style={{ border: 0, padding: 0, margin: 0 }}>
+            <RetentionField
+              label="Keep finished deliveries"
+              name="deliveries"
+              seconds={w.retention.deliveries_seconds}
+            />
+            {canEdit && <button type="submit">Save retention</button>}
+            {kept && <span class="muted">Saved</span>}
+          </fieldset>
+        </form>
       </Panel>
       <Panel
         title="Deliveries"

@@ -4,7 +4,7 @@ import { api, ok, type Schemas } from '../api/client';
 import { href } from '../router';
 import { CreateForm, ErrorNote, Panel, when } from '../ui/bits';
 import { ShownOnce } from '../ui/copy';
-import { SearchForm, TextField } from '../ui/fields';
+import { RetentionField, retentionSeconds, SearchForm, TextField } from '../ui/fields';
 import { Pager, Table } from '../ui/list';
 import { useAction } from '../ui/use-action';
 import { useAsync } from '../ui/use-async';
@@ -40,6 +40,7 @@ export function Webhooks() {
             event_types: splitTypes(String(data.get('event_types'))),
             description: String(data.get('description') ?? '').trim() || null,
             enabled: data.get('enabled') === 'on',
+            retention: { deliveries_seconds: retentionSeconds(data, 'deliveries') },
           },
         }),
       );
@@ -126,6 +127,7 @@ export function Webhooks() {
             <label class="inline">
               <input type="checkbox" name="enabled" defaultChecked /> Enabled
             </label>
+            <RetentionField label="Keep finished deliveries" name="deliveries" seconds={null} />
           </div>
         </CreateForm>
       )}

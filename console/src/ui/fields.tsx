@@ -141,3 +141,38 @@ export function TextField({
     </label>
   );
 }
+
+const DAY_S = 86_400;
+
+/**
+ * How long finished records are kept (a `retention` field of the API, in seconds), typed in days:
+ * empty for the server's default, 0 for ever. Read back with `retentionSeconds`.
+ */
+export function RetentionField({
+  label,
+  name,
+  seconds,
+}: {
+  label: string;
+  name: string;
+  seconds: number | null;
+}) {
+  return (
+    <label>
+      {label} (days; empty: the server's default; 0: for ever)
+      <input
+        name={name}
+        type="number"
+        min={0}
+        step="any"
+        defaultValue={seconds === null ? '' : String(Number((seconds / DAY_S).toFixed(4)))}
+      />
+    </label>
+  );
+}
+
+/** A RetentionField's value in seconds: null when left empty (the server's default). */
+export function retentionSeconds(form: FormData, name: string): number | null {
+  const text = String(form.get(name) ?? '').trim();
+  return text === '' ? null : Math.round(Number(text) * DAY_S);
+}

@@ -20,21 +20,17 @@
  * `svc serve SVC_WORKER=off` and one `svc worker`; `split-sqlite` the same on
  * one SQLite file (the worker woken by the file's write-ahead log). Prints figures; never fails.
  */
-import { type ChildProcess, spawn } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
-import http from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import autocannon from 'autocannon';
-import { createPostgresDatabase } from '../../test/helpers/database.js';
 import { COUNTED_NODE_ARGS, startCounting, stopCounting, underCallgrind, WARM_UP } from './callgrind.js';
 import { ceiling } from './ceiling.js';
+import { ROOT, receiver, SUBMIT, setUp, startSvc } from './harness.js';
 import { perExecution, storeSizes } from './storage.js';
 
-const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 const { values } = parseArgs({
   options: {
     store: { type: 'string', default: 'sqlite,postgres' },
@@ -56,241 +52,10 @@ const { values } = parseArgs({
 const SECONDS = Number(values.seconds);
 const REQUEST_ONLY = values['request-only'];
 const REPS = Number(values.reps);
-const ANSWERS = { score: 7, q1: 'yes', q2: 3, q3: ['a', 'b'], comment: 'fine' };
-const PG_BASE = process.env.SVC_BENCH_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
-const EMAIL = 'bench-admin@example.test';
-const PASSWORD = 'bench-admin-password-1';
 
 if (!existsSync(join(ROOT, 'dist/cli/svc.js'))) {
   console.error('bench/pipeline runs the built CLI: npm run build first');
   process.exit(2);
-}
-
-/** The receiver: counts POSTs whose body is what the graph computes. */
-function receiver() {
-  let valid = 0;
-  let invalid = 0;
-  const server = http.createServer((req, res) => {
-    const chunks: Buffer[] = [];
-    req.on('data', (c: Buffer) => chunks.push(c));
-    req.on('end', () => {
-      try {
-        const body = JSON.parse(Buffer.concat(chunks).toString('utf8'));
-        if (body.doubled === 14 && body.label === 'svc.submission.created:7') valid++;
-        else invalid++;
-      } catch {
-        invalid++;
-      }
-      res.setHeader('content-type', 'application/json');
-      res.end('{"ok":true}');
-    });
-  });
-  server.keepAliveTimeout = 60_000;
-  return {
-    server,
-    counts: () => ({ valid, invalid }),
-    async listen() {
-      await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-      return `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-    },
-  };
-}
-
-async function freePort(): Promise<number> {
-  const s = http.createServer();
-  await new Promise<void>((r) => s.listen(0, '127.0.0.1', r));
-  const port = (s.address() as AddressInfo).port;
-  await new Promise((r) => s.close(r));
-  return port;
-}
-
-interface Svc {
-  url: string;
-  databaseUrl: string;
-  processes: ChildProcess[];
-  stop(): Promise<void>;
-}
-
-/** `wrap`: a command line prefix svc runs under (callgrind.ts). */
-async function startSvc(variant: string, wrap: string[] = []): Promise<Svc> {
-  // `<store>-thread` / `<store>-main`: SVC_WORKER=thread / main instead of the default (auto).
-  const place = /-(thread|main)$/.exec(variant)?.[1];
-  const kind = place ? variant.slice(0, -place.length - 1) : variant;
-  const dir = mkdtempSync(join(tmpdir(), 'svc-bench-'));
-  let databaseUrl = `sqlite:${dir}/svc.db`;
-  let drop = async () => {};
-  if (kind !== 'sqlite' && kind !== 'split-sqlite') {
-    const database = await createPostgresDatabase(PG_BASE, 'svc_bench');
-    databaseUrl = database.url;
-    drop = database.drop;
-  }
-  const port = await freePort();
-  const env = {
-    PATH: process.env.PATH,
-    SVC_DATABASE_URL: databaseUrl,
-    SVC_DATA_DIR: dir,
-    PORT: String(port),
-    HOST: '127.0.0.1',
-    SVC_JWT_SECRET: 'bench-jwt-secret-that-is-long-enough-0123456789',
-    SVC_VAULT_ENCRYPTION_KEY: 'bench-vault-key',
-    SVC_BOOTSTRAP_ADMIN_EMAIL: EMAIL,
-    SVC_BOOTSTRAP_ADMIN_PASSWORD: PASSWORD,
-    SVC_ALLOW_PRIVATE_NETWORKS: 'true',
-    SVC_WORKFLOW_MAX_RUNS_PER_MINUTE: '0',
-    SVC_ACCESS_TOKEN_TTL_SECONDS: '86400',
-  };
-  // e.g. SVC_BENCH_NODE_ARGS='--cpu-prof --cpu-prof-dir=/tmp/prof' to profile svc under the load.
-  const nodeArgs = (process.env.SVC_BENCH_NODE_ARGS ?? '').split(' ').filter(Boolean);
-  // Under callgrind: no V8 background threads (compilers, GC helpers), whose share varies run to run.
-  if (wrap.length > 0) nodeArgs.push(...COUNTED_NODE_ARGS);
-  const [command, ...prefix] = [...wrap, process.execPath];
-  const run = (role: string, extra: Record<string, string> = {}) =>
-    spawn(command, [...prefix, ...nodeArgs, 'dist/cli/svc.js', role], {
-      cwd: ROOT,
-      env: { ...env, ...extra },
-      stdio: 'ignore',
-    });
-  const split = kind === 'split' || kind === 'split-sqlite';
-  const processes = [
-    run('serve', split || REQUEST_ONLY ? { SVC_WORKER: 'off' } : place ? { SVC_WORKER: place } : {}),
-  ];
-  const url = `http://127.0.0.1:${port}`;
-  // Under valgrind the start takes a minute or more.
-  for (let i = 0; i < (wrap.length > 0 ? 3000 : 300); i++) {
-    const ok = await fetch(`${url}/readyz`).then(
-      (r) => r.ok,
-      () => false,
-    );
-    if (ok) break;
-    await new Promise((r) => setTimeout(r, 100));
-  }
-  if (split) processes.push(run('worker'));
-  return {
-    url,
-    databaseUrl,
-    processes,
-    async stop() {
-      for (const p of processes) p.kill('SIGTERM');
-      await Promise.all(
-        processes.map((p) => new Promise((r) => (p.exitCode === null ? p.once('exit', r) : r(null)))),
-      );
-      await drop();
-      rmSync(dir, { recursive: true, force: true });
-    },
-  };
-}
-
-/** Sets up the scenario over the API; answers the respondent's headers and the submission body. */
-async function setUp(base: string, receiverUrl: string) {
-  const call = async (method: string, path: string, body?: unknown, token?: string) => {
-    const res = await fetch(`${base}/api/v1${path}`, {
-      method,
-      headers: { 'content-type': 'application/json', ...(token ? { authorization: `Bearer ${token}` } : {}) },
-      body: body === undefined ? undefined : JSON.stringify(body),
-    });
-    const json = (await res.json()) as Record<string, unknown> & { id: string };
-    if (!res.ok) throw new Error(`${method} ${path}: ${res.status} ${JSON.stringify(json)}`);
-    return json;
-  };
-  const login = async (email: string, password: string) =>
-    (await call('POST', '/auth/login/credentials', { email, password })).access_token as string;
-  const admin = await login(EMAIL, PASSWORD);
-  // One respondent submits over and over: the questionnaire must allow it (the default is one each).
-  const q = await call(
-    'POST',
-    '/questionnaire',
-    { name: 'Daily check-in', payload: {}, config: { allow_multiple_submissions: true } },
-    admin,
-  );
-  await call('POST', `/questionnaire/${q.id}/publish`, undefined, admin);
-  const defs = await call('GET', '/plugin_definition?name=http', undefined, admin);
-  const httpDef = (defs.plugin_definitions as Array<{ id: string }>)[0].id;
-  const instance = await call(
-    'POST',
-    '/plugin_instance',
-    { plugin_definition_id: httpDef, display_name: 'receiver', enabled: true },
-    admin,
-  );
-  const sub = await call(
-    'POST',
-    '/event_subscription',
-    {
-      name: 'high scores',
-      event_type: 'svc.submission.created',
-      condition_jsonlogic: { '>': [{ var: 'event.data.answers.score' }, 5] },
-    },
-    admin,
-  );
-  /** The measured graph: COMPUTE `derive`, `extra` more COMPUTE nodes in a chain (the cost model), ACTION `call`. */
-  const putGraph = (extra: number) => {
-    const chain = Array.from({ length: extra }, (_, i) => ({
-      key: `step${i + 1}`,
-      type: 'COMPUTE',
-      config: { logic: { '+': [{ var: 'event.data.answers.score' }, i] } },
-    }));
-    const keys = ['derive', ...chain.map((n) => n.key), 'call'];
-    return call(
-      'PUT',
-      `/event_subscription/${sub.id}/graph`,
-      {
-        nodes: [
-          {
-            key: 'derive',
-            type: 'COMPUTE',
-            config: {
-              logic: {
-                eachKey: {
-                  type: { var: 'event.type' },
-                  score: { var: 'event.data.answers.score' },
-                  doubled: { '*': [{ var: 'event.data.answers.score' }, 2] },
-                  label: { cat: [{ var: 'event.type' }, ':', { var: 'event.data.answers.score' }] },
-                },
-              },
-            },
-          },
-          ...chain,
-          {
-            key: 'call',
-            type: 'ACTION',
-            config: {
-              plugin_instance_id: instance.id,
-              plugin_action: 'request',
-              input_mapping: { method: 'POST', url: receiverUrl, body: { var: 'nodes.derive.output' } },
-            },
-          },
-        ],
-        edges: keys.slice(1).map((to, i) => ({ from_node_id: keys[i], to_node_id: to })),
-      },
-      admin,
-    );
-  };
-  await putGraph(0);
-  /** Subscriptions of another event type (never routed here): the cost model's routing load. */
-  let others = 0;
-  const otherSubscriptions = async (total: number) => {
-    for (; others < total; others++)
-      await call(
-        'POST',
-        '/event_subscription',
-        { name: `other ${others}`, event_type: 'svc.submission.deleted' },
-        admin,
-      );
-  };
-  await call(
-    'POST',
-    '/user',
-    { email: 'respondent@example.test', password: PASSWORD, role_keys: ['responder'] },
-    admin,
-  );
-  const token = await login('respondent@example.test', PASSWORD);
-  return {
-    request: {
-      headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
-      body: JSON.stringify({ questionnaire_id: q.id, answers: ANSWERS }),
-    },
-    putGraph,
-    otherSubscriptions,
-  };
 }
 
 /**
@@ -419,7 +184,6 @@ const range = (xs: number[], digits = 0) =>
 const rx = receiver();
 const receiverUrl = await rx.listen();
 const top = await ceiling(receiverUrl);
-const SUBMIT = '/api/v1/questionnaire_submission';
 
 /** Submits `amount` more (at concurrency 50 unless told) and waits for their executions. */
 async function preload(
@@ -440,7 +204,7 @@ async function preload(
  * another event type (1, 10, 100: they are never routed this event), then COMPUTE nodes in the chain.
  */
 async function costModel(kind: string) {
-  const svc = await startSvc(kind);
+  const svc = await startSvc(kind, { requestOnly: REQUEST_ONLY });
   try {
     const setup = await setUp(svc.url, receiverUrl);
     const pids = svc.processes.map((p) => p.pid as number);
@@ -515,7 +279,7 @@ async function instructions(n: number) {
   console.log('|---|---|---|---|---|');
   try {
     for (const kind of values.store.split(',')) {
-      const svc = await startSvc(kind, underCallgrind(dir));
+      const svc = await startSvc(kind, { wrap: underCallgrind(dir) });
       try {
         const { request } = await setUp(svc.url, receiverUrl);
         const pids = svc.processes.map((p) => p.pid as number);
@@ -558,7 +322,7 @@ async function instructions(n: number) {
 async function storage(n: number) {
   console.log(`pipeline storage: bytes stored per execution over ${n} executions\n`);
   for (const kind of values.store.split(',')) {
-    const svc = await startSvc(kind);
+    const svc = await startSvc(kind, { requestOnly: REQUEST_ONLY });
     try {
       const { request } = await setUp(svc.url, receiverUrl);
       await preload(`${svc.url}${SUBMIT}`, request, 200);
@@ -615,7 +379,7 @@ console.log(
 );
 console.log('|---|---|---|---|---|---|---|---|---|---|---|');
 for (const kind of values.store.split(',')) {
-  const svc = await startSvc(kind);
+  const svc = await startSvc(kind, { requestOnly: REQUEST_ONLY });
   const onPostgres = !kind.startsWith('sqlite') && kind !== 'split-sqlite';
   try {
     const { request } = await setUp(svc.url, receiverUrl);

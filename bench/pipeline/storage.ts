@@ -9,9 +9,10 @@ import pg from 'pg';
 /** Bytes per table, its indexes included; `file` is the whole database (SQLite: the file's pages). */
 export type Sizes = Map<string, number>;
 
-export async function storeSizes(databaseUrl: string): Promise<Sizes> {
+/** `vacuum`: on PostgreSQL, VACUUM first (what autovacuum would have reclaimed by now is counted free). */
+export async function storeSizes(databaseUrl: string, { vacuum = true } = {}): Promise<Sizes> {
   if (databaseUrl.startsWith('sqlite:')) return sqliteSizes(databaseUrl.slice('sqlite:'.length));
-  return postgresSizes(databaseUrl);
+  return postgresSizes(databaseUrl, vacuum);
 }
 
 function sqliteSizes(path: string): Sizes {
@@ -35,12 +36,11 @@ function sqliteSizes(path: string): Sizes {
   }
 }
 
-async function postgresSizes(url: string): Promise<Sizes> {
+async function postgresSizes(url: string, vacuum: boolean): Promise<Sizes> {
   const client = new pg.Client({ connectionString: url });
   await client.connect();
   try {
-    // Statistics first, so the sizes count what autovacuum would have reclaimed by now.
-    await client.query('vacuum');
+    if (vacuum) await client.query('vacuum');
     const { rows } = await client.query<{ tbl: string; bytes: string }>(
       `select c.relname as tbl, pg_total_relation_size(c.oid) as bytes
          from pg_class c join pg_namespace n on n.oid = c.relnamespace

@@ -16,14 +16,15 @@ export async function pruneTasks(store: Store, seconds: number, now: Date, limit
   let removed = 0;
   for (const status of FINISHED) {
     removed += await store.transaction(async (tx) => {
-      // The claim index (status, next_attempt_at): a task's last attempt was due before it finished,
-      // so every task finished before the cutoff lies in this range.
+      // The creation index, oldest first: a task finished before the cutoff was created before it,
+      // and what is passed over (a task still retrying, one that finished late) is rare.
       let q = tx.db
         .selectFrom('event_delivery_task')
         .select('id')
+        .where('created_at', '<', cutoff)
         .where('status', '=', status)
-        .where('next_attempt_at', '<', cutoff)
         .where('updated_at', '<', cutoff)
+        .orderBy('created_at')
         .limit(limit - removed);
       // A FAILED task being retried by hand at this moment is locked: skipped, as another pruner's rows are.
       if (tx.dialect === 'postgres') q = q.forUpdate().skipLocked();

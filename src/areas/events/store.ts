@@ -320,10 +320,18 @@ export function toTask(row: TaskRow): EventDeliveryTask {
 
 /** Tasks not yet settled (PENDING or IN_PROGRESS), and when the oldest of them was written. */
 export async function backlog(db: Db): Promise<{ tasks: number; oldestCreatedAt: string | null }> {
-  const row = await db
-    .selectFrom(TABLE)
-    .select((eb) => [eb.fn.countAll<number | string>().as('tasks'), eb.fn.min('created_at').as('oldest')])
-    .where('status', 'in', ['PENDING', 'IN_PROGRESS'])
-    .executeTakeFirst();
-  return { tasks: Number(row?.tasks ?? 0), oldestCreatedAt: (row?.oldest as string | null) ?? null };
+  // One status at a time: each is read through its own partial index (migration 0018).
+  let tasks = 0;
+  let oldest: string | null = null;
+  for (const status of ['PENDING', 'IN_PROGRESS'] as const) {
+    const row = await db
+      .selectFrom(TABLE)
+      .select((eb) => [eb.fn.countAll<number | string>().as('tasks'), eb.fn.min('created_at').as('oldest')])
+      .where('status', '=', status)
+      .executeTakeFirst();
+    tasks += Number(row?.tasks ?? 0);
+    const first = (row?.oldest as string | null) ?? null;
+    if (first !== null && (oldest === null || first < oldest)) oldest = first;
+  }
+  return { tasks, oldestCreatedAt: oldest };
 }

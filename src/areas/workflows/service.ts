@@ -29,7 +29,7 @@ import {
 export interface WorkflowServiceDeps {
   store: Store;
   clock: Clock;
-  subscriptions: Pick<GraphSource, 'getActive'> & RetentionSettingsSource;
+  subscriptions: Pick<GraphSource, 'getActive' | 'graphVersion'> & RetentionSettingsSource;
   /** The engine's plan cache (one compiled plan per graph version). */
   planOf: (subscriptionId: string, version: number) => Promise<Plan>;
   /** The publisher's enricher: a simulated event is enriched as a published one is. */
@@ -141,6 +141,18 @@ export function createWorkflowService(deps: WorkflowServiceDeps): WorkflowServic
     return context;
   }
 
+  /**
+   * A graph version's nodes, for the inputs it holds (withGraphInputs); none when it cannot be read
+   * (a run of a damaged graph is still answered, those inputs null).
+   */
+  async function graphNodes(subscriptionId: string, version: number) {
+    try {
+      return (await deps.subscriptions.graphVersion(subscriptionId, version)).nodes;
+    } catch {
+      return [];
+    }
+  }
+
   function evaluate(expression: unknown, data: unknown): unknown {
     const problem = expressionProblem(expression);
     if (problem) {
@@ -157,7 +169,23 @@ export function createWorkflowService(deps: WorkflowServiceDeps): WorkflowServic
   }
 
   return {
-    exportRuns: (filter) => exportRuns(deps.store.db, filter),
+    async *exportRuns(filter) {
+      // Graph versions are immutable: each read once per export.
+      const graphs = new Map<string, ReturnType<typeof graphNodes>>();
+      for await (const run of exportRuns(deps.store.db, filter)) {
+        if (!runs.needsGraphInputs(run.nodes)) {
+          yield run;
+          continue;
+        }
+        const key = `${run.event_subscription_id}/${run.graph_version}`;
+        let graph = graphs.get(key);
+        if (!graph) {
+          graph = graphNodes(run.event_subscription_id, run.graph_version);
+          graphs.set(key, graph);
+        }
+        yield { ...run, nodes: runs.withGraphInputs(run.nodes, await graph) };
+      }
+    },
 
     pruner: (defaults) => ({
       kind: 'runs',
@@ -180,8 +208,11 @@ export function createWorkflowService(deps: WorkflowServiceDeps): WorkflowServic
     },
 
     async nodes(id: string) {
-      await runOrThrow(id);
-      return { nodes: (await runs.nodesOfRun(deps.store.db, id)).map(toRunNode) };
+      const run = await runOrThrow(id);
+      const nodes = (await runs.nodesOfRun(deps.store.db, id)).map(toRunNode);
+      if (!runs.needsGraphInputs(nodes)) return { nodes };
+      const graph = await graphNodes(run.event_subscription_id, run.graph_version);
+      return { nodes: runs.withGraphInputs(nodes, graph) };
     },
 
     async context(id: string, nodeKey: string) {

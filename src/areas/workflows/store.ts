@@ -92,7 +92,9 @@ export function nodeRow(runId: string, s: NodeState, at: string): WorkflowRunNod
     node_type: s.type,
     position: s.position,
     status: s.status,
-    input: json(s.input),
+    // A COMPUTE node's input is its `logic`, which the immutable graph version holds: not stored
+    // again per run (withGraphInputs puts it back in the answer).
+    input: s.type === 'COMPUTE' ? null : json(s.input),
     output: json(s.output),
     error: s.error,
     skip_reason: json(s.skip_reason),
@@ -355,3 +357,23 @@ export async function listRuns(db: Db, page: Page, f: RunFilters): Promise<ListR
   });
   return paginate(whereTimeRanges(q, f, ['started_at', 'completed_at']), page, toRun);
 }
+
+/**
+ * The answer's `input` of the nodes whose input the graph version holds (COMPUTE: `{logic}`), for
+ * nodes that started; `graphNodes` is the run's graph version.
+ */
+export function withGraphInputs(
+  nodes: WorkflowRunNode[],
+  graphNodes: ReadonlyArray<{ id: string; config: Record<string, unknown> | null }>,
+): WorkflowRunNode[] {
+  const config = new Map(graphNodes.map((n) => [n.id, n.config]));
+  return nodes.map((n) =>
+    n.node_type === 'COMPUTE' && n.input === null && n.started_at !== null
+      ? { ...n, input: { logic: config.get(n.node_id)?.logic ?? null } }
+      : n,
+  );
+}
+
+/** Whether any node needs its graph version to be answered (withGraphInputs). */
+export const needsGraphInputs = (nodes: readonly WorkflowRunNode[]): boolean =>
+  nodes.some((n) => n.node_type === 'COMPUTE' && n.input === null && n.started_at !== null);

@@ -34,7 +34,10 @@ const RETAINED = [
   'webhook_delivery_attempt',
   'webhook_event',
 ];
+/** Every 5 s: at a 60 s period, what is kept varies by a twelfth between passes. */
+const PRUNE_INTERVAL_MS = '5000';
 const RETENTION_60S = {
+  SVC_PRUNE_INTERVAL_MS: PRUNE_INTERVAL_MS,
   SVC_RETENTION_COMPLETED_RUNS_SECONDS: '60',
   SVC_RETENTION_FAILED_RUNS_SECONDS: '60',
   SVC_RETENTION_DELIVERIES_SECONDS: '60',
@@ -55,12 +58,12 @@ const receiverUrl = await rx.listen();
 interface Window {
   execs: number;
   p99: number;
-  retained: number;
-  file: number;
+  /** Read at the end of each minute only (dbstat reads every page of the file). */
+  sizes?: { retained: number; file: number; submissions: number };
 }
 
-/** `MINUTES` of load in WINDOW_S windows: executions/s, p99, and the store's sizes after each. */
-async function soak(kind: string, env: Record<string, string>): Promise<Window[]> {
+/** `MINUTES` of load in WINDOW_S windows: executions/s, p99, and (`measure`) the store's sizes each minute. */
+async function soak(kind: string, env: Record<string, string>, measure: boolean): Promise<Window[]> {
   const svc = await startSvc(kind, { env });
   try {
     const { request } = await setUp(svc.url, receiverUrl);
@@ -76,13 +79,16 @@ async function soak(kind: string, env: Record<string, string>): Promise<Window[]
         ...request,
       });
       const seconds = (Date.now() - started) / 1000;
-      const sizes = await storeSizes(svc.databaseUrl, { vacuum: false });
-      windows.push({
-        execs: (rx.counts().valid - before) / seconds,
-        p99: result.latency.p99,
-        retained: RETAINED.reduce((sum, t) => sum + (sizes.get(t) ?? 0), 0),
-        file: sizes.get('file') ?? 0,
-      });
+      const window: Window = { execs: (rx.counts().valid - before) / seconds, p99: result.latency.p99 };
+      if (measure && (w + 1) % (60 / WINDOW_S) === 0) {
+        const sizes = await storeSizes(svc.databaseUrl, { vacuum: false });
+        window.sizes = {
+          retained: RETAINED.reduce((sum, t) => sum + (sizes.get(t) ?? 0), 0),
+          file: sizes.get('file') ?? 0,
+          submissions: sizes.get('questionnaire_submission') ?? 0,
+        };
+      }
+      windows.push(window);
     }
     return windows;
   } finally {
@@ -121,9 +127,20 @@ async function pruneRate(kind: string, runs: number) {
           .split('\n')
           .find((l) => l.includes('"prune pass"'));
         if (line) {
-          const pass = JSON.parse(line) as { removed: Record<string, number>; ms: number };
+          const pass = JSON.parse(line) as {
+            removed: Record<string, number>;
+            ms: number;
+            freed_pages: number;
+            vacuum_ms: number;
+          };
           const rows = Object.values(pass.removed).reduce((a, b) => a + b, 0);
-          return { rows, ms: pass.ms, runs: pass.removed.workflow_run ?? 0 };
+          return {
+            rows,
+            ms: pass.ms,
+            runs: pass.removed.workflow_run ?? 0,
+            pages: pass.freed_pages,
+            vacuumMs: pass.vacuum_ms,
+          };
         }
         await new Promise((r) => setTimeout(r, 100));
       }
@@ -136,13 +153,19 @@ async function pruneRate(kind: string, runs: number) {
 }
 
 console.log(
-  `retention: ${MINUTES} min at concurrency ${CONNECTIONS}, ${WINDOW_S} s windows, every retention 60 s, next to the same run keeping everything\n`,
+  `retention: ${MINUTES} min at concurrency ${CONNECTIONS}, ${WINDOW_S} s windows, every retention 60 s pruned every ${PRUNE_INTERVAL_MS} ms, next to the same run keeping everything\n`,
 );
 for (const kind of values.store.split(',')) {
-  const pruned = await soak(kind, RETENTION_60S);
-  const kept = await soak(kind, KEEP_ALL);
+  if (MINUTES === 0) {
+    const rate = await pruneRate(kind, Number(values['prune-runs']));
+    console.log(`${kind}: ${JSON.stringify(rate)}`);
+    continue;
+  }
+  const pruned = await soak(kind, RETENTION_60S, true);
+  const kept = await soak(kind, KEEP_ALL, false);
   const fromMinute2 = (ws: Window[]) => ws.slice((2 * 60) / WINDOW_S);
-  const level = fromMinute2(pruned).map((w) => w.retained);
+  const minutes = pruned.filter((w) => w.sizes).map((w) => w.sizes as NonNullable<Window['sizes']>);
+  const level = minutes.slice(1).map((s) => s.retained);
   const mid = median(level);
   const spread = level.map((b) => (100 * (b - mid)) / mid);
   const execs = median(fromMinute2(pruned).map((w) => w.execs));
@@ -151,23 +174,23 @@ for (const kind of values.store.split(',')) {
   const keptP99 = median(kept.map((w) => w.p99));
   console.log(`## ${kind}\n`);
   console.log(
-    '| minute | retained tables MiB (pruned) | whole store MiB (pruned) | retained tables MiB (kept) |',
+    '| minute | retained tables MiB | submissions MiB | whole store MiB | store less submissions MiB |',
   );
-  console.log('|---|---|---|---|');
-  const perMinute = 60 / WINDOW_S;
-  for (let m = 1; m <= MINUTES; m++) {
-    const i = m * perMinute - 1;
-    console.log(`| ${m} | ${mib(pruned[i].retained)} | ${mib(pruned[i].file)} | ${mib(kept[i].retained)} |`);
-  }
+  console.log('|---|---|---|---|---|');
+  for (const [i, s] of minutes.entries())
+    console.log(
+      `| ${i + 1} | ${mib(s.retained)} | ${mib(s.submissions)} | ${mib(s.file)} | ${mib(s.file - s.submissions)} |`,
+    );
+
   console.log(
-    `\nfrom minute 2: retained tables **${mib(mid)} MiB**, ${Math.min(...spread).toFixed(1)}% to +${Math.max(...spread).toFixed(1)}% of it; ` +
-      `exec/s **${execs.toFixed(0)}** pruned vs ${keptExecs.toFixed(0)} kept (**${((100 * execs) / keptExecs).toFixed(1)}%**); ` +
-      `p99 **${p99} ms** vs ${keptP99} ms (**${(p99 / Math.max(1, keptP99)).toFixed(2)}×**)`,
+    `\nfrom minute 2: retained tables **${mib(mid)} MiB**, ${Math.min(...spread).toFixed(1)}% to +${Math.max(...spread).toFixed(1)}% of it ` +
+      `(the submissions, the user's own data, grow on); exec/s **${execs.toFixed(0)}** pruned vs ${keptExecs.toFixed(0)} kept ` +
+      `(**${((100 * execs) / keptExecs).toFixed(1)}%**); p99 **${p99} ms** vs ${keptP99} ms (**${(p99 / Math.max(1, keptP99)).toFixed(2)}×**)`,
   );
   const rate = await pruneRate(kind, Number(values['prune-runs']));
   console.log(
     `prune rate: one pass removed ${rate.rows.toLocaleString('en')} rows (${rate.runs.toLocaleString('en')} runs) in ${rate.ms} ms: ` +
-      `**${Math.round((1000 * rate.rows) / rate.ms).toLocaleString('en')} rows/s**\n`,
+      `**${Math.round((1000 * rate.rows) / rate.ms).toLocaleString('en')} rows/s**; then ${rate.pages.toLocaleString('en')} free pages given back in ${rate.vacuumMs} ms\n`,
   );
 }
 rx.server.close();

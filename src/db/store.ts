@@ -234,7 +234,7 @@ function withStatementCache(
       countStatement(activity, sqlText);
       let stmt = cache.get(sqlText);
       if (!stmt) {
-        stmt = conn.prepare(sqlText);
+        stmt = INCREMENTAL_VACUUM.test(sqlText) ? steppedToTheEnd(conn, sqlText) : conn.prepare(sqlText);
         if (wrap) stmt = wrap(stmt, sqlText);
         if (cache.size >= size) cache.delete(cache.keys().next().value as string);
         cache.set(sqlText, stmt);
@@ -242,6 +242,24 @@ function withStatementCache(
       return stmt;
     },
   };
+}
+
+const INCREMENTAL_VACUUM = /^\s*pragma\s+incremental_vacuum\b/i;
+
+/**
+ * `PRAGMA incremental_vacuum(N)` frees one page per step, and Kysely runs a statement that answers
+ * no rows with a single step (`run`): through it the pragma would free one page. This one runs the
+ * pragma to its end (`exec`), so the prune job's call frees the N pages it asks for.
+ */
+function steppedToTheEnd(conn: SQLite.Database, sqlText: string): SQLite.Statement {
+  return {
+    reader: false,
+    readonly: false,
+    run: () => {
+      conn.exec(sqlText);
+      return { changes: 0, lastInsertRowid: 0 };
+    },
+  } as unknown as SQLite.Statement;
 }
 
 /** How long opening a PostgreSQL connection may take before the attempt counts as the store being down. */

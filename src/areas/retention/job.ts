@@ -81,10 +81,14 @@ export function createPruneJob(deps: PruneJobDeps): Job {
       if (!(await lease(leaseMs))) return false;
       const started = Date.now();
       const removed = await prunePass();
+      const pruned = Date.now();
       const freedPages = store.dialect === 'sqlite' ? await returnFreePages(store) : 0;
       // Held until the next pass is due, so other workers' timers do not start one in between.
       await lease(deps.intervalMs);
-      log.info({ removed, freed_pages: freedPages, ms: Date.now() - started }, 'prune pass');
+      log.info(
+        { removed, ms: pruned - started, freed_pages: freedPages, vacuum_ms: Date.now() - pruned },
+        'prune pass',
+      );
       return false;
     },
   };
@@ -99,12 +103,15 @@ async function returnFreePages(store: Store): Promise<number> {
   const mode = await sql<{ auto_vacuum: number }>`pragma auto_vacuum`.execute(store.db);
   if (mode.rows[0]?.auto_vacuum !== 2) return 0;
   let freed = 0;
+  let lastFree = Number.POSITIVE_INFINITY;
   for (;;) {
     const pages = (await sql<{ page_count: number }>`pragma page_count`.execute(store.db)).rows[0].page_count;
     const free = (await sql<{ freelist_count: number }>`pragma freelist_count`.execute(store.db)).rows[0]
       .freelist_count;
     const surplus = free - Math.floor(pages / 4);
-    if (surplus <= 0) return freed;
+    // Nothing more to give back, or the last step gave nothing (never loop on a pragma that does nothing).
+    if (surplus <= 0 || (freed > 0 && free >= lastFree)) return freed;
+    lastFree = free;
     const step = Math.min(surplus, VACUUM_STEP_PAGES);
     await store.write((db) => sql`pragma incremental_vacuum(${sql.raw(String(step))})`.execute(db));
     freed += step;

@@ -14,7 +14,7 @@ import {
   sqliteFileUrl,
   type TestDatabase,
 } from '../helpers/store.js';
-import { type Api, api, job, settle, workflow } from '../workflows/helpers.js';
+import { type Api, api, job, publishMany, workflow } from '../workflows/helpers.js';
 
 const CYCLES = 10;
 const PER_CYCLE = 600;
@@ -73,18 +73,7 @@ describe(`the store stays level under a steady load with retention (${dialectNam
     });
     const sizes: number[] = [];
     for (let cycle = 0; cycle < CYCLES; cycle++) {
-      await t.ctx.store.transaction(async (tx) => {
-        for (let j = 0; j < PER_CYCLE; j++) {
-          const id = `${cycle}-${j}`;
-          await t.ctx.services.events.publish(tx, {
-            type: 'svc.user.created',
-            source: '/api/v1/user',
-            subject: id,
-            data: { user_id: id, email: `u${j}@example.test` },
-          });
-        }
-      });
-      await settle(t);
+      await publishMany(t, PER_CYCLE, PER_CYCLE, `${cycle}-`);
       clock.advance(1_000);
       await job(t, 'prune').run();
       sizes.push(await size());

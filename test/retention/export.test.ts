@@ -3,7 +3,7 @@ import { runCli, spawnCli } from '../helpers/cli.js';
 import { type SharedStore, startSharedStore } from '../helpers/shared-store.js';
 import { dialectName } from '../helpers/store.js';
 import { type Receiver, receiver } from '../webhooks/helpers.js';
-import { type Api, api, type Json, settle, workflow } from '../workflows/helpers.js';
+import { type Api, api, type Json, publishMany, workflow } from '../workflows/helpers.js';
 
 const RUNS = 2_000;
 /** Each run's node holds this much text twice (its input and its output). */
@@ -45,20 +45,7 @@ describe(`svc export writes what the API answers, in constant memory (${dialectN
       })
     ).id;
     small = (await workflow(a, { nodes: [{ key: 'one', type: 'COMPUTE', config: { logic: 1 } }] })).id;
-    for (let i = 0; i < RUNS; i += 250) {
-      await shared.t.ctx.store.transaction(async (tx) => {
-        for (let j = 0; j < 250; j++) {
-          const id = `${i + j}`.padStart(8, '0');
-          await shared.t.ctx.services.events.publish(tx, {
-            type: 'svc.user.created',
-            source: '/api/v1/user',
-            subject: id,
-            data: { user_id: id, email: `u${id}@example.test` },
-          });
-        }
-      });
-      await settle(shared.t);
-    }
+    await publishMany(shared.t, RUNS);
     // A few deliveries sent, so they have attempts.
     await shared.t.ctx.services.webhookEngine.deliverDue();
   }, 300_000);

@@ -2,7 +2,7 @@ import type { ChildProcess } from 'node:child_process';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type SharedStore, startSharedStore } from '../helpers/shared-store.js';
 import { dialectName } from '../helpers/store.js';
-import { type Api, api, settle, workflow } from '../workflows/helpers.js';
+import { type Api, api, publishMany, workflow } from '../workflows/helpers.js';
 
 const RUNS = 4_000;
 
@@ -75,20 +75,7 @@ describe(`pruning survives kill -9 and shares out across workers (${dialectName}
       await workflow(a, { nodes: [{ key: 'c', type: 'COMPUTE', config: { logic: { '+': [1, 2] } } }] })
     ).id;
     // RUNS finished runs of one node each, made by the real outbox and engine of the test's app.
-    for (let i = 0; i < RUNS; i += 200) {
-      await shared.t.ctx.store.transaction(async (tx) => {
-        for (let j = 0; j < 200; j++) {
-          const id = `${i + j}`.padStart(8, '0');
-          await shared.t.ctx.services.events.publish(tx, {
-            type: 'svc.user.created',
-            source: '/api/v1/user',
-            subject: id,
-            data: { user_id: id, email: `u${id}@example.test` },
-          });
-        }
-      });
-      await settle(shared.t);
-    }
+    await publishMany(shared.t, RUNS, 200);
     expect(await runsOfSubscription()).toBe(RUNS);
     // Older than the workers' 1-second retention.
     await new Promise((r) => setTimeout(r, 1_100));

@@ -74,6 +74,32 @@ export async function publish(t: TestApp, extra: Record<string, unknown> = {}): 
   );
 }
 
+/**
+ * Publishes `count` svc.user.created events, `perTransaction` to a transaction, and settles after
+ * each transaction: many runs made by the real outbox and engine, quickly (retention's tests).
+ */
+export async function publishMany(
+  t: TestApp,
+  count: number,
+  perTransaction = 250,
+  prefix = '',
+): Promise<void> {
+  for (let i = 0; i < count; i += perTransaction) {
+    await t.ctx.store.transaction(async (tx) => {
+      for (let j = i; j < Math.min(count, i + perTransaction); j++) {
+        const id = `${prefix}${`${j}`.padStart(8, '0')}`;
+        await t.ctx.services.events.publish(tx, {
+          type: 'svc.user.created',
+          source: '/api/v1/user',
+          subject: id,
+          data: { user_id: id, email: `u${id}@example.test` },
+        });
+      }
+    });
+    await settle(t);
+  }
+}
+
 /** A worker job of the app by name (`outbox`, `workflows`), run step by step in tests. */
 export function job(t: TestApp, name: string) {
   const j = t.ctx.services.jobs.find((x) => x.name === name);

@@ -1,5 +1,5 @@
 import type { Store } from '../../db/store.js';
-import { iso } from '../../lib/clock.js';
+import { cutoffOf } from '../retention/rules.js';
 
 /**
  * The outbox tasks retention removes (docs/reliability.md "Retention"): DONE and FAILED ones whose
@@ -12,7 +12,7 @@ const FINISHED = ['DONE', 'FAILED'] as const;
 /** Removes up to `limit` finished tasks older than `seconds` (0: none), in one transaction. */
 export async function pruneTasks(store: Store, seconds: number, now: Date, limit: number): Promise<number> {
   if (seconds === 0) return 0;
-  const cutoff = iso(new Date(now.getTime() - seconds * 1000));
+  const cutoff = cutoffOf(now, seconds);
   let removed = 0;
   for (const status of FINISHED) {
     removed += await store.transaction(async (tx) => {

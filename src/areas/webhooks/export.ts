@@ -1,3 +1,4 @@
+import { createdAfter, pagesByCreation } from '../../db/keyset.js';
 import type { Db } from '../../db/store.js';
 import { payloadsOf, toAttempt, toDelivery } from './delivery-store.js';
 import type { DeliveryDetail } from './schemas.js';
@@ -20,25 +21,17 @@ export async function* exportDeliveries(
   db: Db,
   filter: DeliveryExportFilter,
 ): AsyncGenerator<DeliveryDetail> {
-  let after: { created_at: string; id: string } | undefined;
-  for (;;) {
+  const pages = pagesByCreation((after, size) => {
     let q = db
       .selectFrom('webhook_delivery')
       .selectAll()
       .where('created_at', '>=', filter.since)
       .where('created_at', '<', filter.until);
     if (filter.webhookId) q = q.where('webhook_id', '=', filter.webhookId);
-    if (after) {
-      const { created_at, id } = after;
-      q = q.where((eb) =>
-        eb.or([
-          eb('created_at', '>', created_at),
-          eb.and([eb('created_at', '=', created_at), eb('id', '>', id)]),
-        ]),
-      );
-    }
-    const rows = await q.orderBy('created_at').orderBy('id').limit(PAGE).execute();
-    if (rows.length === 0) return;
+    if (after) q = q.where(createdAfter(after));
+    return q.orderBy('created_at').orderBy('id').limit(size).execute();
+  }, PAGE);
+  for await (const rows of pages) {
     const ids = rows.map((r) => r.id);
     const payloads = await payloadsOf(
       db,
@@ -58,8 +51,5 @@ export async function* exportDeliveries(
         ...toDelivery({ ...r, payload: payloads.get(r.event_id) ?? '{}' }),
         attempts_log: byDelivery.get(r.id) ?? [],
       };
-    const last = rows[rows.length - 1];
-    after = { created_at: last.created_at, id: last.id };
-    if (rows.length < PAGE) return;
   }
 }

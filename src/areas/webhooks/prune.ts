@@ -1,5 +1,5 @@
 import type { Store } from '../../db/store.js';
-import { iso } from '../../lib/clock.js';
+import { cutoffOf, groupsBySeconds } from '../retention/rules.js';
 
 /**
  * The deliveries retention removes (docs/reliability.md "Retention"): SUCCESS and FAILED ones whose
@@ -14,7 +14,6 @@ export interface DeliveryRetentionOf {
 }
 
 const FINISHED = ['SUCCESS', 'FAILED'] as const;
-const IDS_PER_STATEMENT = 500;
 
 export interface PrunedDeliveries {
   deliveries: number;
@@ -30,27 +29,14 @@ export async function pruneDeliveries(
   limit: number,
 ): Promise<PrunedDeliveries> {
   const removed: PrunedDeliveries = { deliveries: 0, attempts: 0, bodies: 0 };
-  const bySeconds = new Map<number, string[]>();
-  for (const r of rules) {
-    if (r.seconds === 0) continue;
-    bySeconds.set(r.seconds, [...(bySeconds.get(r.seconds) ?? []), r.webhookId]);
-  }
-  for (const [seconds, ids] of bySeconds) {
-    const cutoff = iso(new Date(now.getTime() - seconds * 1000));
-    for (let i = 0; i < ids.length; i += IDS_PER_STATEMENT) {
-      for (const status of FINISHED) {
-        const batch = await pruneBatch(
-          store,
-          ids.slice(i, i + IDS_PER_STATEMENT),
-          status,
-          cutoff,
-          limit - removed.deliveries,
-        );
-        removed.deliveries += batch.deliveries;
-        removed.attempts += batch.attempts;
-        removed.bodies += batch.bodies;
-        if (removed.deliveries >= limit) return removed;
-      }
+  for (const [seconds, ids] of groupsBySeconds(rules.map((r) => [r.webhookId, r.seconds] as const))) {
+    const cutoff = cutoffOf(now, seconds);
+    for (const status of FINISHED) {
+      const batch = await pruneBatch(store, ids, status, cutoff, limit - removed.deliveries);
+      removed.deliveries += batch.deliveries;
+      removed.attempts += batch.attempts;
+      removed.bodies += batch.bodies;
+      if (removed.deliveries >= limit) return removed;
     }
   }
   return removed;

@@ -1,3 +1,4 @@
+import { createdAfter, pagesByCreation } from '../../db/keyset.js';
 import type { Db } from '../../db/store.js';
 import { nodesOfRuns, toRun, toRunNode, type WorkflowRun, type WorkflowRunNode } from './store.js';
 
@@ -19,25 +20,17 @@ export async function* exportRuns(
   db: Db,
   filter: RunExportFilter,
 ): AsyncGenerator<WorkflowRun & { nodes: WorkflowRunNode[] }> {
-  let after: { created_at: string; id: string } | undefined;
-  for (;;) {
+  const pages = pagesByCreation((after, size) => {
     let q = db
       .selectFrom('workflow_run')
       .selectAll()
       .where('created_at', '>=', filter.since)
       .where('created_at', '<', filter.until);
     if (filter.subscriptionId) q = q.where('event_subscription_id', '=', filter.subscriptionId);
-    if (after) {
-      const { created_at, id } = after;
-      q = q.where((eb) =>
-        eb.or([
-          eb('created_at', '>', created_at),
-          eb.and([eb('created_at', '=', created_at), eb('id', '>', id)]),
-        ]),
-      );
-    }
-    const rows = await q.orderBy('created_at').orderBy('id').limit(PAGE).execute();
-    if (rows.length === 0) return;
+    if (after) q = q.where(createdAfter(after));
+    return q.orderBy('created_at').orderBy('id').limit(size).execute();
+  }, PAGE);
+  for await (const rows of pages) {
     const nodes = new Map<string, WorkflowRunNode[]>();
     for (const n of await nodesOfRuns(
       db,
@@ -51,8 +44,5 @@ export async function* exportRuns(
     const ordered = (list: WorkflowRunNode[]) =>
       list.sort((a, b) => a.created_at.localeCompare(b.created_at) || a.position - b.position);
     for (const r of rows) yield { ...toRun(r), nodes: ordered(nodes.get(r.id) ?? []) };
-    const last = rows[rows.length - 1];
-    after = { created_at: last.created_at, id: last.id };
-    if (rows.length < PAGE) return;
   }
 }

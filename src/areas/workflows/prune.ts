@@ -1,5 +1,5 @@
 import type { Store } from '../../db/store.js';
-import { iso } from '../../lib/clock.js';
+import { cutoffOf, groupsBySeconds } from '../retention/rules.js';
 import type { WorkflowRunTable } from './tables.js';
 
 /**
@@ -30,8 +30,6 @@ const KEPT_BY: Record<'completedSeconds' | 'failedSeconds', Status[]> = {
   completedSeconds: ['completed', 'skipped', 'cancelled'],
   failedSeconds: ['failed'],
 };
-/** Subscriptions per statement: well inside both dialects' limits on bound parameters. */
-const IDS_PER_STATEMENT = 500;
 
 export interface PrunedRuns {
   runs: number;
@@ -52,32 +50,16 @@ export async function pruneRuns(
 ): Promise<PrunedRuns> {
   const removed: PrunedRuns = { runs: 0, nodes: 0 };
   for (const [rule, statuses] of Object.entries(KEPT_BY) as Array<[keyof typeof KEPT_BY, Status[]]>) {
-    // Subscriptions with the same rule share a statement.
-    const bySeconds = new Map<number, string[]>();
-    for (const r of rules) {
-      if (r[rule] === 0) continue;
-      const ids = bySeconds.get(r[rule]) ?? [];
-      ids.push(r.subscriptionId);
-      bySeconds.set(r[rule], ids);
-    }
-    for (const [seconds, ids] of bySeconds) {
-      const cutoff = iso(new Date(now.getTime() - seconds * 1000));
-      for (let i = 0; i < ids.length; i += IDS_PER_STATEMENT) {
-        for (const status of statuses) {
-          // Again while it removes any: a re-run removed frees its origin for the next statement.
-          for (;;) {
-            const batch = await pruneBatch(
-              store,
-              ids.slice(i, i + IDS_PER_STATEMENT),
-              status,
-              cutoff,
-              limit - removed.runs,
-            );
-            removed.runs += batch.runs;
-            removed.nodes += batch.nodes;
-            if (removed.runs >= limit) return removed;
-            if (batch.runs === 0) break;
-          }
+    for (const [seconds, ids] of groupsBySeconds(rules.map((r) => [r.subscriptionId, r[rule]] as const))) {
+      const cutoff = cutoffOf(now, seconds);
+      for (const status of statuses) {
+        // Again while it removes any: a re-run removed frees its origin for the next statement.
+        for (;;) {
+          const batch = await pruneBatch(store, ids, status, cutoff, limit - removed.runs);
+          removed.runs += batch.runs;
+          removed.nodes += batch.nodes;
+          if (removed.runs >= limit) return removed;
+          if (batch.runs === 0) break;
         }
       }
     }

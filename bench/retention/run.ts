@@ -1,5 +1,5 @@
 /**
- * Retention under load (docs/reliability.md "Retention"; docs/performance.md "Retention"): the
+ * Retention under load (docs/reliability.md "Retention"; docs/performance.md "Storage and retention"): the
  * pipeline benchmark's scenario (bench/pipeline/harness.ts) driven for `--minutes` at full speed
  * with every retention at 60 s, next to the same run with nothing removed, in one invocation.
  * Printed per store: the retained tables' size minute by minute (level from minute 2 on: within

@@ -1,5 +1,5 @@
 import type { Store } from '../../db/store.js';
-import { cutoffOf } from '../retention/rules.js';
+import { cutoffOf, nothingRemoved, type PruneStep, type Removed, stepsThrough } from '../retention/rules.js';
 
 /**
  * The outbox tasks retention removes (docs/reliability.md "Retention"): DONE and FAILED ones whose
@@ -9,13 +9,11 @@ import { cutoffOf } from '../retention/rules.js';
 
 const FINISHED = ['DONE', 'FAILED'] as const;
 
-/** Removes up to `limit` finished tasks older than `seconds` (0: none), in one transaction. */
-export async function pruneTasks(store: Store, seconds: number, now: Date, limit: number): Promise<number> {
-  if (seconds === 0) return 0;
+/** A pass removing the finished tasks older than `seconds` at `now` (0: none), a step at a time. */
+export function taskPass(store: Store, seconds: number, now: Date): PruneStep {
   const cutoff = cutoffOf(now, seconds);
-  let removed = 0;
-  for (const status of FINISHED) {
-    removed += await store.transaction(async (tx) => {
+  return stepsThrough(seconds === 0 ? [] : FINISHED, (status, limit) =>
+    store.transaction<Removed>(async (tx) => {
       // The creation index, oldest first: a task finished before the cutoff was created before it,
       // and what is passed over (a task still retrying, one that finished late) is rare.
       let q = tx.db
@@ -25,17 +23,16 @@ export async function pruneTasks(store: Store, seconds: number, now: Date, limit
         .where('status', '=', status)
         .where('updated_at', '<', cutoff)
         .orderBy('created_at')
-        .limit(limit - removed);
+        .limit(limit);
       // A FAILED task being retried by hand at this moment is locked: skipped, as another pruner's rows are.
       if (tx.dialect === 'postgres') q = q.forUpdate().skipLocked();
       const ids = (await q.execute()).map((r) => r.id);
-      if (ids.length === 0) return 0;
+      if (ids.length === 0) return nothingRemoved();
       const result = await tx.db.deleteFrom('event_delivery_task').where('id', 'in', ids).executeTakeFirst();
-      return Number(result.numDeletedRows);
-    });
-    if (removed >= limit) break;
-  }
-  return removed;
+      const removed = Number(result.numDeletedRows);
+      return { records: removed, rows: { event_delivery_task: removed } };
+    }),
+  );
 }
 
 /** When the oldest finished task kept was created (null: none), for /metrics. */

@@ -6,7 +6,7 @@ import { type Clock, iso } from '../../lib/clock.js';
 import type { Pruner } from '../retention/job.js';
 import { type CloudEvent, validateCloudEvent } from './cloudevent.js';
 import type { EventTypeService } from './event-types.js';
-import { oldestFinishedTask, pruneTasks } from './prune.js';
+import { oldestFinishedTask, taskPass } from './prune.js';
 import type { EventPublisher } from './publish.js';
 import type { EventDeliveryTask, EventDeliveryTaskQuery } from './schemas.js';
 import { eventsBetween, findTask, listTasks, retryFailed, sourcesOf, toTask } from './store.js';
@@ -60,9 +60,7 @@ export function createEventsService(deps: {
 
     pruner: (seconds) => ({
       kind: 'outbox_tasks',
-      prune: async (now, limit) => ({
-        event_delivery_task: await pruneTasks(deps.store, seconds, now, limit),
-      }),
+      pass: async (now) => taskPass(deps.store, seconds, now),
       oldest: () => oldestFinishedTask(deps.store),
     }),
 

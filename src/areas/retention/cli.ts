@@ -92,21 +92,17 @@ export const vacuumCommand: CliCommand = {
   },
   async run(ctx, values) {
     const before = await storeBytes(ctx);
+    let mode = '';
     if (ctx.store.dialect === 'sqlite') {
       await sql`pragma auto_vacuum = INCREMENTAL`.execute(ctx.store.db);
       await sql`vacuum`.execute(ctx.store.db);
       await sql`pragma wal_checkpoint(TRUNCATE)`.execute(ctx.store.db);
+      const now = await sql<{ auto_vacuum: number }>`pragma auto_vacuum`.execute(ctx.store.db);
+      if (now.rows[0].auto_vacuum === 2) mode = ', incremental auto-vacuum on';
     } else {
       await sql.raw(values.full ? 'vacuum (full, analyze)' : 'vacuum (analyze)').execute(ctx.store.db);
     }
     const after = await storeBytes(ctx);
-    const mode =
-      ctx.store.dialect === 'sqlite'
-        ? (await sql<{ auto_vacuum: number }>`pragma auto_vacuum`.execute(ctx.store.db)).rows[0]
-            .auto_vacuum === 2
-          ? ', incremental auto-vacuum on'
-          : ''
-        : '';
     console.log(`vacuumed: ${mib(before)} before, ${mib(after)} after${mode}`);
   },
 };

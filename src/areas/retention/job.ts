@@ -6,6 +6,7 @@ import type { Job } from '../../worker/worker.js';
 import { newWorkerId } from '../../worker/worker-id.js';
 import { takeLease } from './lease-store.js';
 import type { RetentionMetrics } from './metrics.js';
+import type { PruneStep } from './rules.js';
 
 export const PRUNE_JOB = 'prune';
 /** Records per transaction: short enough that the pipeline's own writes never wait long behind one. */
@@ -20,10 +21,10 @@ export interface Pruner {
   /** The kind, as /metrics names it. */
   kind: string;
   /**
-   * Removes up to `limit` records retention no longer keeps, with what belongs to them; answers rows
-   * removed per table. The first table is the kind's own: fewer than `limit` means none is left due.
+   * Starts a pass at `now`, reading the kind's rules once: answers its step, which removes up to
+   * `limit` more records retention no longer keeps, with what belongs to them.
    */
-  prune(now: Date, limit: number): Promise<Record<string, number>>;
+  pass(now: Date): Promise<PruneStep>;
   /** When the oldest finished record of the kind still stored was created (null: none). */
   oldest(): Promise<string | null>;
 }
@@ -59,15 +60,16 @@ export function createPruneJob(deps: PruneJobDeps): Job {
   async function prunePass(): Promise<Record<string, number>> {
     const removed: Record<string, number> = {};
     for (const pruner of deps.pruners) {
+      const step = await pruner.pass(clock.now());
       for (;;) {
         // Renewed every batch: while this pass runs, nobody else starts one.
         if (!(await lease(leaseMs))) return removed;
-        const batch = await pruner.prune(clock.now(), PRUNE_BATCH);
-        for (const [table, rows] of Object.entries(batch)) {
+        const batch = await step(PRUNE_BATCH);
+        for (const [table, rows] of Object.entries(batch.rows)) {
           removed[table] = (removed[table] ?? 0) + rows;
           deps.metrics.removed(table, rows);
         }
-        if ((Object.values(batch)[0] ?? 0) < PRUNE_BATCH) break;
+        if (batch.records < PRUNE_BATCH) break;
         await pause(BETWEEN_BATCHES_MS);
       }
     }

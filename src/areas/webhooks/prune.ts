@@ -1,5 +1,12 @@
 import type { Store } from '../../db/store.js';
-import { cutoffOf, groupsBySeconds } from '../retention/rules.js';
+import {
+  cutoffOf,
+  groupsBySeconds,
+  nothingRemoved,
+  type PruneStep,
+  type Removed,
+  stepsThrough,
+} from '../retention/rules.js';
 
 /**
  * The deliveries retention removes (docs/reliability.md "Retention"): SUCCESS and FAILED ones whose
@@ -15,31 +22,12 @@ export interface DeliveryRetentionOf {
 
 const FINISHED = ['SUCCESS', 'FAILED'] as const;
 
-export interface PrunedDeliveries {
-  deliveries: number;
-  attempts: number;
-  bodies: number;
-}
-
-/** Removes up to `limit` finished deliveries that retention no longer keeps, in one transaction each batch. */
-export async function pruneDeliveries(
-  store: Store,
-  rules: DeliveryRetentionOf[],
-  now: Date,
-  limit: number,
-): Promise<PrunedDeliveries> {
-  const removed: PrunedDeliveries = { deliveries: 0, attempts: 0, bodies: 0 };
-  for (const [seconds, ids] of groupsBySeconds(rules.map((r) => [r.webhookId, r.seconds] as const))) {
-    const cutoff = cutoffOf(now, seconds);
-    for (const status of FINISHED) {
-      const batch = await pruneBatch(store, ids, status, cutoff, limit - removed.deliveries);
-      removed.deliveries += batch.deliveries;
-      removed.attempts += batch.attempts;
-      removed.bodies += batch.bodies;
-      if (removed.deliveries >= limit) return removed;
-    }
-  }
-  return removed;
+/** A pass removing the finished deliveries retention no longer keeps at `now`, a step at a time. */
+export function deliveryPass(store: Store, rules: DeliveryRetentionOf[], now: Date): PruneStep {
+  const statements: Array<{ ids: string[]; status: (typeof FINISHED)[number]; cutoff: string }> = [];
+  for (const [seconds, ids] of groupsBySeconds(rules.map((r) => [r.webhookId, r.seconds] as const)))
+    for (const status of FINISHED) statements.push({ ids, status, cutoff: cutoffOf(now, seconds) });
+  return stepsThrough(statements, (s, limit) => pruneBatch(store, s.ids, s.status, s.cutoff, limit));
 }
 
 async function pruneBatch(
@@ -48,8 +36,8 @@ async function pruneBatch(
   status: (typeof FINISHED)[number],
   cutoff: string,
   limit: number,
-): Promise<PrunedDeliveries> {
-  return store.transaction(async (tx) => {
+): Promise<Removed> {
+  return store.transaction<Removed>(async (tx) => {
     let q = tx.db
       .selectFrom('webhook_delivery')
       .select(['id', 'event_id'])
@@ -60,7 +48,7 @@ async function pruneBatch(
     // Locked rows (a manual retry in flight) are skipped, and two workers never take the same rows.
     if (tx.dialect === 'postgres') q = q.forUpdate().skipLocked();
     const rows = await q.execute();
-    if (rows.length === 0) return { deliveries: 0, attempts: 0, bodies: 0 };
+    if (rows.length === 0) return nothingRemoved();
     const ids = rows.map((r) => r.id);
     const attempts = await tx.db
       .deleteFrom('webhook_delivery_attempt')
@@ -82,10 +70,14 @@ async function pruneBatch(
         ),
       )
       .executeTakeFirst();
+    const removed = Number(deliveries.numDeletedRows);
     return {
-      deliveries: Number(deliveries.numDeletedRows),
-      attempts: Number(attempts.numDeletedRows),
-      bodies: Number(bodies.numDeletedRows),
+      records: removed,
+      rows: {
+        webhook_delivery: removed,
+        webhook_delivery_attempt: Number(attempts.numDeletedRows),
+        webhook_event: Number(bodies.numDeletedRows),
+      },
     };
   });
 }

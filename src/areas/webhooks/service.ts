@@ -15,7 +15,7 @@ import type { VaultService } from '../vault/service.js';
 import type { DeliveryFilters } from './delivery-store.js';
 import * as deliveries from './delivery-store.js';
 import { type DeliveryExportFilter, exportDeliveries } from './export.js';
-import { oldestFinishedDelivery, pruneDeliveries } from './prune.js';
+import { deliveryPass, oldestFinishedDelivery } from './prune.js';
 import type {
   CreateWebhook,
   Delivery,
@@ -183,17 +183,12 @@ export function createWebhookService(deps: WebhookDeps): WebhookService {
 
     pruner: (defaultSeconds) => ({
       kind: 'deliveries',
-      async prune(now, limit) {
+      async pass(now) {
         const rules = (await hooks.retentionSettings(store.db)).map((w) => ({
           webhookId: w.id,
           seconds: w.retention_deliveries_seconds ?? defaultSeconds,
         }));
-        const removed = await pruneDeliveries(store, rules, now, limit);
-        return {
-          webhook_delivery: removed.deliveries,
-          webhook_delivery_attempt: removed.attempts,
-          webhook_event: removed.bodies,
-        };
+        return deliveryPass(store, rules, now);
       },
       oldest: () => oldestFinishedDelivery(store),
     }),

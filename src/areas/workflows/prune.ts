@@ -1,5 +1,12 @@
 import type { Store } from '../../db/store.js';
-import { cutoffOf, groupsBySeconds } from '../retention/rules.js';
+import {
+  cutoffOf,
+  groupsBySeconds,
+  nothingRemoved,
+  type PruneStep,
+  type Removed,
+  stepsThrough,
+} from '../retention/rules.js';
 import type { WorkflowRunTable } from './tables.js';
 
 /**
@@ -31,40 +38,18 @@ const KEPT_BY: Record<'completedSeconds' | 'failedSeconds', Status[]> = {
   failedSeconds: ['failed'],
 };
 
-export interface PrunedRuns {
-  runs: number;
-  nodes: number;
-}
-
 /**
- * Removes up to `limit` runs that retention no longer keeps, with their nodes, in one transaction;
- * answers what it removed (fewer than `limit` runs: nothing more is due now). A re-run's origin
- * stays while the re-run does. On PostgreSQL the rows are locked and others' locks skipped, so two
- * workers never remove the same run and a run being retried at that moment is left alone.
+ * A pass removing the runs retention no longer keeps at `now`, with their nodes, a step at a time,
+ * each batch one transaction. A re-run's origin stays while the re-run does. On PostgreSQL the rows
+ * are locked and others' locks skipped, so two workers never remove the same run and a run being
+ * retried at that moment is left alone.
  */
-export async function pruneRuns(
-  store: Store,
-  rules: RunRetentionOf[],
-  now: Date,
-  limit: number,
-): Promise<PrunedRuns> {
-  const removed: PrunedRuns = { runs: 0, nodes: 0 };
-  for (const [rule, statuses] of Object.entries(KEPT_BY) as Array<[keyof typeof KEPT_BY, Status[]]>) {
-    for (const [seconds, ids] of groupsBySeconds(rules.map((r) => [r.subscriptionId, r[rule]] as const))) {
-      const cutoff = cutoffOf(now, seconds);
-      for (const status of statuses) {
-        // Again while it removes any: a re-run removed frees its origin for the next statement.
-        for (;;) {
-          const batch = await pruneBatch(store, ids, status, cutoff, limit - removed.runs);
-          removed.runs += batch.runs;
-          removed.nodes += batch.nodes;
-          if (removed.runs >= limit) return removed;
-          if (batch.runs === 0) break;
-        }
-      }
-    }
-  }
-  return removed;
+export function runPass(store: Store, rules: RunRetentionOf[], now: Date): PruneStep {
+  const statements: Array<{ ids: string[]; status: Status; cutoff: string }> = [];
+  for (const [rule, statuses] of Object.entries(KEPT_BY) as Array<[keyof typeof KEPT_BY, Status[]]>)
+    for (const [seconds, ids] of groupsBySeconds(rules.map((r) => [r.subscriptionId, r[rule]] as const)))
+      for (const status of statuses) statements.push({ ids, status, cutoff: cutoffOf(now, seconds) });
+  return stepsThrough(statements, (s, limit) => pruneBatch(store, s.ids, s.status, s.cutoff, limit));
 }
 
 async function pruneBatch(
@@ -73,8 +58,8 @@ async function pruneBatch(
   status: Status,
   cutoff: string,
   limit: number,
-): Promise<PrunedRuns> {
-  return store.transaction(async (tx) => {
+): Promise<Removed> {
+  return store.transaction<Removed>(async (tx) => {
     let q = tx.db
       .selectFrom('workflow_run as r')
       .select('r.id')
@@ -91,14 +76,18 @@ async function pruneBatch(
       .limit(limit);
     if (tx.dialect === 'postgres') q = q.forUpdate().skipLocked();
     const ids = (await q.execute()).map((r) => r.id);
-    if (ids.length === 0) return { runs: 0, nodes: 0 };
+    if (ids.length === 0) return nothingRemoved();
     // Nodes first: they reference their run.
     const nodes = await tx.db
       .deleteFrom('workflow_run_node')
       .where('workflow_run_id', 'in', ids)
       .executeTakeFirst();
     const runs = await tx.db.deleteFrom('workflow_run').where('id', 'in', ids).executeTakeFirst();
-    return { runs: Number(runs.numDeletedRows), nodes: Number(nodes.numDeletedRows) };
+    const removed = Number(runs.numDeletedRows);
+    return {
+      records: removed,
+      rows: { workflow_run: removed, workflow_run_node: Number(nodes.numDeletedRows) },
+    };
   });
 }
 

@@ -13,7 +13,7 @@ import { CompiledCache, describeThrown, expressionProblem } from './jsonlogic.js
 import { RunMachine } from './machine.js';
 import { availablePaths } from './paths.js';
 import type { Plan } from './plan.js';
-import { oldestFinishedRun, pruneRuns, type RetentionSettingsSource } from './prune.js';
+import { oldestFinishedRun, type RetentionSettingsSource, runPass } from './prune.js';
 import { routingOf } from './routing.js';
 import { type ExpressionContext, eventContext, type NodeState, type RunStatus } from './run-state.js';
 import * as runs from './store.js';
@@ -189,14 +189,13 @@ export function createWorkflowService(deps: WorkflowServiceDeps): WorkflowServic
 
     pruner: (defaults) => ({
       kind: 'runs',
-      async prune(now, limit) {
+      async pass(now) {
         const rules = (await deps.subscriptions.retentionSettings()).map((s) => ({
           subscriptionId: s.id,
           completedSeconds: s.retention.completed_runs_seconds ?? defaults.completedRunsSeconds,
           failedSeconds: s.retention.failed_runs_seconds ?? defaults.failedRunsSeconds,
         }));
-        const removed = await pruneRuns(deps.store, rules, now, limit);
-        return { workflow_run: removed.runs, workflow_run_node: removed.nodes };
+        return runPass(deps.store, rules, now);
       },
       oldest: () => oldestFinishedRun(deps.store),
     }),

@@ -218,6 +218,39 @@ describe(`retention removes finished records after their period (${dialectName})
     expect(passes.at(-1)?.removed).toMatchObject({ workflow_run: expect.any(Number) });
   });
 
+  it('POST /event deduplicates an id while its outbox task is kept, and takes it as new after', async () => {
+    const type = 'com.example.retention.ping';
+    expect(
+      (await a.call('POST', '/event_definition', { event_type: type, description: 'a ping' })).status,
+    ).toBe(200);
+    const post = () =>
+      t.app.inject({
+        method: 'POST',
+        url: '/api/v1/event',
+        headers: { ...a.h, 'content-type': 'application/cloudevents+json' },
+        payload: JSON.stringify({
+          specversion: '1.0',
+          id: 'ping-1',
+          source: 'https://ping.example',
+          type,
+          data: {},
+        }),
+      });
+    const first = await post();
+    expect(first.statusCode).toBe(202);
+    expect(first.json()).toMatchObject({ id: 'ping-1', duplicate: false });
+    await settle(t);
+    const start = clock.now().getTime() - t0;
+    at(start + 20 * MIN); // inside the outbox's 30 minutes
+    await prune();
+    expect((await post()).json()).toMatchObject({ duplicate: true });
+    at(start + 31 * MIN); // its task is gone: the id is new again
+    await prune();
+    expect((await post()).json()).toMatchObject({ duplicate: false });
+    await settle(t);
+    at(start);
+  });
+
   it("the re-run's period frees its origin; failed runs go after two hours; the DELAY never", async () => {
     at(HOUR + 30 * MIN + 1 * S);
     await prune();

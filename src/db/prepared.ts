@@ -127,7 +127,7 @@ function parametersOf(c: Compiled, values: Leaf[]): readonly unknown[] {
   return parameters;
 }
 
-const dialectOf = (db: Db): Dialect =>
+export const dialectOf = (db: Db): Dialect =>
   db.getExecutor().adapter instanceof PostgresAdapter ? 'postgres' : 'sqlite';
 
 /**

@@ -33,6 +33,7 @@ describe(`event subscriptions and graphs (${dialectName})`, () => {
         condition_jsonlogic: null,
         max_runs_per_minute: null,
         retention: { completed_runs_seconds: null, failed_runs_seconds: null },
+        flow_control: null,
         paused_reason: null,
         paused_at: null,
         created_at: expect.any(String),

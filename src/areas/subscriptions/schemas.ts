@@ -11,6 +11,7 @@ import {
   Timestamp,
   Warnings,
 } from '../../http/schemas.js';
+import { FlowControl } from '../workflows/flow-control.js';
 
 /** Request and response shapes of /event_subscription and its graph (docs/workflows.md "Graphs"). */
 
@@ -47,6 +48,12 @@ const SubscriptionFields = {
     ),
   ),
   retention: RunRetention.body,
+  flow_control: Type.Optional(
+    Type.Union([FlowControl, Type.Null()], {
+      description:
+        'How runs are shaped (docs/workflows.md "Flow control"): concurrency, throttle, rate_limit, debounce, priority. A PATCH replaces it whole; null removes it.',
+    }),
+  ),
 };
 
 export const CreateSubscription = Type.Object(SubscriptionFields, {
@@ -76,6 +83,7 @@ export const Subscription = Type.Object(
     condition_jsonlogic: Nullable(JsonObject),
     max_runs_per_minute: Nullable(Type.Integer()),
     retention: RunRetention.answer,
+    flow_control: Nullable(FlowControl),
     /** Why the rate guard paused it (enabled is then false); cleared by enabling it again. */
     paused_reason: Nullable(Type.String()),
     paused_at: Nullable(Timestamp),

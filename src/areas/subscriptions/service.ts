@@ -9,10 +9,10 @@ import { EVENT_SOURCES } from '../events/definitions.js';
 import type { EventTypeService } from '../events/event-types.js';
 import type { EventPublisher } from '../events/publish.js';
 import { type NodeInput, validateGraph } from '../workflows/graph.js';
-import { compileError, expressionProblem } from '../workflows/jsonlogic.js';
 import { mappingProblem } from '../workflows/mapping-check.js';
 import { pathsFromSchema } from '../workflows/paths.js';
 import type { GraphEdge, GraphNode } from '../workflows/plan.js';
+import { checkCondition, checkFlowControl } from './checks.js';
 import type { CreateSubscription, PutGraphBody, RunRetention, UpdateSubscription } from './schemas.js';
 import * as st from './store.js';
 import {
@@ -110,17 +110,6 @@ export function createSubscriptionService(deps: SubscriptionDeps): SubscriptionS
 
   const notFound = () => new AppError('EVENT_SUBSCRIPTION.NOT_FOUND', 'Event subscription not found');
 
-  function checkCondition(condition: unknown, field: string): void {
-    if (condition === null || condition === undefined) return;
-    const err = compileError(condition, field);
-    if (err) {
-      const inner = expressionProblem(condition)?.path;
-      throw new AppError('VALIDATION_ERROR', `${field} is not a valid JSONLogic expression: ${err}`, {
-        field: inner ? `${field}.${inner}` : field,
-      });
-    }
-  }
-
   function patchOf(body: Partial<CreateSubscription>, field = ''): SubscriptionPatch {
     checkCondition(body.condition_jsonlogic, `${field}condition_jsonlogic`);
     const patch: SubscriptionPatch = {};
@@ -139,6 +128,10 @@ export function createSubscriptionService(deps: SubscriptionDeps): SubscriptionS
       patch.retention_completed_runs_seconds = retention.completed_runs_seconds;
     if (retention.failed_runs_seconds !== undefined)
       patch.retention_failed_runs_seconds = retention.failed_runs_seconds;
+    if (body.flow_control !== undefined) {
+      checkFlowControl(body.flow_control, `${field}flow_control`);
+      patch.flow_control = toJsonText(body.flow_control);
+    }
     if (body.source_filter !== undefined) patch.source_filter = body.source_filter;
     if (body.subject_filter !== undefined) patch.subject_filter = body.subject_filter;
     if (body.condition_jsonlogic !== undefined)
@@ -195,6 +188,7 @@ export function createSubscriptionService(deps: SubscriptionDeps): SubscriptionS
   return {
     async create(userId: string, body: CreateSubscription): Promise<Subscription> {
       checkCondition(body.condition_jsonlogic, 'condition_jsonlogic');
+      checkFlowControl(body.flow_control, 'flow_control');
       const warnings = await deps.eventTypes.checkNamed([body.event_type], 'event_type');
       const at = now();
       const row = {
@@ -209,6 +203,7 @@ export function createSubscriptionService(deps: SubscriptionDeps): SubscriptionS
         max_runs_per_minute: body.max_runs_per_minute ?? null,
         retention_completed_runs_seconds: body.retention?.completed_runs_seconds ?? null,
         retention_failed_runs_seconds: body.retention?.failed_runs_seconds ?? null,
+        flow_control: toJsonText(body.flow_control),
         paused_reason: null,
         paused_at: null,
         graph_version: 0,

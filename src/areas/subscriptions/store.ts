@@ -3,6 +3,7 @@ import { listActive, softDeleted, updateActive } from '../../db/audit.js';
 import { batches, prepared } from '../../db/prepared.js';
 import type { Db, Tx } from '../../db/store.js';
 import type { ListResult, Page } from '../../http/list.js';
+import type { FlowControl } from '../workflows/flow-control.js';
 import type { RetryPolicy } from '../workflows/graph.js';
 import type { NodeType } from '../workflows/node-config.js';
 import type { GraphEdge, GraphNode } from '../workflows/plan.js';
@@ -43,6 +44,7 @@ export const toSubscription = (r: EventSubscriptionTable): RoutableSubscription 
     completed_runs_seconds: r.retention_completed_runs_seconds,
     failed_runs_seconds: r.retention_failed_runs_seconds,
   },
+  flow_control: parse<FlowControl>(r.flow_control),
   paused_reason: r.paused_reason,
   paused_at: r.paused_at,
   graph_version: r.graph_version,
@@ -95,6 +97,7 @@ export type SubscriptionPatch = Partial<
     | 'max_runs_per_minute'
     | 'retention_completed_runs_seconds'
     | 'retention_failed_runs_seconds'
+    | 'flow_control'
     | 'paused_reason'
     | 'paused_at'
   >

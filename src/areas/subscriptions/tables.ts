@@ -20,6 +20,8 @@ export interface EventSubscriptionTable {
   retention_completed_runs_seconds: number | null;
   /** Seconds its failed runs are kept; null: SVC_RETENTION_FAILED_RUNS_SECONDS. */
   retention_failed_runs_seconds: number | null;
+  /** docs/workflows.md "Flow control" as JSON text; null: none. */
+  flow_control: string | null;
   created_at: string;
   updated_at: string;
   updated_by: string | null;

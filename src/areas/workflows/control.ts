@@ -4,6 +4,7 @@ import { type Clock, iso } from '../../lib/clock.js';
 import type { CloudEvent } from '../events/cloudevent.js';
 import type { EventPublisher } from '../events/publish.js';
 import * as control from './control-store.js';
+import * as flows from './flow-store.js';
 import type { GraphSource } from './graph-source.js';
 import { CompiledCache } from './jsonlogic.js';
 import type { Plan } from './plan.js';
@@ -84,6 +85,7 @@ export function createRunControlService(deps: RunControlDeps): RunControlService
   async function cancelIn(tx: Tx, userId: string, row: WorkflowRunTable, at: string): Promise<boolean> {
     const reason = `cancelled by user ${userId}`;
     if (!(await control.cancelRun(tx.db, row.id, at, reason))) return false;
+    await releaseFlow(tx, row.id, at);
     const ended = runEndedEvent(
       { id: row.id, status: 'cancelled', error: reason, started_at: row.started_at, completed_at: at },
       {
@@ -95,6 +97,26 @@ export function createRunControlService(deps: RunControlDeps): RunControlService
     );
     if (ended) await deps.publisher?.publish(tx, ended);
     return true;
+  }
+
+  /**
+   * A cancelled run's room goes to the next waiting run (flow control): a run cancelled while
+   * running under a concurrency key wakes that queue's head; one cancelled while waiting at a queue's
+   * head wakes the next.
+   */
+  async function releaseFlow(tx: Tx, id: string, at: string): Promise<void> {
+    const row = await runs.getRun(tx.db, id);
+    if (!row) return;
+    let woke = false;
+    if (row.concurrency_key !== null)
+      woke = await flows.releaseConcurrency(
+        tx.db,
+        [{ subscriptionId: row.event_subscription_id, key: row.concurrency_key }],
+        at,
+      );
+    else if (row.pending_reason !== null && row.pending_reason !== 'debounce' && row.flow_key !== null)
+      woke = await flows.wakeHead(tx.db, row.event_subscription_id, row.pending_reason, row.flow_key, at);
+    if (woke) tx.afterCommit(deps.wake);
   }
 
   return {

@@ -1,3 +1,5 @@
+// Long file: the engine's drive loop, its two run budgets and its claims share one state; the
+// flow gate, the persister and the writer are apart.
 /**
  * The durable workflow engine (docs/workflows.md "Durability"):
  *
@@ -6,7 +8,9 @@
  *   this engine, which drives it at once: its first write (the run and all its nodes, under this
  *   engine's lease) comes at its first persist point, with the side-effect-free steps before it, and
  *   the event's hand-over ends only after that write. A unique index on (subscription, event id) makes
- *   the write a no-op for a second hand-over. With no room here, the run is created pending and due.
+ *   the write a no-op for a second hand-over. With no room here, the run is created due, unclaimed.
+ *   A subscription with flow control decides in the flow gate (flow-gate.ts) instead: runs it starts
+ *   are written held here and driven; waiting runs are claimed like due ones and asked again.
  * - The `workflows` job claims due runs (a lease: `locked_by` + `wake_at`), drives each with the pure
  *   RunMachine, and persists every step before the next one. Side-effect-free steps (COMPUTE, SWITCH,
  *   JOIN, END, skips) are deterministic, so consecutive ones are persisted together; an ACTION
@@ -29,6 +33,8 @@ import { newWorkerId } from '../../worker/worker-id.js';
 import type { EventHandler } from '../events/handlers.js';
 import type { EventPublisher } from '../events/publish.js';
 import { type ActionInvoker, createActionCaller } from './action-call.js';
+import * as claimStore from './claim-store.js';
+import { createFlowGate, engineFlowControl } from './flow-gate.js';
 import type { GraphSource } from './graph-source.js';
 import type { RunMachine } from './machine.js';
 import type { WorkflowMetrics } from './metrics.js';
@@ -40,7 +46,6 @@ import { createRouter } from './router.js';
 import { runEventPolicy } from './run-events.js';
 import { createRunPersister, Dropped, LeaseLost } from './run-persister.js';
 import { createRunWriter } from './run-writer.js';
-import * as runs from './store.js';
 import type { WorkflowRunTable } from './tables.js';
 
 export interface EngineDeps {
@@ -86,18 +91,19 @@ export interface WorkflowEngine {
   workerId: string;
 }
 
+/** A run with no ACTION in flight (most steps): one set, not one per step. */
+const NOTHING_IN_FLIGHT: ReadonlySet<string> = new Set();
+
 export function createWorkflowEngine(deps: EngineDeps): WorkflowEngine {
   const { store, clock, log } = deps;
   const workerId = deps.workerId ?? newWorkerId();
-  const { createRun, writeRun } = createRunWriter(store, workerId, deps.publisher);
+  const { createRun, writeRun } = createRunWriter(store, workerId, deps.publisher, () => notify());
   const writes = createRunPersister({
     clock,
     metrics: deps.metrics,
     writeRun,
     publishesEnd: runEventPolicy(deps.runEventWanted ?? (async () => false)),
   });
-  const { persist } = writes;
-  const NOTHING_IN_FLIGHT: ReadonlySet<string> = new Set();
   const plans = new PlanCache();
   const batchSize = deps.batchSize ?? 64;
   let stopping = false;
@@ -130,6 +136,19 @@ export function createWorkflowEngine(deps: EngineDeps): WorkflowEngine {
     });
   }
 
+  const flow = engineFlowControl(
+    createFlowGate({
+      store,
+      clock,
+      log,
+      workerId,
+      leaseUntil: () => lease.until(),
+      planOf,
+      subscriptions: deps.subscriptions,
+    }),
+    { launch: (m) => launch(m, 'handed'), notify, dueTimer, metrics: deps.metrics },
+  );
+
   const router = createRouter({
     clock,
     log,
@@ -138,28 +157,22 @@ export function createWorkflowEngine(deps: EngineDeps): WorkflowEngine {
     planOf,
     createRun,
     maxDepth: deps.maxDepth ?? 8,
-    rateGuard: createRateGuard({
-      clock,
-      log,
-      subscriptions: deps.subscriptions,
-      countRunsSince: (id, since, causedOnly) => runs.countRunsSince(deps.store.db, id, since, causedOnly),
-      defaultLimit: deps.maxRunsPerMinute ?? 0,
-    }),
+    rateGuard: createRateGuard({ ...deps, defaultLimit: deps.maxRunsPerMinute ?? 0 }),
     startNow,
     createdDue: notify,
+    routeFlow: flow.route,
   });
 
-  function heartbeat(runId: string): () => void {
-    return lease.heartbeat(
-      (until) => store.write((db) => runs.renewLease(db, runId, workerId, until, iso(clock.now()))),
+  const heartbeat = (runId: string) =>
+    lease.heartbeat(
+      (until) => store.write((db) => claimStore.renewLease(db, runId, workerId, until, iso(clock.now()))),
       (err) => log.warn({ run_id: runId, err }, 'workflow engine: lease renewal failed'),
     );
-  }
 
   const invoke = createActionCaller({
     clock,
     actions: deps.actions,
-    persistAttempt: (machine) => persist(machine, held()),
+    persistAttempt: (machine) => writes.persist(machine, held()),
     calling(active) {
       if (active) invoking++;
       else invoking--;
@@ -198,7 +211,7 @@ export function createWorkflowEngine(deps: EngineDeps): WorkflowEngine {
         if (machine.run.status !== 'running') {
           // Only calls still in flight need stopping (an abort builds a DOMException, stack and all).
           if (calls.size > 0) ended?.abort();
-          await persist(machine, { wake_at: null, locked_by: null });
+          await writes.persist(machine, { wake_at: null, locked_by: null });
           reportRunFinished(machine, log, deps.metrics);
           return;
         }
@@ -229,20 +242,20 @@ export function createWorkflowEngine(deps: EngineDeps): WorkflowEngine {
           if (step.invokes.length > 0) {
             // Every ACTION slot of this worker is taken: wait for one, in turn. A new run is written
             // first: its event's hand-over waits for that write, not for a slot.
-            if (writes.unwritten(machine)) await persist(machine, held());
+            if (writes.unwritten(machine)) await writes.persist(machine, held());
             await actionSlots.acquire();
             reserved = true;
             continue;
           }
           if (step.wakeAt === null) throw new Error('the run has nothing to run and nothing to wait for');
-          await persist(machine, { wake_at: step.wakeAt, locked_by: null });
+          await writes.persist(machine, { wake_at: step.wakeAt, locked_by: null });
           dueTimer.arm(Date.parse(step.wakeAt));
           return;
         }
         // Side-effect-free progress is written before waiting; each attempt writes its own start, and
         // with it everything the run did before (a write takes all changes up to its turn), so a step
         // that started a call leaves the writing to it: one write fewer per ACTION.
-        if (!started && (machine.dirty.size > 0 || machine.runDirty)) await persist(machine, held());
+        if (!started && (machine.dirty.size > 0 || machine.runDirty)) await writes.persist(machine, held());
         if (!signalled) {
           await new Promise<void>((resolve) => {
             const wait = step.wakeAt === null ? null : Date.parse(step.wakeAt) - clock.now().getTime();
@@ -343,10 +356,10 @@ export function createWorkflowEngine(deps: EngineDeps): WorkflowEngine {
       // Due runs of the store: a resume, a timer, runs created while there was no room, runs other
       // processes left behind.
       if (claims.shouldAsk(nowMs, dueTimer.isDue(nowMs))) {
-        const due = await store.write((db) => runs.claimDue(db, workerId, now, leaseUntil, room));
+        const due = await store.write((db) => claimStore.claimDue(db, workerId, now, leaseUntil, room));
         claims.claimed(due.length, room);
         more = claims.more;
-        for (const m of await hydrate(due)) launch(m, 'claimed');
+        for (const m of await hydrate(await flow.ready(due))) launch(m, 'claimed');
       }
     }
     if (inFlight.size === 0) return more;

@@ -1,3 +1,4 @@
+import type { FlowControl } from './flow-control.js';
 import type { GraphEdge, GraphNode } from './plan.js';
 
 /**
@@ -14,6 +15,8 @@ export interface RoutedSubscription {
   condition_jsonlogic: Record<string, unknown> | null;
   /** The rate guard's limit of runs started per minute; null: the server default. */
   max_runs_per_minute: number | null;
+  /** How its runs are shaped (docs/workflows.md "Flow control"); null: not at all. */
+  flow_control: FlowControl | null;
   /** The graph version new runs use. */
   graph_version: number;
 }

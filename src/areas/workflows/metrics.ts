@@ -8,6 +8,8 @@ export interface WorkflowMetrics {
   runFinished(subscriptionId: string, status: string): void;
   /** A node reached a final status (completed, failed), having started at some point. */
   nodeFinished(type: string, status: string, seconds: number): void;
+  /** A run held back by flow control started, having waited this long since it was created. */
+  runWaited(subscriptionId: string, seconds: number): void;
 }
 
 /** Workflow runs and nodes on /metrics (counted by the process that created or finished them). */
@@ -37,7 +39,15 @@ export function createWorkflowMetrics(registry: Registry): WorkflowMetrics {
     ['type', 'status'],
     [0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1, 5, 30, 300, 3600],
   );
+  const waited = histogram(
+    registry,
+    'svc_workflow_run_wait_seconds',
+    'Time a run held back by flow control waited before it started, by subscription',
+    ['subscription_id'],
+    [0.01, 0.1, 0.5, 1, 5, 30, 60, 300, 3600, 86400],
+  );
   return {
+    runWaited: (subscription_id, seconds) => waited.observe({ subscription_id }, seconds),
     runStarted: (subscription_id) => started.inc({ subscription_id }),
     runRefused: (subscription_id, reason) => refused.inc({ subscription_id, reason }),
     runFinished: (subscription_id, status) => finished.inc({ subscription_id, status }),

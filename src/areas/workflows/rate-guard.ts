@@ -1,16 +1,15 @@
 import type { Logger } from 'pino';
+import type { Store } from '../../db/store.js';
 import { type Clock, iso } from '../../lib/clock.js';
 import type { GraphSource, RoutedSubscription } from './graph-source.js';
+import { countRunsSince } from './store.js';
 
 export interface RateGuardDeps {
   clock: Clock;
   log: Logger;
   subscriptions: GraphSource;
-  /**
-   * Runs of a subscription created since an instant (the guard's source of truth, all processes);
-   * with `causedOnly`, only those whose trigger event runs caused.
-   */
-  countRunsSince(subscriptionId: string, since: string, causedOnly: boolean): Promise<number>;
+  /** Where the runs are: their count since an instant is the guard's source of truth, all processes. */
+  store: Pick<Store, 'db'>;
   /** SVC_WORKFLOW_MAX_RUNS_PER_MINUTE: the limit on runs caused by runs, for a subscription that sets none; 0 = no limit. */
   defaultLimit: number;
 }
@@ -76,7 +75,7 @@ export function createRateGuard(deps: RateGuardDeps): RateGuard {
         return { scope, allowed: n };
       }
       const since = iso(new Date(deps.clock.now().getTime() - WINDOW_MS));
-      const recent = await deps.countRunsSince(sub.id, since, scope === 'caused');
+      const recent = await countRunsSince(deps.store.db, sub.id, since, scope === 'caused');
       const allowed = Math.max(0, Math.min(n, limit - recent));
       // Started now, counted by the next read once committed.
       sinceCount.set(sub.id, allowed);

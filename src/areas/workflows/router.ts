@@ -4,6 +4,7 @@ import { type Clock, iso } from '../../lib/clock.js';
 import { newId } from '../../lib/ids.js';
 import type { CloudEvent } from '../events/cloudevent.js';
 import type { EventHandler, HandlerFailures } from '../events/handlers.js';
+import { type FlowControl, NO_FLOW, shapesRuns } from './flow-control.js';
 import type { GraphSource, RoutedSubscription } from './graph-source.js';
 import { CompiledCache, describeThrown } from './jsonlogic.js';
 import { RunMachine } from './machine.js';
@@ -30,6 +31,15 @@ export interface RouterDeps {
   startNow(machine: RunMachine, row: WorkflowRunTable): Promise<boolean> | null;
   /** Runs were created pending and due (no room to drive them): any engine's next claim takes them. */
   createdDue(): void;
+  /**
+   * A subscription with flow control takes its events here instead (flow-gate.ts): runs start, wait,
+   * fold or are refused by its rules, and those started are driven by this process's engine.
+   */
+  routeFlow(
+    sub: RoutedSubscription,
+    flow: FlowControl,
+    events: CloudEvent[],
+  ): Promise<{ started: number; waiting: number; skipped: number; folded: number }>;
   /** SVC_WORKFLOW_MAX_DEPTH: an event this many runs deep starts no run (docs/workflows.md "Loop safety"). */
   maxDepth: number;
   /** Pauses a subscription that starts too many runs a minute (docs/workflows.md "Loop safety"). */
@@ -58,6 +68,7 @@ export function newRun(plan: Plan, event: CloudEvent, at: string, rerunOf: strin
     rerun_of: rerunOf,
     causation_depth: depthOf(event),
     locked_by: null,
+    ...NO_FLOW,
     created_at: at,
     updated_at: at,
   };
@@ -72,6 +83,36 @@ export function newRun(plan: Plan, event: CloudEvent, at: string, rerunOf: strin
  * it writes the run pending and due. Either write is one a unique index on (subscription, event id)
  * makes idempotent, and the hand-over answers only after it.
  */
+/** A run that records why an event started none: `skipped`, with the reason as its error, no nodes. */
+export function skippedRun(
+  sub: Pick<RoutedSubscription, 'id' | 'graph_version'>,
+  event: CloudEvent,
+  at: string,
+  reason: string,
+): WorkflowRunTable {
+  return {
+    id: newId(),
+    event_subscription_id: sub.id,
+    graph_version: sub.graph_version,
+    event_id: event.id,
+    event_type: event.type,
+    trigger_event: JSON.stringify(event),
+    status: 'skipped',
+    started_at: null,
+    completed_at: at,
+    error: reason,
+    wake_at: null,
+    rerun_of: null,
+    causation_depth: depthOf(event),
+    locked_by: null,
+    ...NO_FLOW,
+    created_at: at,
+    updated_at: at,
+  };
+}
+
+const RATE_PAUSED = 'not started: the rate guard paused the subscription (see its paused_reason)';
+
 export function createRouter(deps: RouterDeps): EventHandler {
   const conditions = new CompiledCache(500);
 
@@ -86,27 +127,7 @@ export function createRouter(deps: RouterDeps): EventHandler {
     reason: string,
   ): Promise<void> {
     const at = iso(deps.clock.now());
-    const inserted = await deps.createRun({
-      run: {
-        id: newId(),
-        event_subscription_id: sub.id,
-        graph_version: sub.graph_version,
-        event_id: event.id,
-        event_type: event.type,
-        trigger_event: JSON.stringify(event),
-        status: 'skipped',
-        started_at: null,
-        completed_at: at,
-        error: reason,
-        wake_at: null,
-        rerun_of: null,
-        causation_depth: depthOf(event),
-        locked_by: null,
-        created_at: at,
-        updated_at: at,
-      },
-      nodes: [],
-    });
+    const inserted = await deps.createRun({ run: skippedRun(sub, event, at, reason), nodes: [] });
     if (!inserted) return;
     deps.metrics.runRefused(sub.id, guard);
     deps.log.warn(
@@ -196,19 +217,51 @@ export function createRouter(deps: RouterDeps): EventHandler {
           if (sub.event_type === event.type && takes(sub, event)) pairs.push({ sub, event });
       }
       const failed = new Map<string, string[]>();
-      let due = false;
+      const fail = (sub: RoutedSubscription, eventId: string, err: unknown) => {
+        failed.set(eventId, [...(failed.get(eventId) ?? []), `${sub.id}: ${describeThrown(err)}`]);
+        deps.log.error(
+          { subscription_id: sub.id, event_id: eventId, err },
+          'workflow router: run not created',
+        );
+      };
+      // Subscriptions with flow control decide their batch together, in the flow gate.
+      const shaped = new Map<string, { sub: RoutedSubscription; events: CloudEvent[] }>();
+      const plain: typeof pairs = [];
+      for (const p of pairs) {
+        if (!shapesRuns(p.sub.flow_control)) {
+          plain.push(p);
+          continue;
+        }
+        const group = shaped.get(p.sub.id) ?? { sub: p.sub, events: [] };
+        group.events.push(p.event);
+        shaped.set(p.sub.id, group);
+      }
       const allowance = await allowances(pairs);
+      const flowed = [...shaped.values()].map(async ({ sub, events: batch }) => {
+        // The loop guards first, as for any subscription.
+        const shallow: CloudEvent[] = [];
+        for (const event of batch) {
+          if (!admitted(allowance, sub, event))
+            await refuse(sub, event, 'rate', RATE_PAUSED).catch((err) => fail(sub, event.id, err));
+          else if (depthOf(event) < deps.maxDepth) shallow.push(event);
+          else await startRun(sub, event).catch((err) => fail(sub, event.id, err));
+        }
+        if (shallow.length === 0) return;
+        try {
+          const counts = await deps.routeFlow(sub, sub.flow_control as FlowControl, shallow);
+          for (let i = 0; i < counts.started + counts.waiting; i++) deps.metrics.runStarted(sub.id);
+        } catch (err) {
+          for (const event of shallow) fail(sub, event.id, err);
+        }
+      });
+      let due = false;
       // All at once: the write batcher commits the runs submitted together in one transaction.
-      await Promise.all(
-        pairs.map(async ({ sub, event }) => {
+      await Promise.all([
+        ...flowed,
+        ...plain.map(async ({ sub, event }) => {
           try {
             if (!admitted(allowance, sub, event)) {
-              await refuse(
-                sub,
-                event,
-                'rate',
-                'not started: the rate guard paused the subscription (see its paused_reason)',
-              );
+              await refuse(sub, event, 'rate', RATE_PAUSED);
               return;
             }
             const run = await startRun(sub, event);
@@ -217,14 +270,10 @@ export function createRouter(deps: RouterDeps): EventHandler {
               deps.metrics.runStarted(sub.id);
             }
           } catch (err) {
-            failed.set(event.id, [...(failed.get(event.id) ?? []), `${sub.id}: ${describeThrown(err)}`]);
-            deps.log.error(
-              { subscription_id: sub.id, event_id: event.id, err },
-              'workflow router: run not created',
-            );
+            fail(sub, event.id, err);
           }
         }),
-      );
+      ]);
       if (due) deps.createdDue();
       // Failures are isolated per subscription; an event's task is retried for its failed ones only
       // (runs created already are not created twice: one run per subscription and event id).

@@ -24,6 +24,21 @@ export const Run = Type.Object(
     rerun_of: Nullable(
       Type.String({ description: 'The run this one repeats (POST /workflow_run/{id}/rerun).' }),
     ),
+    pending_reason: Nullable(
+      Type.Union([Type.Literal('concurrency'), Type.Literal('throttle'), Type.Literal('debounce')], {
+        description: 'Why a pending run waits (docs/workflows.md "Flow control"); null once it started.',
+      }),
+    ),
+    flow_key: Nullable(
+      Type.String({
+        description:
+          'The key of the limit a pending run waits on, as JSON text ("" when the whole subscription shares it).',
+      }),
+    ),
+    priority: Type.Integer({ description: 'Among waiting runs, higher starts first (-100..100).' }),
+    debounced_events: Nullable(
+      Type.Integer({ description: 'Events a debounce folded into this run, its trigger included.' }),
+    ),
     created_at: Timestamp,
     updated_at: Timestamp,
   },

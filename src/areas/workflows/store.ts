@@ -6,6 +6,7 @@ import { type ListResult, type Page, paginate, whereEquals, whereTimeRanges } fr
 import type { TimeRangeFilters } from '../../http/list-schemas.js';
 import type { CloudEvent } from '../events/cloudevent.js';
 import type { EventInput } from '../events/publish.js';
+import { releaseConcurrency } from './flow-store.js';
 import type { NodeState, RunState, SkipReason } from './run-state.js';
 import type { Run, RunNode } from './schemas.js';
 import type { WorkflowRunNodeTable, WorkflowRunTable } from './tables.js';
@@ -45,6 +46,8 @@ export const toRun = ({
   wake_at: _w,
   locked_by: _l,
   causation_depth: _d,
+  concurrency_key: _k,
+  flow_deadline: _f,
   trigger_event,
   ...r
 }: WorkflowRunTable): WorkflowRun => ({
@@ -165,41 +168,6 @@ export async function countRunsSince(
   return Number(row.n);
 }
 
-/**
- * Claims due runs: running, with `wake_at` passed (a timer, a retry, or an expired lease of a
- * worker that stopped). PostgreSQL skips rows another worker is claiming; SQLite has one writer.
- */
-export async function claimDue(
-  db: Db,
-  workerId: string,
-  now: string,
-  leaseUntil: string,
-  limit: number,
-): Promise<WorkflowRunTable[]> {
-  return (await claimDueStatement.execute(db, workerId, now, leaseUntil, limit)).rows;
-}
-
-const claimDueStatement = prepared(
-  (db, dialect, workerId: string, now: string, leaseUntil: string, limit: number) =>
-    db
-      .updateTable('workflow_run')
-      .set({ locked_by: workerId, wake_at: leaseUntil, updated_at: now })
-      .where('id', 'in', (eb) => {
-        let due = eb
-          .selectFrom('workflow_run')
-          .select('id')
-          .where('status', '=', 'running')
-          .where('wake_at', '<=', now)
-          .orderBy('wake_at')
-          .limit(limit);
-        if (dialect === 'postgres') due = due.forUpdate().skipLocked();
-        return due;
-      })
-      .where('status', '=', 'running')
-      .where('wake_at', '<=', now)
-      .returningAll(),
-);
-
 export async function nodesOfRuns(db: Db, runIds: string[]): Promise<WorkflowRunNodeTable[]> {
   if (runIds.length === 0) return [];
   return db
@@ -220,12 +188,12 @@ const updateRunsStatement = prepared((db, _dialect, workerId: string, runs: RunF
   const values = runs.map(
     (r) => sql`(${r.id}, ${r.status}, ${r.error}, ${r.completed_at}, ${r.wake_at}, ${r.locked_by}, ${r.at})`,
   );
-  return sql<{ id: string }>`
+  return sql<Pick<WorkflowRunTable, 'id' | 'event_subscription_id' | 'concurrency_key'>>`
     update workflow_run set status = v.column2, error = v.column3, completed_at = v.column4,
       wake_at = v.column5, locked_by = v.column6, updated_at = v.column7
     from (values ${sql.join(values)}) as v
     where workflow_run.id = v.column1 and workflow_run.locked_by = ${workerId}
-    returning workflow_run.id`.compile(db);
+    returning workflow_run.id, workflow_run.event_subscription_id, workflow_run.concurrency_key`.compile(db);
 });
 
 /**
@@ -233,8 +201,14 @@ const updateRunsStatement = prepared((db, _dialect, workerId: string, runs: RunF
  * to a VALUES list; its columns are column1.. on both stores) instead of one per run, which were three
  * of an execution's eight statements. Answers the ids written. Each run at most once in `items`.
  */
-async function updateRuns(db: Db, workerId: string, items: RunWrite[]): Promise<Set<string>> {
+async function updateRuns(
+  db: Db,
+  workerId: string,
+  items: RunWrite[],
+): Promise<{ written: Set<string>; underKeys: Map<string, { subscriptionId: string; key: string }> }> {
   const written = new Set<string>();
+  /** Runs written that run under a concurrency key (flow control), by id. */
+  const underKeys = new Map<string, { subscriptionId: string; key: string }>();
   for (const batch of batches(db, items, 400)) {
     const runs = batch.map(({ run, lease, at }) => ({
       id: run.id,
@@ -246,9 +220,13 @@ async function updateRuns(db: Db, workerId: string, items: RunWrite[]): Promise<
       at,
     }));
     const { rows } = await updateRunsStatement.execute(db, workerId, runs);
-    for (const r of rows) written.add(r.id);
+    for (const r of rows) {
+      written.add(r.id);
+      if (r.concurrency_key !== null)
+        underKeys.set(r.id, { subscriptionId: r.event_subscription_id, key: r.concurrency_key });
+    }
   }
-  return written;
+  return { written, underKeys };
 }
 
 /** A run's node states: new ones inserted, known ones (by id) updated. */
@@ -278,12 +256,17 @@ const upsertNodesStatement = prepared((db, _dialect, nodes: WorkflowRunNodeTable
  * written) when the lease was lost to another worker. The changed nodes of every run go in one
  * upsert on the primary key (the rows exist), portable to both stores.
  */
-export async function writeRuns(db: Db, workerId: string, items: RunWrite[]): Promise<boolean[]> {
+export async function writeRuns(
+  db: Db,
+  workerId: string,
+  items: RunWrite[],
+  woken: () => void = () => {},
+): Promise<boolean[]> {
   // A run twice in one batch (the engine serialises a run's writes, so never in practice) is written
   // one write at a time, in order: one statement cannot apply two changes to one row.
   if (new Set(items.map((x) => x.run.id)).size < items.length) {
     const held: boolean[] = [];
-    for (const item of items) held.push(...(await writeRuns(db, workerId, [item])));
+    for (const item of items) held.push(...(await writeRuns(db, workerId, [item], woken)));
     return held;
   }
   if (items.some((x) => x.create)) {
@@ -304,34 +287,24 @@ export async function writeRuns(db: Db, workerId: string, items: RunWrite[]): Pr
         nodes: nodes.map((s) => nodeRow(run.id, s, at)),
       })),
     );
-    const updated = rest.length > 0 ? await writeRuns(db, workerId, rest) : [];
+    const updated = rest.length > 0 ? await writeRuns(db, workerId, rest, woken) : [];
     const by = new Map<RunWrite, boolean>();
     for (const [i, x] of fresh.entries()) by.set(x, created[i]);
     for (const [i, x] of rest.entries()) by.set(x, updated[i]);
     return items.map((x) => by.get(x) as boolean);
   }
-  const written = await updateRuns(db, workerId, items);
+  const { written, underKeys } = await updateRuns(db, workerId, items);
   const held = items.map((x) => written.has(x.run.id));
   const nodes = items.flatMap((x, i) => (held[i] ? x.nodes.map((s) => nodeRow(x.run.id, s, x.at)) : []));
   for (const batch of batches(db, nodes, 400)) await upsertNodesStatement.queue(db, batch);
+  if (underKeys.size > 0) {
+    // A run that ended under a concurrency key makes room: the key's queue head is woken to take it.
+    const ended = items.filter((x) => x.run.status !== 'running' && underKeys.has(x.run.id));
+    const at = items[0].at;
+    const keys = ended.map((x) => underKeys.get(x.run.id) as { subscriptionId: string; key: string });
+    if (await releaseConcurrency(db, keys, at)) woken();
+  }
   return held;
-}
-
-export async function renewLease(
-  db: Db,
-  runId: string,
-  workerId: string,
-  leaseUntil: string,
-  at: string,
-): Promise<boolean> {
-  const res = await db
-    .updateTable('workflow_run')
-    .set({ wake_at: leaseUntil, updated_at: at })
-    .where('id', '=', runId)
-    .where('locked_by', '=', workerId)
-    .where('status', '=', 'running')
-    .executeTakeFirst();
-  return Number(res.numUpdatedRows) === 1;
 }
 
 export async function getRun(db: Db, id: string): Promise<WorkflowRunTable | undefined> {

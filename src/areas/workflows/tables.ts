@@ -23,8 +23,28 @@ export interface WorkflowRunTable {
   causation_depth: number;
   /** The worker executing the run (null while waiting or finished). */
   locked_by: string | null;
+  /** Flow control (migration 0019): why a pending run waits, and the key of the queue it waits in. */
+  pending_reason: 'concurrency' | 'throttle' | 'debounce' | null;
+  flow_key: string | null;
+  /** The concurrency key it runs under (counted while running); null without a concurrency limit. */
+  concurrency_key: string | null;
+  /** A debounced run's latest start (the first event folded in plus max_wait_ms). */
+  flow_deadline: string | null;
+  /** Events a debounce folded into the run, its trigger included; null without debounce. */
+  debounced_events: number | null;
+  /** Among waiting runs of a queue, higher starts first (-100..100). */
+  priority: number;
   created_at: string;
   updated_at: string;
+}
+
+/** Starts (throttle) and admissions (rate_limit) per key, counted over a sliding window. */
+export interface FlowWindowTable {
+  id: string;
+  subscription_id: string;
+  part: 'throttle' | 'rate_limit';
+  key: string;
+  at: string;
 }
 
 export interface WorkflowRunNodeTable {
@@ -54,4 +74,5 @@ export interface WorkflowRunNodeTable {
 export interface WorkflowTables {
   workflow_run: WorkflowRunTable;
   workflow_run_node: WorkflowRunNodeTable;
+  flow_window: FlowWindowTable;
 }

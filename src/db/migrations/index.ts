@@ -17,6 +17,7 @@ import * as m0015 from './0015_workflows_run_control.js';
 import * as m0016 from './0016_workflows_causation_depth.js';
 import * as m0017 from './0017_retention.js';
 import * as m0018 from './0018_partial_indexes.js';
+import * as m0019 from './0019_flow_control.js';
 
 /**
  * Every migration, in order. One set serves SQLite and PostgreSQL; a dialect branch is allowed only
@@ -46,4 +47,5 @@ export const migrations: Record<string, Migration> = {
   '0016_workflows_causation_depth': m0016,
   '0017_retention': m0017,
   '0018_partial_indexes': m0018,
+  '0019_flow_control': m0019,
 };

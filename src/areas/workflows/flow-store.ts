@@ -1,0 +1,303 @@
+import { sql } from 'kysely';
+import { dialectOf } from '../../db/prepared.js';
+import type { Db } from '../../db/store.js';
+import { newId } from '../../lib/ids.js';
+import type { PendingReason } from './flow-control.js';
+import type { WorkflowRunNodeTable, WorkflowRunTable } from './tables.js';
+
+/**
+ * SQL of flow control (docs/workflows.md "Flow control"): the queues of waiting runs (migration 0019's
+ * `workflow_run_queue`: one indexed read finds a queue's head however long it is), the running runs a
+ * concurrency limit counts, the windows throttles and rate limits count, and the per-key locks that
+ * make each decision against them one at a time across processes.
+ */
+
+/**
+ * Serialises decisions on these keys until the transaction ends. PostgreSQL: transaction-scoped
+ * advisory locks, taken in one order so two transactions never wait on each other in a cycle.
+ * SQLite: its one writer already runs write transactions one at a time.
+ */
+export async function lockKeys(db: Db, keys: Iterable<string>): Promise<void> {
+  if (dialectOf(db) !== 'postgres') return;
+  const sorted = [...new Set(keys)].sort();
+  if (sorted.length === 0) return;
+  // One statement; hashtextextended's 64-bit hash is the lock's key, locked in the order given.
+  await sql`select pg_advisory_xact_lock(hashtextextended(k, 0)) from unnest(${sorted}::text[]) with ordinality as t(k, n) order by n`.execute(
+    db,
+  );
+}
+
+/** The lock name of one key of one part of a subscription. */
+export const lockName = (subscriptionId: string, part: string, key: string) =>
+  JSON.stringify(['flow', subscriptionId, part, key]);
+
+/** Runs of the subscription running under a concurrency key. */
+export async function runningUnder(db: Db, subscriptionId: string, key: string): Promise<number> {
+  const row = await db
+    .selectFrom('workflow_run')
+    .select((eb) => eb.fn.countAll<number>().as('n'))
+    .where('event_subscription_id', '=', subscriptionId)
+    .where('status', '=', 'running')
+    .where('concurrency_key', '=', key)
+    .executeTakeFirstOrThrow();
+  return Number(row.n);
+}
+
+/** The first waiting run of a queue in start order (priority, then arrival), `except` one. */
+export async function queueHead(
+  db: Db,
+  subscriptionId: string,
+  reason: PendingReason,
+  key: string,
+  except?: string,
+): Promise<Pick<WorkflowRunTable, 'id' | 'wake_at'> | undefined> {
+  let q = db
+    .selectFrom('workflow_run')
+    .select(['id', 'wake_at'])
+    .where('event_subscription_id', '=', subscriptionId)
+    .where('status', '=', 'pending')
+    .where('pending_reason', '=', reason)
+    .where('flow_key', '=', key);
+  if (except !== undefined) q = q.where('id', '!=', except);
+  return q.orderBy('priority', 'desc').orderBy('created_at').orderBy('id').limit(1).executeTakeFirst();
+}
+
+/**
+ * Wakes a queue's head when nothing of the queue is due: it is claimed and asked again whether it
+ * may start. Answers whether it woke one.
+ */
+export async function wakeHead(
+  db: Db,
+  subscriptionId: string,
+  reason: PendingReason,
+  key: string,
+  at: string,
+): Promise<boolean> {
+  const head = await queueHead(db, subscriptionId, reason, key);
+  if (head === undefined || head.wake_at !== null) return false;
+  const res = await db
+    .updateTable('workflow_run')
+    .set({ wake_at: at })
+    .where('id', '=', head.id)
+    .where('status', '=', 'pending')
+    .where('wake_at', 'is', null)
+    .executeTakeFirst();
+  return Number(res.numUpdatedRows) > 0;
+}
+
+/** Instants of a window's entries after `since`, oldest first (at most the limit's worth exist). */
+export async function windowSince(
+  db: Db,
+  subscriptionId: string,
+  part: 'throttle' | 'rate_limit',
+  key: string,
+  since: string,
+): Promise<string[]> {
+  const rows = await db
+    .selectFrom('flow_window')
+    .select('at')
+    .where('subscription_id', '=', subscriptionId)
+    .where('part', '=', part)
+    .where('key', '=', key)
+    .where('at', '>', since)
+    .orderBy('at')
+    .execute();
+  return rows.map((r) => r.at);
+}
+
+/** Records window entries (a start, an admission). */
+export async function recordWindow(
+  db: Db,
+  entries: Array<{ subscriptionId: string; part: 'throttle' | 'rate_limit'; key: string; at: string }>,
+): Promise<void> {
+  if (entries.length === 0) return;
+  await db
+    .insertInto('flow_window')
+    .values(
+      entries.map((e) => ({
+        id: newId(),
+        subscription_id: e.subscriptionId,
+        part: e.part,
+        key: e.key,
+        at: e.at,
+      })),
+    )
+    .execute();
+}
+
+/** Window entries older than `before` (no period is longer than a day): the prune job's. */
+export async function pruneWindows(db: Db, before: string, limit: number): Promise<number> {
+  const res = await db
+    .deleteFrom('flow_window')
+    .where('id', 'in', (eb) =>
+      eb.selectFrom('flow_window').select('id').where('at', '<', before).orderBy('at').limit(limit),
+    )
+    .executeTakeFirst();
+  return Number(res.numDeletedRows);
+}
+
+/** The open debounce run of a key: pending, folding events in, not being started. */
+export async function openDebounce(
+  db: Db,
+  subscriptionId: string,
+  key: string,
+): Promise<Pick<WorkflowRunTable, 'id' | 'event_id' | 'flow_deadline' | 'debounced_events'> | undefined> {
+  return db
+    .selectFrom('workflow_run')
+    .select(['id', 'event_id', 'flow_deadline', 'debounced_events'])
+    .where('event_subscription_id', '=', subscriptionId)
+    .where('status', '=', 'pending')
+    .where('pending_reason', '=', 'debounce')
+    .where('flow_key', '=', key)
+    .where('locked_by', 'is', null)
+    .executeTakeFirst();
+}
+
+/** Folds an event into an open debounce run: it becomes the trigger, and the wait starts again. */
+export async function fold(
+  db: Db,
+  id: string,
+  change: Pick<
+    WorkflowRunTable,
+    'event_id' | 'event_type' | 'trigger_event' | 'causation_depth' | 'wake_at' | 'priority' | 'updated_at'
+  >,
+): Promise<boolean> {
+  const res = await db
+    .updateTable('workflow_run')
+    .set((eb) => ({ ...change, debounced_events: eb('debounced_events', '+', 1) }))
+    .where('id', '=', id)
+    .where('status', '=', 'pending')
+    .where('locked_by', 'is', null)
+    .executeTakeFirst();
+  return Number(res.numUpdatedRows) > 0;
+}
+
+/** Inserts runs a flow decision made, skipping any that exist (the event was handed over before). */
+export async function insertFlowRuns(
+  db: Db,
+  items: Array<{ run: WorkflowRunTable; nodes: WorkflowRunNodeTable[] }>,
+): Promise<Set<string>> {
+  const created = new Set<string>();
+  for (let i = 0; i < items.length; i += 100) {
+    const rows = await db
+      .insertInto('workflow_run')
+      .values(items.slice(i, i + 100).map((x) => x.run))
+      .onConflict((oc) => oc.doNothing())
+      .returning('id')
+      .execute();
+    for (const r of rows) created.add(r.id);
+  }
+  const nodes = items.filter((i) => created.has(i.run.id)).flatMap((i) => i.nodes);
+  for (let i = 0; i < nodes.length; i += 500)
+    await db
+      .insertInto('workflow_run_node')
+      .values(nodes.slice(i, i + 500))
+      .execute();
+  return created;
+}
+
+/** A claimed waiting run starts: running under `concurrencyKey`, held by the worker that claimed it. */
+export async function startWaiting(
+  db: Db,
+  id: string,
+  workerId: string,
+  at: string,
+  leaseUntil: string,
+  concurrencyKey: string | null,
+): Promise<WorkflowRunTable | undefined> {
+  return db
+    .updateTable('workflow_run')
+    .set({
+      status: 'running',
+      started_at: at,
+      pending_reason: null,
+      flow_key: null,
+      flow_deadline: null,
+      concurrency_key: concurrencyKey,
+      wake_at: leaseUntil,
+      updated_at: at,
+    })
+    .where('id', '=', id)
+    .where('status', '=', 'pending')
+    .where('locked_by', '=', workerId)
+    .returningAll()
+    .executeTakeFirst();
+}
+
+/** A claimed waiting run waits again, in the queue of `reason` and `key`, due at `wakeAt` (null: when woken). */
+export async function waitAgain(
+  db: Db,
+  id: string,
+  workerId: string,
+  at: string,
+  wait: { reason: PendingReason; key: string; wakeAt: string | null },
+): Promise<boolean> {
+  const res = await db
+    .updateTable('workflow_run')
+    .set({
+      pending_reason: wait.reason,
+      flow_key: wait.key,
+      wake_at: wait.wakeAt,
+      locked_by: null,
+      updated_at: at,
+    })
+    .where('id', '=', id)
+    .where('status', '=', 'pending')
+    .where('locked_by', '=', workerId)
+    .executeTakeFirst();
+  return Number(res.numUpdatedRows) > 0;
+}
+
+/**
+ * A claimed waiting run that cannot start (its flow key fails under the flow control in force now):
+ * `skipped` with the reason, its nodes skipped, as a cancel leaves them.
+ */
+export async function skipWaiting(db: Db, id: string, workerId: string, at: string, reason: string) {
+  const res = await db
+    .updateTable('workflow_run')
+    .set({
+      status: 'skipped',
+      error: reason,
+      completed_at: at,
+      pending_reason: null,
+      flow_key: null,
+      wake_at: null,
+      locked_by: null,
+      updated_at: at,
+    })
+    .where('id', '=', id)
+    .where('status', '=', 'pending')
+    .where('locked_by', '=', workerId)
+    .executeTakeFirst();
+  if (Number(res.numUpdatedRows) === 0) return;
+  await db
+    .updateTable('workflow_run_node')
+    .set({
+      status: 'skipped',
+      skip_reason: JSON.stringify({ message: reason, edges: [] }),
+      completed_at: at,
+      updated_at: at,
+    })
+    .where('workflow_run_id', '=', id)
+    .where('status', '=', 'pending')
+    .execute();
+}
+
+/**
+ * Runs ended under concurrency keys (a finish, a failure, a cancel): each key's queue head is woken
+ * to take the room, under the key's lock so a decision in flight sees the end or is seen by it.
+ * Answers whether any head was woken.
+ */
+export async function releaseConcurrency(
+  db: Db,
+  ended: ReadonlyArray<{ subscriptionId: string; key: string }>,
+  at: string,
+): Promise<boolean> {
+  if (ended.length === 0) return false;
+  const unique = new Map(ended.map((e) => [lockName(e.subscriptionId, 'concurrency', e.key), e]));
+  await lockKeys(db, unique.keys());
+  let woke = false;
+  for (const e of unique.values())
+    if (await wakeHead(db, e.subscriptionId, 'concurrency', e.key, at)) woke = true;
+  return woke;
+}

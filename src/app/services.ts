@@ -292,6 +292,7 @@ export function createServices(deps: ServiceDeps): Services {
   // Retention (docs/reliability.md "Retention"): each area removes its own finished records.
   const pruners = [
     workflows.pruner(deps.config.retention),
+    workflows.flowWindowPruner(),
     webhooks.pruner(deps.config.retention.deliveriesSeconds),
     events.pruner(deps.config.retention.outboxSeconds),
   ];

@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { manualClock } from '../../src/lib/clock.js';
 import type { TestApp } from '../helpers/app.js';
 import { dialectName } from '../helpers/store.js';
-import { type Api, type Json, publish, runsOf, settle, startWorkflowApp, workflow } from './helpers.js';
+import { type Api, type Json, job, publish, runsOf, settle, startWorkflowApp, workflow } from './helpers.js';
 
 /**
  * Flow control (docs/workflows.md "Flow control"), through HTTP, the real outbox drain and engine, on
@@ -52,9 +52,9 @@ describe(`flow control (${dialectName})`, () => {
     });
     expect(patched.status).toBe(200);
     expect(patched.body.flow_control).toEqual({ debounce: { period_ms: 500 } });
-    expect((await a.call('PATCH', `/event_subscription/${wf.id}`, { flow_control: null })).body.flow_control).toBe(
-      null,
-    );
+    expect(
+      (await a.call('PATCH', `/event_subscription/${wf.id}`, { flow_control: null })).body.flow_control,
+    ).toBe(null);
     const bad = await a.call('PATCH', `/event_subscription/${wf.id}`, {
       flow_control: { concurrency: { limit: 1, key: { nope: [1] } } },
     });
@@ -96,7 +96,8 @@ describe(`flow control (${dialectName})`, () => {
       all = await runs(wf.id);
       const running = all.filter((r) => r.customer === 'acme' && r.status === 'running');
       expect(running.length).toBeLessThanOrEqual(2);
-      for (const r of running) if (!order.includes(r.trigger_event.data.n)) order.push(r.trigger_event.data.n);
+      for (const r of running)
+        if (!order.includes(r.trigger_event.data.n)) order.push(r.trigger_event.data.n);
     }
     expect(order).toEqual([2, 3, 4]);
     all = await runs(wf.id);
@@ -125,7 +126,9 @@ describe(`flow control (${dialectName})`, () => {
     expect(starts[4]).toBeGreaterThanOrEqual(2_000);
     expect(starts[4]).toBeLessThan(2_100);
     // In arrival order.
-    const byStart = [...all].sort((x, y) => x.started_at.localeCompare(y.started_at) || x.created_at.localeCompare(y.created_at));
+    const byStart = [...all].sort(
+      (x, y) => x.started_at.localeCompare(y.started_at) || x.created_at.localeCompare(y.created_at),
+    );
     expect(byStart.map((r) => r.trigger_event.data.n).slice(2)).toEqual([2, 3, 4]);
   });
 
@@ -174,7 +177,9 @@ describe(`flow control (${dialectName})`, () => {
   });
 
   it('debounce: max_wait_ms starts the run under a steady stream', async () => {
-    const wf = await workflow(a, QUICK, { flow_control: { debounce: { period_ms: 500, max_wait_ms: 2_000 } } });
+    const wf = await workflow(a, QUICK, {
+      flow_control: { debounce: { period_ms: 500, max_wait_ms: 2_000 } },
+    });
     const t0 = clock.now().getTime();
     for (let i = 0; i < 30; i++) {
       await publish(t, { n: i });
@@ -212,7 +217,8 @@ describe(`flow control (${dialectName})`, () => {
     for (let round = 0; round < 6; round++) {
       const running = (await runs(wf.id)).filter((r) => r.status === 'running');
       expect(running.length).toBeLessThanOrEqual(1);
-      if (running[0] && !order.includes(running[0].trigger_event.data.n)) order.push(running[0].trigger_event.data.n);
+      if (running[0] && !order.includes(running[0].trigger_event.data.n))
+        order.push(running[0].trigger_event.data.n);
       clock.advance(1_000);
       await settle(t);
     }
@@ -252,5 +258,22 @@ describe(`flow control (${dialectName})`, () => {
     expect(run.error).toBe(
       'not started: flow_control.concurrency.key gave an object; a key must be a string, number, boolean or null',
     );
+  });
+
+  // Last: a day passes, beyond the access token's life.
+  it('the prune job removes window entries once no period can count them (a day)', async () => {
+    const windows = async () =>
+      Number(
+        (
+          await t.ctx.store.db
+            .selectFrom('flow_window')
+            .select((eb) => eb.fn.countAll().as('n'))
+            .executeTakeFirstOrThrow()
+        ).n,
+      );
+    expect(await windows()).toBeGreaterThan(0);
+    clock.advance(86_400_001);
+    await job(t, 'prune').run();
+    expect(await windows()).toBe(0);
   });
 });

@@ -10,6 +10,8 @@ import { eventContext } from './run-state.js';
  */
 
 const DAY_MS = 86_400_000;
+/** No throttle or rate limit period is longer: window entries older than this count for nothing. */
+export const FLOW_WINDOW_KEPT_MS = DAY_MS;
 
 const Key = Type.Optional(
   Type.Union([JsonObject, Type.Null()], {

@@ -136,6 +136,12 @@ export async function pruneWindows(db: Db, before: string, limit: number): Promi
   return Number(res.numDeletedRows);
 }
 
+/** When the oldest window entry was made (null: none). */
+export async function oldestWindow(db: Db): Promise<string | null> {
+  const row = await db.selectFrom('flow_window').select('at').orderBy('at').limit(1).executeTakeFirst();
+  return row?.at ?? null;
+}
+
 /** The open debounce run of a key: pending, folding events in, not being started. */
 export async function openDebounce(
   db: Db,

@@ -8,6 +8,8 @@ import type { EventEnricher } from '../events/publish.js';
 import type { Pruner } from '../retention/job.js';
 import { requireRun } from './control.js';
 import { exportRuns, type RunExportFilter } from './export.js';
+import { FLOW_WINDOW_KEPT_MS } from './flow-control.js';
+import * as flows from './flow-store.js';
 import type { GraphSource } from './graph-source.js';
 import { CompiledCache, describeThrown, expressionProblem } from './jsonlogic.js';
 import { RunMachine } from './machine.js';
@@ -84,6 +86,8 @@ export interface WorkflowService {
   exportRuns(filter: RunExportFilter): AsyncIterable<WorkflowRun & { nodes: WorkflowRunNode[] }>;
   /** Finished runs, kept by each subscription's retention or else the server's, for the prune job. */
   pruner(defaults: Pick<RetentionDefaults, 'completedRunsSeconds' | 'failedRunsSeconds'>): Pruner;
+  /** The prune job's pass over flow control's windows: entries older than the longest period (a day). */
+  flowWindowPruner(): Pruner;
 }
 
 export function createWorkflowService(deps: WorkflowServiceDeps): WorkflowService {
@@ -198,6 +202,19 @@ export function createWorkflowService(deps: WorkflowServiceDeps): WorkflowServic
         return runPass(deps.store, rules, now);
       },
       oldest: () => oldestFinishedRun(deps.store),
+    }),
+
+    flowWindowPruner: () => ({
+      kind: 'flow_windows',
+      async pass(now) {
+        const before = iso(new Date(now.getTime() - FLOW_WINDOW_KEPT_MS));
+        return async (limit) => {
+          const n = await deps.store.write((db) => flows.pruneWindows(db, before, limit));
+          const rows: Record<string, number> = n > 0 ? { flow_window: n } : {};
+          return { records: n, rows };
+        };
+      },
+      oldest: () => flows.oldestWindow(deps.store.db),
     }),
 
     list: (page: Page, filters: RunFilters) => runs.listRuns(deps.store.db, page, filters),

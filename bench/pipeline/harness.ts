@@ -16,8 +16,8 @@ import { COUNTED_NODE_ARGS } from './callgrind.js';
 export const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 const ANSWERS = { score: 7, q1: 'yes', q2: 3, q3: ['a', 'b'], comment: 'fine' };
 const PG_BASE = process.env.SVC_BENCH_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
-const EMAIL = 'bench-admin@example.test';
-const PASSWORD = 'bench-admin-password-1';
+export const EMAIL = 'bench-admin@example.test';
+export const PASSWORD = 'bench-admin-password-1';
 export const SUBMIT = '/api/v1/questionnaire_submission';
 
 export interface SvcOptions {

@@ -1,0 +1,208 @@
+/**
+ * Flow control's figures (docs/performance.md "Flow control"), each next to a ceiling measured in
+ * the same run:
+ *
+ * 1. Throughput with `concurrency {limit: 50, key: event.data.customer}` over 1,000 customers, as a
+ *    ratio of the same workflow without flow control: events posted through `POST /event` batches,
+ *    counted when their run's ACTION reaches the receiver. Rounds alternate the two; medians.
+ * 2. The cost of starting a waiting run with 10, 1,000 and 100,000 runs waiting: one queue
+ *    (`concurrency {limit: 1}`) whose runs each wait for the one before; the rate at which the
+ *    next ones start, as a ratio of the rate with 10 waiting.
+ *
+ *   npm run build && npm run bench -- flow [--store sqlite|postgres] [--events 20000] [--rounds 3]
+ *     [--waiting 10,1000,100000]
+ */
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { parseArgs } from 'node:util';
+import { median } from '../lib/load.js';
+import { EMAIL, PASSWORD, startSvc } from '../pipeline/harness.js';
+
+const { values } = parseArgs({
+  options: {
+    store: { type: 'string', default: 'sqlite' },
+    events: { type: 'string', default: '20000' },
+    rounds: { type: 'string', default: '3' },
+    waiting: { type: 'string', default: '10,1000,100000' },
+  },
+});
+const EVENTS = Number(values.events);
+const ROUNDS = Number(values.rounds);
+const WAITING = (values.waiting ?? '').split(',').map(Number);
+const TYPE = 'com.example.order.created';
+const CUSTOMERS = 1_000;
+
+function receiver() {
+  let count = 0;
+  const server = http.createServer((req, res) => {
+    req.resume();
+    req.on('end', () => {
+      count++;
+      res.setHeader('content-type', 'application/json');
+      res.end('{"ok":true}');
+    });
+  });
+  return new Promise<{ url: string; count(): number; close(): void }>((resolve) =>
+    server.listen(0, '127.0.0.1', () =>
+      resolve({
+        url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/`,
+        count: () => count,
+        close: () => server.close(),
+      }),
+    ),
+  );
+}
+
+async function client(base: string) {
+  const call = async (
+    method: string,
+    path: string,
+    body?: unknown,
+    token?: string,
+    type = 'application/json',
+  ) => {
+    const res = await fetch(`${base}/api/v1${path}`, {
+      method,
+      headers: { 'content-type': type, ...(token ? { authorization: `Bearer ${token}` } : {}) },
+      body: body === undefined ? undefined : JSON.stringify(body),
+    });
+    const text = await res.text();
+    if (!res.ok) throw new Error(`${method} ${path}: ${res.status} ${text}`);
+    return text ? JSON.parse(text) : {};
+  };
+  const token = (await call('POST', '/auth/login/credentials', { email: EMAIL, password: PASSWORD }))
+    .access_token;
+  return (method: string, path: string, body?: unknown, type?: string) =>
+    call(method, path, body, token, type);
+}
+
+/** A subscription on TYPE: COMPUTE, then an http ACTION to `url`; answers its id. */
+async function subscription(call: Awaited<ReturnType<typeof client>>, url: string, flow: unknown) {
+  await call('POST', '/event_definition', { event_type: TYPE });
+  const defs = await call('GET', '/plugin_definition?name=http');
+  const instance = await call('POST', '/plugin_instance', {
+    plugin_definition_id: defs.plugin_definitions[0].id,
+    display_name: 'receiver',
+    enabled: true,
+  });
+  const sub = await call('POST', '/event_subscription', {
+    name: 'orders',
+    event_type: TYPE,
+    flow_control: flow,
+  });
+  await call('PUT', `/event_subscription/${sub.id}/graph`, {
+    nodes: [
+      { key: 'derive', type: 'COMPUTE', config: { logic: { total: { var: 'event.data.total' } } } },
+      {
+        key: 'call',
+        type: 'ACTION',
+        config: {
+          plugin_instance_id: instance.id,
+          plugin_action: 'request',
+          input_mapping: { method: 'POST', url, body: { var: 'nodes.derive.output' } },
+        },
+      },
+    ],
+    edges: [{ from_node_id: 'derive', to_node_id: 'call' }],
+  });
+  return sub.id as string;
+}
+
+/** Posts `total` events (batches of 100, 4 at a time) numbered from `from`. */
+async function post(call: Awaited<ReturnType<typeof client>>, from: number, total: number) {
+  const batches: number[] = [];
+  for (let i = 0; i < total; i += 100) batches.push(i);
+  const next = async () => {
+    for (let b = batches.shift(); b !== undefined; b = batches.shift()) {
+      const events = Array.from({ length: Math.min(100, total - b) }, (_, i) => ({
+        specversion: '1.0',
+        id: `order-${from + b + i}`,
+        source: 'https://shop.example.com/orders',
+        type: TYPE,
+        data: { total: b + i, customer: `c${(from + b + i) % CUSTOMERS}` },
+      }));
+      await call('POST', '/event', events, 'application/cloudevents-batch+json');
+    }
+  };
+  await Promise.all([next(), next(), next(), next()]);
+}
+
+async function until(done: () => boolean, timeoutMs: number) {
+  const deadline = Date.now() + timeoutMs;
+  while (!done()) {
+    if (Date.now() > deadline) throw new Error('timed out');
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
+
+/** Executions per second of EVENTS events, with `flow` on the subscription. */
+async function throughput(flow: unknown): Promise<number> {
+  const rx = await receiver();
+  const svc = await startSvc(values.store as string);
+  try {
+    const call = await client(svc.url);
+    await subscription(call, rx.url, flow);
+    const t0 = performance.now();
+    await post(call, 0, EVENTS);
+    await until(() => rx.count() >= EVENTS, 600_000);
+    return EVENTS / ((performance.now() - t0) / 1000);
+  } finally {
+    await svc.stop();
+    rx.close();
+  }
+}
+
+/** Runs started per second from one queue with `waiting` runs in it (the next 200 of them). */
+async function startRate(waiting: number): Promise<number> {
+  const rx = await receiver();
+  const svc = await startSvc(values.store as string);
+  try {
+    const call = await client(svc.url);
+    const id = await subscription(call, rx.url, { concurrency: { limit: 1 } });
+    // One runs at a time: the rest of the events queue behind it, in order.
+    await post(call, 0, waiting + 201);
+    const pending = async () =>
+      (await call('GET', `/workflow_run?event_subscription_id=${id}&status=pending&limit=1`)).total as number;
+    for (let p = await pending(); p < waiting; p = await pending())
+      await new Promise((r) => setTimeout(r, 200));
+    // The queue holds `waiting` or more runs: time the next 200 starts (each waits for the one before).
+    const from = rx.count();
+    const t0 = performance.now();
+    await until(() => rx.count() >= from + 200, 600_000);
+    return 200 / ((performance.now() - t0) / 1000);
+  } finally {
+    await svc.stop();
+    rx.close();
+  }
+}
+
+const FLOW = { concurrency: { limit: 50, key: { var: 'event.data.customer' } } };
+const plain: number[] = [];
+const shaped: number[] = [];
+for (let r = 0; r < ROUNDS; r++) {
+  plain.push(await throughput(null));
+  shaped.push(await throughput(FLOW));
+  console.log(
+    `round ${r + 1}: without ${plain[r].toFixed(0)}/s, concurrency 50 per customer ${shaped[r].toFixed(0)}/s`,
+  );
+}
+const range = (xs: number[]) => `${Math.min(...xs).toFixed(0)}-${Math.max(...xs).toFixed(0)}`;
+console.log(
+  `\n${values.store}: ${EVENTS} events, ${CUSTOMERS} customers; executions/s median (min-max)\n` +
+    `  without flow control (ceiling)        ${median(plain).toFixed(0)} (${range(plain)})\n` +
+    `  concurrency {limit: 50, key: customer} ${median(shaped).toFixed(0)} (${range(shaped)})  = ${(
+      (100 * median(shaped)) / median(plain)
+    ).toFixed(0)}% of the ceiling (target >= 70%)`,
+);
+
+const rates = new Map<number, number>();
+for (const w of WAITING) {
+  rates.set(w, await startRate(w));
+  console.log(`waiting ${w}: ${(rates.get(w) as number).toFixed(1)} starts/s`);
+}
+const base = rates.get(WAITING[0]) as number;
+console.log(
+  `\nstarting a waiting run, one queue (concurrency 1), starts/s and ratio to ${WAITING[0]} waiting:`,
+);
+for (const [w, rate] of rates)
+  console.log(`  ${String(w).padStart(7)} waiting  ${rate.toFixed(1)}/s  ${(rate / base).toFixed(2)}x`);

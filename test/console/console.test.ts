@@ -245,12 +245,17 @@ describe.skipIf(!hasBrowser)('the console at /console', () => {
     await page.getByLabel('Name', { exact: true }).fill('Orders doubled');
     await page.getByLabel('Event type').fill(EVENT_TYPE);
     await page.getByLabel(/^Keep failed runs/).fill('60');
+    await page.getByLabel(/^Flow control/).fill('{"concurrency": {"limit": 5}}');
     await page.getByRole('button', { name: 'Create' }).click();
     await page.waitForURL(/\/console\/subscriptions\/(?!new$)[^/]+$/, { waitUntil: 'commit' });
     const subscriptionId = page.url().split('/').pop()!;
     // Retention in days on the form, seconds in the API; empty is the server's default.
     await expect.poll(() => page.getByLabel(/^Keep failed runs/).inputValue()).toBe('60');
     expect(await page.getByLabel(/^Keep completed/).inputValue()).toBe('');
+    // Flow control as saved, read back from the API's answer.
+    expect(JSON.parse(await page.getByLabel(/^Flow control/).inputValue())).toEqual({
+      concurrency: { limit: 5 },
+    });
 
     // A graph whose second node calls an unknown operator: the server's 400 marks that node.
     const graph = page.getByLabel(/^Graph JSON/);

@@ -2969,6 +2969,51 @@ export interface components {
                 completed_runs_seconds: number | null;
                 failed_runs_seconds: number | null;
             };
+            flow_control: {
+                /** @description At most `limit` runs with the same key are running at once; the others wait in order. */
+                concurrency?: {
+                    limit: number;
+                    /** @description JSONLogic on the trigger event (the condition context: `event.*`); runs whose values are equal share the limit. Without it the whole subscription shares one. */
+                    key?: {
+                        [key: string]: unknown;
+                    } | null;
+                };
+                /** @description At most `limit` runs with the same key start in any `period_ms` (a sliding window); the others wait their turn. */
+                throttle?: {
+                    limit: number;
+                    /** @description Milliseconds, at most one day. */
+                    period_ms: number;
+                    /** @description JSONLogic on the trigger event (the condition context: `event.*`); runs whose values are equal share the limit. Without it the whole subscription shares one. */
+                    key?: {
+                        [key: string]: unknown;
+                    } | null;
+                };
+                /** @description At most `limit` runs with the same key per `period_ms`; an event over it leaves a `skipped` run saying so. */
+                rate_limit?: {
+                    limit: number;
+                    /** @description Milliseconds, at most one day. */
+                    period_ms: number;
+                    /** @description JSONLogic on the trigger event (the condition context: `event.*`); runs whose values are equal share the limit. Without it the whole subscription shares one. */
+                    key?: {
+                        [key: string]: unknown;
+                    } | null;
+                };
+                /** @description Events with the same key less than `period_ms` apart make one run, on the last of them, `period_ms` after it. */
+                debounce?: {
+                    /** @description Milliseconds, at most one day. */
+                    period_ms: number;
+                    /** @description JSONLogic on the trigger event (the condition context: `event.*`); runs whose values are equal share the limit. Without it the whole subscription shares one. */
+                    key?: {
+                        [key: string]: unknown;
+                    } | null;
+                    /** @description The longest a run waits under a steady stream, from the first event folded in. */
+                    max_wait_ms?: number;
+                };
+                /** @description JSONLogic on the trigger event (or a constant) giving an integer -100..100 (default 0): among waiting runs, higher starts first. */
+                priority?: {
+                    [key: string]: unknown;
+                } | number;
+            } | null;
             paused_reason: string | null;
             paused_at: string | null;
             /** @description Present when the write succeeded with something to know, e.g. a deprecated event type. */
@@ -3060,6 +3105,11 @@ export interface components {
             completed_at: string | null;
             error: string | null;
             rerun_of: string | null;
+            pending_reason: ("concurrency" | "throttle" | "debounce") | null;
+            flow_key: string | null;
+            /** @description Among waiting runs, higher starts first (-100..100). */
+            priority: number;
+            debounced_events: number | null;
             /** Format: date-time */
             created_at: string;
             /** Format: date-time */
@@ -11877,6 +11927,52 @@ export interface operations {
                         completed_runs_seconds?: number | null;
                         failed_runs_seconds?: number | null;
                     };
+                    /** @description How runs are shaped (docs/workflows.md "Flow control"): concurrency, throttle, rate_limit, debounce, priority. A PATCH replaces it whole; null removes it. */
+                    flow_control?: {
+                        /** @description At most `limit` runs with the same key are running at once; the others wait in order. */
+                        concurrency?: {
+                            limit: number;
+                            /** @description JSONLogic on the trigger event (the condition context: `event.*`); runs whose values are equal share the limit. Without it the whole subscription shares one. */
+                            key?: {
+                                [key: string]: unknown;
+                            } | null;
+                        };
+                        /** @description At most `limit` runs with the same key start in any `period_ms` (a sliding window); the others wait their turn. */
+                        throttle?: {
+                            limit: number;
+                            /** @description Milliseconds, at most one day. */
+                            period_ms: number;
+                            /** @description JSONLogic on the trigger event (the condition context: `event.*`); runs whose values are equal share the limit. Without it the whole subscription shares one. */
+                            key?: {
+                                [key: string]: unknown;
+                            } | null;
+                        };
+                        /** @description At most `limit` runs with the same key per `period_ms`; an event over it leaves a `skipped` run saying so. */
+                        rate_limit?: {
+                            limit: number;
+                            /** @description Milliseconds, at most one day. */
+                            period_ms: number;
+                            /** @description JSONLogic on the trigger event (the condition context: `event.*`); runs whose values are equal share the limit. Without it the whole subscription shares one. */
+                            key?: {
+                                [key: string]: unknown;
+                            } | null;
+                        };
+                        /** @description Events with the same key less than `period_ms` apart make one run, on the last of them, `period_ms` after it. */
+                        debounce?: {
+                            /** @description Milliseconds, at most one day. */
+                            period_ms: number;
+                            /** @description JSONLogic on the trigger event (the condition context: `event.*`); runs whose values are equal share the limit. Without it the whole subscription shares one. */
+                            key?: {
+                                [key: string]: unknown;
+                            } | null;
+                            /** @description The longest a run waits under a steady stream, from the first event folded in. */
+                            max_wait_ms?: number;
+                        };
+                        /** @description JSONLogic on the trigger event (or a constant) giving an integer -100..100 (default 0): among waiting runs, higher starts first. */
+                        priority?: {
+                            [key: string]: unknown;
+                        } | number;
+                    } | null;
                 };
             };
         };
@@ -12069,6 +12165,52 @@ export interface operations {
                         completed_runs_seconds?: number | null;
                         failed_runs_seconds?: number | null;
                     };
+                    /** @description How runs are shaped (docs/workflows.md "Flow control"): concurrency, throttle, rate_limit, debounce, priority. A PATCH replaces it whole; null removes it. */
+                    flow_control?: {
+                        /** @description At most `limit` runs with the same key are running at once; the others wait in order. */
+                        concurrency?: {
+                            limit: number;
+                            /** @description JSONLogic on the trigger event (the condition context: `event.*`); runs whose values are equal share the limit. Without it the whole subscription shares one. */
+                            key?: {
+                                [key: string]: unknown;
+                            } | null;
+                        };
+                        /** @description At most `limit` runs with the same key start in any `period_ms` (a sliding window); the others wait their turn. */
+                        throttle?: {
+                            limit: number;
+                            /** @description Milliseconds, at most one day. */
+                            period_ms: number;
+                            /** @description JSONLogic on the trigger event (the condition context: `event.*`); runs whose values are equal share the limit. Without it the whole subscription shares one. */
+                            key?: {
+                                [key: string]: unknown;
+                            } | null;
+                        };
+                        /** @description At most `limit` runs with the same key per `period_ms`; an event over it leaves a `skipped` run saying so. */
+                        rate_limit?: {
+                            limit: number;
+                            /** @description Milliseconds, at most one day. */
+                            period_ms: number;
+                            /** @description JSONLogic on the trigger event (the condition context: `event.*`); runs whose values are equal share the limit. Without it the whole subscription shares one. */
+                            key?: {
+                                [key: string]: unknown;
+                            } | null;
+                        };
+                        /** @description Events with the same key less than `period_ms` apart make one run, on the last of them, `period_ms` after it. */
+                        debounce?: {
+                            /** @description Milliseconds, at most one day. */
+                            period_ms: number;
+                            /** @description JSONLogic on the trigger event (the condition context: `event.*`); runs whose values are equal share the limit. Without it the whole subscription shares one. */
+                            key?: {
+                                [key: string]: unknown;
+                            } | null;
+                            /** @description The longest a run waits under a steady stream, from the first event folded in. */
+                            max_wait_ms?: number;
+                        };
+                        /** @description JSONLogic on the trigger event (or a constant) giving an integer -100..100 (default 0): among waiting runs, higher starts first. */
+                        priority?: {
+                            [key: string]: unknown;
+                        } | number;
+                    } | null;
                 };
             };
         };
@@ -12240,6 +12382,52 @@ export interface operations {
                             completed_runs_seconds?: number | null;
                             failed_runs_seconds?: number | null;
                         };
+                        /** @description How runs are shaped (docs/workflows.md "Flow control"): concurrency, throttle, rate_limit, debounce, priority. A PATCH replaces it whole; null removes it. */
+                        flow_control?: {
+                            /** @description At most `limit` runs with the same key are running at once; the others wait in order. */
+                            concurrency?: {
+                                limit: number;
+                                /** @description JSONLogic on the trigger event (the condition context: `event.*`); runs whose values are equal share the limit. Without it the whole subscription shares one. */
+                                key?: {
+                                    [key: string]: unknown;
+                                } | null;
+                            };
+                            /** @description At most `limit` runs with the same key start in any `period_ms` (a sliding window); the others wait their turn. */
+                            throttle?: {
+                                limit: number;
+                                /** @description Milliseconds, at most one day. */
+                                period_ms: number;
+                                /** @description JSONLogic on the trigger event (the condition context: `event.*`); runs whose values are equal share the limit. Without it the whole subscription shares one. */
+                                key?: {
+                                    [key: string]: unknown;
+                                } | null;
+                            };
+                            /** @description At most `limit` runs with the same key per `period_ms`; an event over it leaves a `skipped` run saying so. */
+                            rate_limit?: {
+                                limit: number;
+                                /** @description Milliseconds, at most one day. */
+                                period_ms: number;
+                                /** @description JSONLogic on the trigger event (the condition context: `event.*`); runs whose values are equal share the limit. Without it the whole subscription shares one. */
+                                key?: {
+                                    [key: string]: unknown;
+                                } | null;
+                            };
+                            /** @description Events with the same key less than `period_ms` apart make one run, on the last of them, `period_ms` after it. */
+                            debounce?: {
+                                /** @description Milliseconds, at most one day. */
+                                period_ms: number;
+                                /** @description JSONLogic on the trigger event (the condition context: `event.*`); runs whose values are equal share the limit. Without it the whole subscription shares one. */
+                                key?: {
+                                    [key: string]: unknown;
+                                } | null;
+                                /** @description The longest a run waits under a steady stream, from the first event folded in. */
+                                max_wait_ms?: number;
+                            };
+                            /** @description JSONLogic on the trigger event (or a constant) giving an integer -100..100 (default 0): among waiting runs, higher starts first. */
+                            priority?: {
+                                [key: string]: unknown;
+                            } | number;
+                        } | null;
                     };
                     nodes?: {
                         id?: string;

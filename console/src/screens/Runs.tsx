@@ -116,6 +116,13 @@ export function Runs({ query }: { query: URLSearchParams }) {
               </td>
               <td>
                 <Status status={r.status} />
+                {r.status === 'pending' && r.pending_reason && (
+                  <span class="muted">
+                    {' '}
+                    waiting: {r.pending_reason}
+                    {r.flow_key ? ` (key ${r.flow_key})` : ''}
+                  </span>
+                )}
               </td>
               <td>
                 <code>{r.event_type}</code>

@@ -87,6 +87,7 @@ function MetadataForm({
           string,
           unknown
         > | null,
+        flow_control: parseJson(text('flow_control'), 'flow control') as Subscription['flow_control'],
         retention: {
           completed_runs_seconds: retentionSeconds(form, 'completed_runs'),
           failed_runs_seconds: retentionSeconds(form, 'failed_runs'),
@@ -150,6 +151,15 @@ function MetadataForm({
                   defaultValue={
                     record?.condition_jsonlogic ? JSON.stringify(record.condition_jsonlogic, null, 2) : ''
                   }
+                />
+              </label>
+              <label>
+                Flow control (concurrency, throttle, rate_limit, debounce, priority; JSON)
+                <textarea
+                  name="flow_control"
+                  rows={4}
+                  placeholder='{"concurrency": {"limit": 5, "key": {"var": "event.data.customer_id"}}}'
+                  defaultValue={record?.flow_control ? JSON.stringify(record.flow_control, null, 2) : ''}
                 />
               </label>
             </div>

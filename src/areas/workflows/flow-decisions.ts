@@ -55,6 +55,42 @@ export class Decisions {
     this.at = iso(now);
   }
 
+  /**
+   * Reads, for every key these events name, what the decisions need (one statement per part, not
+   * per event): the transaction then holds its locks for a handful of statements per batch.
+   */
+  async prefetch(events: readonly CloudEvent[]): Promise<void> {
+    const keysOf = (part: FlowPart) => {
+      const keys = new Set<string>();
+      for (const e of events) {
+        try {
+          keys.add(flowKey(this.cache, this.flow, part, e));
+        } catch {
+          // A key that fails is the decision's to report.
+        }
+      }
+      return [...keys];
+    };
+    const since = (periodMs: number) => iso(new Date(this.now.getTime() - periodMs));
+    for (const part of ['throttle', 'rate_limit'] as const) {
+      const limit = this.flow[part];
+      if (!limit) continue;
+      const keys = keysOf(part);
+      for (const [key, w] of await flows.windowsSince(this.db, this.sub, part, keys, since(limit.period_ms)))
+        this.windows.set(`${part}\u0000${key}`, w);
+    }
+    for (const part of ['throttle', 'concurrency'] as const) {
+      if (!this.flow[part]) continue;
+      const keys = keysOf(part);
+      const queued = await flows.queuedKeys(this.db, this.sub, part, keys);
+      for (const key of keys) this.queues.set(`${part}\u0000${key}`, queued.has(key));
+      if (part === 'concurrency') {
+        const running = await flows.runningUnderKeys(this.db, this.sub, keys);
+        for (const key of keys) this.running.set(key, running.get(key) ?? 0);
+      }
+    }
+  }
+
   private async windowOf(part: 'throttle' | 'rate_limit', key: string, periodMs: number) {
     const id = `${part}\u0000${key}`;
     let w = this.windows.get(id);

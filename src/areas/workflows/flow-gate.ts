@@ -118,6 +118,7 @@ export function createFlowGate(deps: FlowGateDeps): FlowGate {
         events.map((e) => e.id),
       );
       const d = new Decisions(tx.db, cache, sub.id, flow, now);
+      await d.prefetch(items.filter((i) => !i.error && !known.has(i.event.id)).map((i) => i.event));
       const writes: Array<{ run: WorkflowRunTable; nodes: WorkflowRunNodeTable[] }> = [];
       /** Debounced runs this batch opened, by key: later events of the batch fold into them. */
       const opened = new Map<string, WorkflowRunTable>();
@@ -257,6 +258,9 @@ export function createFlowGate(deps: FlowGateDeps): FlowGate {
         }
         await flows.lockKeys(tx.db, names);
         const d = shapesRuns(flow) ? new Decisions(tx.db, cache, subId, flow, now) : undefined;
+        await d?.prefetch(
+          group.filter((r) => !keyProblem.has(r.id)).map((r) => events.get(r.id) as CloudEvent),
+        );
         for (const r of group) {
           const problem = keyProblem.get(r.id);
           if (problem !== undefined) {

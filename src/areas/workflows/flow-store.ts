@@ -10,6 +10,9 @@ import type { WorkflowRunNodeTable, WorkflowRunTable } from './tables.js';
  * `workflow_run_queue`: one indexed read finds a queue's head however long it is), the running runs a
  * concurrency limit counts, the windows throttles and rate limits count, and the per-key locks that
  * make each decision against them one at a time across processes.
+ *
+ * The terms a partial index of migration 0019 is defined by (status, reason) are written as literals:
+ * SQLite uses a partial index only for a query whose WHERE names the values of its predicate.
  */
 
 /**
@@ -37,7 +40,7 @@ export async function runningUnder(db: Db, subscriptionId: string, key: string):
     .selectFrom('workflow_run')
     .select((eb) => eb.fn.countAll<number>().as('n'))
     .where('event_subscription_id', '=', subscriptionId)
-    .where('status', '=', 'running')
+    .where('status', '=', sql.lit('running'))
     .where('concurrency_key', '=', key)
     .executeTakeFirstOrThrow();
   return Number(row.n);
@@ -55,7 +58,7 @@ export async function queueHead(
     .selectFrom('workflow_run')
     .select(['id', 'wake_at'])
     .where('event_subscription_id', '=', subscriptionId)
-    .where('status', '=', 'pending')
+    .where('status', '=', sql.lit('pending'))
     .where('pending_reason', '=', reason)
     .where('flow_key', '=', key);
   if (except !== undefined) q = q.where('id', '!=', except);
@@ -152,8 +155,8 @@ export async function openDebounce(
     .selectFrom('workflow_run')
     .select(['id', 'event_id', 'flow_deadline', 'debounced_events'])
     .where('event_subscription_id', '=', subscriptionId)
-    .where('status', '=', 'pending')
-    .where('pending_reason', '=', 'debounce')
+    .where('status', '=', sql.lit('pending'))
+    .where('pending_reason', '=', sql.lit('debounce'))
     .where('flow_key', '=', key)
     .where('locked_by', 'is', null)
     .executeTakeFirst();
@@ -306,4 +309,64 @@ export async function releaseConcurrency(
   for (const e of unique.values())
     if (await wakeHead(db, e.subscriptionId, 'concurrency', e.key, at)) woke = true;
   return woke;
+}
+
+/** Runs of the subscription running under each of these concurrency keys (absent: none). */
+export async function runningUnderKeys(db: Db, subscriptionId: string, keys: readonly string[]) {
+  const out = new Map<string, number>();
+  if (keys.length === 0) return out;
+  const rows = await db
+    .selectFrom('workflow_run')
+    .select((eb) => ['concurrency_key', eb.fn.countAll<number>().as('n')])
+    .where('event_subscription_id', '=', subscriptionId)
+    .where('status', '=', sql.lit('running'))
+    .where('concurrency_key', 'in', [...keys])
+    .groupBy('concurrency_key')
+    .execute();
+  for (const r of rows) out.set(r.concurrency_key as string, Number(r.n));
+  return out;
+}
+
+/** Which of these keys' queues of `reason` have waiting runs. */
+export async function queuedKeys(
+  db: Db,
+  subscriptionId: string,
+  reason: PendingReason,
+  keys: readonly string[],
+): Promise<Set<string>> {
+  if (keys.length === 0) return new Set();
+  const rows = await db
+    .selectFrom('workflow_run')
+    .select('flow_key')
+    .distinct()
+    .where('event_subscription_id', '=', subscriptionId)
+    .where('status', '=', sql.lit('pending'))
+    .where('pending_reason', '=', reason)
+    .where('flow_key', 'in', [...keys])
+    .execute();
+  return new Set(rows.map((r) => r.flow_key as string));
+}
+
+/** Instants of each key's window entries after `since`, oldest first. */
+export async function windowsSince(
+  db: Db,
+  subscriptionId: string,
+  part: 'throttle' | 'rate_limit',
+  keys: readonly string[],
+  since: string,
+): Promise<Map<string, string[]>> {
+  const out = new Map<string, string[]>(keys.map((k) => [k, []]));
+  if (keys.length === 0) return out;
+  const rows = await db
+    .selectFrom('flow_window')
+    .select(['key', 'at'])
+    .where('subscription_id', '=', subscriptionId)
+    .where('part', '=', part)
+    .where('key', 'in', [...keys])
+    .where('at', '>', since)
+    .orderBy('key')
+    .orderBy('at')
+    .execute();
+  for (const r of rows) out.get(r.key)?.push(r.at);
+  return out;
 }

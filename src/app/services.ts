@@ -230,7 +230,7 @@ export function createServices(deps: ServiceDeps): Services {
     log: deps.log,
     subscriptions,
     actions: plugins,
-    metrics: createWorkflowMetrics(metrics),
+    metrics: createWorkflowMetrics(metrics, deps.store),
     wakeups,
     leaseMs: deps.config.workflowLeaseMs,
     pollIntervalMs: deps.config.workflowPollIntervalMs,

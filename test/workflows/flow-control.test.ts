@@ -87,6 +87,11 @@ describe(`flow control (${dialectName})`, () => {
     }
     const listed = await a.call('GET', `/workflow_run?event_subscription_id=${wf.id}&status=pending`);
     expect(listed.body.runs).toHaveLength(3);
+    // Read from the store at each scrape.
+    const metrics = async () => (await t.app.inject({ method: 'GET', url: '/metrics' })).body;
+    expect(await metrics()).toContain(
+      `svc_workflow_runs_waiting{subscription_id="${wf.id}",reason="concurrency"} 3`,
+    );
 
     // Each second the two running ones end, and the next two in line start.
     const order: number[] = [];
@@ -100,6 +105,11 @@ describe(`flow control (${dialectName})`, () => {
         if (!order.includes(r.trigger_event.data.n)) order.push(r.trigger_event.data.n);
     }
     expect(order).toEqual([2, 3, 4]);
+    const scraped = await metrics();
+    expect(scraped).not.toContain(`svc_workflow_runs_waiting{subscription_id="${wf.id}"`);
+    expect(scraped).toMatch(
+      new RegExp(`svc_workflow_run_wait_seconds_count\\{subscription_id="${wf.id}"\\} 3`),
+    );
     all = await runs(wf.id);
     expect(byStatus(all)).toEqual({ completed: 6 });
     expect(all.every((r) => r.pending_reason === null)).toBe(true);

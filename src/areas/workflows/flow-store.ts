@@ -370,3 +370,19 @@ export async function windowsSince(
   for (const r of rows) out.get(r.key)?.push(r.at);
   return out;
 }
+
+/** Waiting runs per subscription and reason (the metrics' read, off the queue's partial index). */
+export async function waitingRuns(db: Db) {
+  const rows = await db
+    .selectFrom('workflow_run')
+    .select((eb) => ['event_subscription_id', 'pending_reason', eb.fn.countAll<number>().as('n')])
+    .where('status', '=', sql.lit('pending'))
+    .where('pending_reason', 'is not', null)
+    .groupBy(['event_subscription_id', 'pending_reason'])
+    .execute();
+  return rows.map((r) => ({
+    subscriptionId: r.event_subscription_id,
+    reason: r.pending_reason as PendingReason,
+    count: Number(r.n),
+  }));
+}

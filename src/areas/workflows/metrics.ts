@@ -1,5 +1,7 @@
-import type { Registry } from 'prom-client';
+import { Gauge, type Registry } from 'prom-client';
+import type { Store } from '../../db/store.js';
 import { counter, histogram } from '../../lib/metrics.js';
+import { waitingRuns } from './flow-store.js';
 
 export interface WorkflowMetrics {
   runStarted(subscriptionId: string): void;
@@ -12,8 +14,22 @@ export interface WorkflowMetrics {
   runWaited(subscriptionId: string, seconds: number): void;
 }
 
-/** Workflow runs and nodes on /metrics (counted by the process that created or finished them). */
-export function createWorkflowMetrics(registry: Registry): WorkflowMetrics {
+/**
+ * Workflow runs and nodes on /metrics (counted by the process that created or finished them), and
+ * the runs flow control holds back (read from the store at each scrape: the whole deployment's).
+ */
+export function createWorkflowMetrics(registry: Registry, store: Store): WorkflowMetrics {
+  new Gauge({
+    name: 'svc_workflow_runs_waiting',
+    help: 'Runs held back by flow control, by subscription and reason (concurrency, throttle, debounce)',
+    labelNames: ['subscription_id', 'reason'],
+    registers: [registry],
+    async collect() {
+      this.reset();
+      for (const w of await waitingRuns(store.db))
+        this.set({ subscription_id: w.subscriptionId, reason: w.reason }, w.count);
+    },
+  });
   const started = counter(
     registry,
     'svc_workflow_runs_started_total',

@@ -257,6 +257,20 @@ describe(`flow control (${dialectName})`, () => {
     expect(byStatus(await runs(wf.id))).toEqual({ cancelled: 2, completed: 1 });
   });
 
+  it('a deleted subscription holds nothing back: its waiting runs start', async () => {
+    const wf = await workflow(a, DELAYED, { flow_control: { concurrency: { limit: 1 } } });
+    for (let i = 0; i < 3; i++) await publish(t, { n: i });
+    await settle(t);
+    expect(byStatus(await runs(wf.id))).toEqual({ running: 1, pending: 2 });
+    expect((await a.call('DELETE', `/event_subscription/${wf.id}`)).status).toBe(200);
+    clock.advance(1_000);
+    await settle(t);
+    expect(byStatus(await runs(wf.id))).toEqual({ completed: 1, running: 2 });
+    clock.advance(1_000);
+    await settle(t);
+    expect(byStatus(await runs(wf.id))).toEqual({ completed: 3 });
+  });
+
   it('a key that cannot be evaluated or is not a scalar starts no run and says why', async () => {
     const wf = await workflow(a, QUICK, {
       flow_control: { concurrency: { limit: 1, key: { var: 'event.data' } } },

@@ -1,5 +1,6 @@
 import type { Logger } from 'pino';
 import type { Store } from '../../db/store.js';
+import { AppError } from '../../http/errors.js';
 import { depthOf } from '../../lib/causation.js';
 import { type Clock, iso } from '../../lib/clock.js';
 import type { DueTimer } from '../../worker/due-timer.js';
@@ -11,6 +12,7 @@ import {
   type FlowPart,
   flowKey,
   flowPriority,
+  type PendingReason,
   shapesRuns,
 } from './flow-control.js';
 import { Decisions, earliest, lockNames, type Placement } from './flow-decisions.js';
@@ -231,8 +233,10 @@ export function createFlowGate(deps: FlowGateDeps): FlowGate {
       let flow: FlowControl | null = null;
       try {
         flow = (await deps.subscriptions.getActive(subId)).flow_control;
-      } catch {
-        // Deleted since: nothing holds its waiting runs back any more.
+      } catch (err) {
+        // Deleted since (its 404): nothing holds its waiting runs back any more. Anything else (the
+        // store failing) leaves the claims to run out and be asked again.
+        if (!(err instanceof AppError)) throw err;
       }
       // In start order: the order of the queues they came from.
       group.sort(
@@ -261,10 +265,21 @@ export function createFlowGate(deps: FlowGateDeps): FlowGate {
         await d?.prefetch(
           group.filter((r) => !keyProblem.has(r.id)).map((r) => events.get(r.id) as CloudEvent),
         );
+        const passOn: Array<[PendingReason, string]> = [];
+        /** Whether `r` leaves its throttle or concurrency queue other than by that rule's start. */
+        const leftItsQueue = (r: WorkflowRunTable, placement: Placement) => {
+          if (r.flow_key === null || (r.pending_reason !== 'throttle' && r.pending_reason !== 'concurrency'))
+            return false;
+          if (!placement.start) return placement.reason !== r.pending_reason || placement.key !== r.flow_key;
+          return !(d && flow?.[r.pending_reason]);
+        };
         for (const r of group) {
           const problem = keyProblem.get(r.id);
           if (problem !== undefined) {
             await flows.skipWaiting(tx.db, r.id, workerId, at, `not started: ${problem}`);
+            // It leaves its queue without starting: the next takes its turn.
+            if (leftItsQueue(r, { start: false, reason: 'debounce', key: '', wakeAt: null }))
+              passOn.push([r.pending_reason as PendingReason, r.flow_key as string]);
             continue;
           }
           const placement: Placement = d
@@ -290,8 +305,14 @@ export function createFlowGate(deps: FlowGateDeps): FlowGate {
             await flows.waitAgain(tx.db, r.id, workerId, at, placement);
             out.nextWake = earliest(out.nextWake, placement.wakeAt);
           }
+          if (leftItsQueue(r, placement))
+            passOn.push([r.pending_reason as PendingReason, r.flow_key as string]);
         }
         if (d && (await d.finish())) out.woke = true;
+        // A run that left its queue other than by the rule that queued it (the rule is gone, or a
+        // rule before it queues it elsewhere) hands that queue's turn to the next.
+        for (const [reason, key] of passOn)
+          if (await flows.wakeHead(tx.db, subId, reason, key, at)) out.woke = true;
       });
     }
     return out;

@@ -95,18 +95,22 @@ export class Decisions {
     const id = `${part}\u0000${key}`;
     let w = this.windows.get(id);
     if (!w) {
-      w = await flows.windowSince(this.db, this.sub, part, key, iso(new Date(this.now.getTime() - periodMs)));
+      const since = iso(new Date(this.now.getTime() - periodMs));
+      w = (await flows.windowsSince(this.db, this.sub, part, [key], since)).get(key) ?? [];
       this.windows.set(id, w);
     }
     return w;
   }
 
-  /** Whether the queue has waiting runs besides `except`. */
-  private async queued(reason: PendingReason, key: string, except?: string): Promise<boolean> {
+  /**
+   * Whether the queue has waiting runs. A claimed run asking is never in it: a run waits in the
+   * queue of its own reason only, and that queue's order it keeps without asking.
+   */
+  private async queued(reason: PendingReason, key: string): Promise<boolean> {
     const id = `${reason}\u0000${key}`;
     let q = this.queues.get(id);
     if (q === undefined) {
-      q = (await flows.queueHead(this.db, this.sub, reason, key, except)) !== undefined;
+      q = (await flows.queuedKeys(this.db, this.sub, reason, [key])).has(key);
       this.queues.set(id, q);
     }
     return q;
@@ -139,7 +143,7 @@ export class Decisions {
     let concurrencyKey: string | undefined;
     if (throttle) {
       throttleKey = flowKey(this.cache, this.flow, 'throttle', event);
-      if (current?.reason !== 'throttle' && (await this.queued('throttle', throttleKey, current?.id)))
+      if (current?.reason !== 'throttle' && (await this.queued('throttle', throttleKey)))
         return this.wait('throttle', throttleKey, null);
       const w = await this.windowOf('throttle', throttleKey, throttle.period_ms);
       if (w.length >= throttle.limit) {
@@ -150,13 +154,12 @@ export class Decisions {
     }
     if (concurrency) {
       concurrencyKey = flowKey(this.cache, this.flow, 'concurrency', event);
-      if (
-        current?.reason !== 'concurrency' &&
-        (await this.queued('concurrency', concurrencyKey, current?.id))
-      )
+      if (current?.reason !== 'concurrency' && (await this.queued('concurrency', concurrencyKey)))
         return this.wait('concurrency', concurrencyKey, null);
       runningNow =
-        this.running.get(concurrencyKey) ?? (await flows.runningUnder(this.db, this.sub, concurrencyKey));
+        this.running.get(concurrencyKey) ??
+        (await flows.runningUnderKeys(this.db, this.sub, [concurrencyKey])).get(concurrencyKey) ??
+        0;
       if (runningNow >= concurrency.limit) return this.wait('concurrency', concurrencyKey, null);
     }
     if (throttle && throttleKey !== undefined) {

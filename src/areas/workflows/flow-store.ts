@@ -34,34 +34,20 @@ export async function lockKeys(db: Db, keys: Iterable<string>): Promise<void> {
 export const lockName = (subscriptionId: string, part: string, key: string) =>
   JSON.stringify(['flow', subscriptionId, part, key]);
 
-/** Runs of the subscription running under a concurrency key. */
-export async function runningUnder(db: Db, subscriptionId: string, key: string): Promise<number> {
-  const row = await db
-    .selectFrom('workflow_run')
-    .select((eb) => eb.fn.countAll<number>().as('n'))
-    .where('event_subscription_id', '=', subscriptionId)
-    .where('status', '=', sql.lit('running'))
-    .where('concurrency_key', '=', key)
-    .executeTakeFirstOrThrow();
-  return Number(row.n);
-}
-
-/** The first waiting run of a queue in start order (priority, then arrival), `except` one. */
+/** The first waiting run of a queue in start order (priority, then arrival). */
 export async function queueHead(
   db: Db,
   subscriptionId: string,
   reason: PendingReason,
   key: string,
-  except?: string,
 ): Promise<Pick<WorkflowRunTable, 'id' | 'wake_at'> | undefined> {
-  let q = db
+  const q = db
     .selectFrom('workflow_run')
     .select(['id', 'wake_at'])
     .where('event_subscription_id', '=', subscriptionId)
     .where('status', '=', sql.lit('pending'))
     .where('pending_reason', '=', reason)
     .where('flow_key', '=', key);
-  if (except !== undefined) q = q.where('id', '!=', except);
   return q.orderBy('priority', 'desc').orderBy('created_at').orderBy('id').limit(1).executeTakeFirst();
 }
 
@@ -86,26 +72,6 @@ export async function wakeHead(
     .where('wake_at', 'is', null)
     .executeTakeFirst();
   return Number(res.numUpdatedRows) > 0;
-}
-
-/** Instants of a window's entries after `since`, oldest first (at most the limit's worth exist). */
-export async function windowSince(
-  db: Db,
-  subscriptionId: string,
-  part: 'throttle' | 'rate_limit',
-  key: string,
-  since: string,
-): Promise<string[]> {
-  const rows = await db
-    .selectFrom('flow_window')
-    .select('at')
-    .where('subscription_id', '=', subscriptionId)
-    .where('part', '=', part)
-    .where('key', '=', key)
-    .where('at', '>', since)
-    .orderBy('at')
-    .execute();
-  return rows.map((r) => r.at);
 }
 
 /** Records window entries (a start, an admission). */

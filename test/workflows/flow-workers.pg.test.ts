@@ -162,10 +162,12 @@ describePg('flow control with two `svc worker` processes', () => {
     for (const r of failed) expect(r.error).toContain('is not idempotent, so it was not invoked again');
     // Never more than the limit in flight, before, during or after the crash.
     expect(rx.most.get('acme')).toBeLessThanOrEqual(LIMIT);
-    // Every event reached the receiver exactly once, in order (LIMIT at a time).
+    // Every event reached the receiver at most once, in order (LIMIT at a time); one that did not is
+    // a failed run's (killed after its attempt was written, before its request left).
     const ns = rx.calls.map((c) => c.n);
-    expect(ns).toHaveLength(12);
-    expect(new Set(ns).size).toBe(12);
+    expect(new Set(ns).size).toBe(ns.length);
+    const failedNs = failed.map((r: { trigger_event: { data: { n: number } } }) => r.trigger_event.data.n);
+    expect(new Set([...ns, ...failedNs]).size).toBe(12);
     for (let i = 0; i < ns.length; i++) expect(Math.abs(ns[i] - i)).toBeLessThan(2 * LIMIT);
   }, 120_000);
 });

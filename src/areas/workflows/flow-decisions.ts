@@ -136,7 +136,7 @@ export class Decisions {
    * Whether a run on `event` starts now or waits, and where. `current` is a claimed waiting run: its
    * own queue's order is already kept (it was that queue's head), others' are joined at their end.
    */
-  async place(event: CloudEvent, current?: { id: string; reason: PendingReason | null }): Promise<Placement> {
+  async place(event: CloudEvent, current?: { reason: PendingReason | null }): Promise<Placement> {
     const { throttle, concurrency } = this.flow;
     let throttleKey: string | undefined;
     let runningNow = 0;

@@ -283,7 +283,7 @@ export function createFlowGate(deps: FlowGateDeps): FlowGate {
             continue;
           }
           const placement: Placement = d
-            ? await d.place(events.get(r.id) as CloudEvent, { id: r.id, reason: r.pending_reason })
+            ? await d.place(events.get(r.id) as CloudEvent, { reason: r.pending_reason })
             : { start: true, concurrencyKey: null };
           if (placement.start) {
             const row = await flows.startWaiting(

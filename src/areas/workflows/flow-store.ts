@@ -1,6 +1,6 @@
 import { sql } from 'kysely';
-import { dialectOf } from '../../db/prepared.js';
-import type { Db } from '../../db/store.js';
+import { batches, dialectOf } from '../../db/prepared.js';
+import { type Db, updatedAny } from '../../db/store.js';
 import { newId } from '../../lib/ids.js';
 import type { PendingReason } from './flow-control.js';
 import type { WorkflowRunNodeTable, WorkflowRunTable } from './tables.js';
@@ -71,7 +71,7 @@ export async function wakeHead(
     .where('status', '=', 'pending')
     .where('wake_at', 'is', null)
     .executeTakeFirst();
-  return Number(res.numUpdatedRows) > 0;
+  return updatedAny(res);
 }
 
 /** Records window entries (a start, an admission). */
@@ -144,7 +144,7 @@ export async function fold(
     .where('status', '=', 'pending')
     .where('locked_by', 'is', null)
     .executeTakeFirst();
-  return Number(res.numUpdatedRows) > 0;
+  return updatedAny(res);
 }
 
 /** Inserts runs a flow decision made, skipping any that exist (the event was handed over before). */
@@ -153,21 +153,18 @@ export async function insertFlowRuns(
   items: Array<{ run: WorkflowRunTable; nodes: WorkflowRunNodeTable[] }>,
 ): Promise<Set<string>> {
   const created = new Set<string>();
-  for (let i = 0; i < items.length; i += 100) {
+  for (const batch of batches(db, items, 100)) {
     const rows = await db
       .insertInto('workflow_run')
-      .values(items.slice(i, i + 100).map((x) => x.run))
+      .values(batch.map((x) => x.run))
       .onConflict((oc) => oc.doNothing())
       .returning('id')
       .execute();
     for (const r of rows) created.add(r.id);
   }
   const nodes = items.filter((i) => created.has(i.run.id)).flatMap((i) => i.nodes);
-  for (let i = 0; i < nodes.length; i += 500)
-    await db
-      .insertInto('workflow_run_node')
-      .values(nodes.slice(i, i + 500))
-      .execute();
+  for (const batch of batches(db, nodes, 500))
+    await db.insertInto('workflow_run_node').values(batch).execute();
   return created;
 }
 
@@ -220,7 +217,7 @@ export async function waitAgain(
     .where('status', '=', 'pending')
     .where('locked_by', '=', workerId)
     .executeTakeFirst();
-  return Number(res.numUpdatedRows) > 0;
+  return updatedAny(res);
 }
 
 /**
@@ -244,7 +241,7 @@ export async function skipWaiting(db: Db, id: string, workerId: string, at: stri
     .where('status', '=', 'pending')
     .where('locked_by', '=', workerId)
     .executeTakeFirst();
-  if (Number(res.numUpdatedRows) === 0) return;
+  if (!updatedAny(res)) return;
   await db
     .updateTable('workflow_run_node')
     .set({

@@ -48,6 +48,17 @@ const record = {
       to_node_id: 'n2',
       label: null,
       condition_jsonlogic: { var: 'ok' },
+      on_failure: false,
+      created_at: '',
+    },
+    {
+      id: 'e2',
+      event_subscription_id: 's',
+      from_node_id: 'n1',
+      to_node_id: 'n2',
+      label: null,
+      condition_jsonlogic: null,
+      on_failure: true,
       created_at: '',
     },
   ],
@@ -60,10 +71,14 @@ describe('graph model', () => {
         { key: 'derive', type: 'COMPUTE', config: { logic: { var: 'a' } } },
         { key: 'done', type: 'END', name: 'Finish', timeout_ms: 500, continue_on_error: true },
       ],
-      edges: [{ from_node_id: 'derive', to_node_id: 'done', condition_jsonlogic: { var: 'ok' } }],
+      edges: [
+        { from_node_id: 'derive', to_node_id: 'done', condition_jsonlogic: { var: 'ok' } },
+        { from_node_id: 'derive', to_node_id: 'done', on_failure: true },
+      ],
     });
     expect(drawableFromRecord(record).edges).toEqual([
-      { id: 'e1', from: 'derive', to: 'done', label: null, condition: { var: 'ok' } },
+      { id: 'e1', from: 'derive', to: 'done', label: null, condition: { var: 'ok' }, onFailure: false },
+      { id: 'e2', from: 'derive', to: 'done', label: null, condition: null, onFailure: true },
     ]);
   });
 

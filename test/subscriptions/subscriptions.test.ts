@@ -232,6 +232,7 @@ describe(`event subscriptions and graphs (${dialectName})`, () => {
           to_node_id: done.id,
           label: 'then',
           condition_jsonlogic: { '!!': [1] },
+          on_failure: false,
           created_at: expect.any(String),
         },
       ]);

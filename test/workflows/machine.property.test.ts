@@ -92,6 +92,7 @@ function makePlan(g: Graph) {
         to_node_id: `n${y}`,
         label: null,
         condition_jsonlogic: condition,
+        on_failure: false,
         created_at: EVENT.time,
       };
     });

@@ -3056,6 +3056,7 @@ export interface components {
                 condition_jsonlogic: {
                     [key: string]: unknown;
                 } | null;
+                on_failure: boolean;
                 /** Format: date-time */
                 created_at: string;
             }[];
@@ -3133,6 +3134,8 @@ export interface components {
                     edge_id: string;
                     from_node_key: string;
                     condition_jsonlogic: unknown;
+                    /** @description Failure branches: an ordinary edge from a node that failed (source_failed), or an on_failure edge from one that did not; absent when the condition was false */
+                    not_taken?: "source_failed" | "source_did_not_fail";
                 }[];
             } | null;
             started_at: string | null;
@@ -12454,6 +12457,8 @@ export interface operations {
                         condition_jsonlogic?: {
                             [key: string]: unknown;
                         } | null;
+                        /** @description A failure branch (docs/workflows.md "Failure branches"): followed only when the source node fails after its retries; the run then does not fail. */
+                        on_failure?: boolean;
                     }[];
                 };
             };
@@ -12923,6 +12928,8 @@ export interface operations {
                                     edge_id: string;
                                     from_node_key: string;
                                     condition_jsonlogic: unknown;
+                                    /** @description Failure branches: an ordinary edge from a node that failed (source_failed), or an on_failure edge from one that did not; absent when the condition was false */
+                                    not_taken?: "source_failed" | "source_did_not_fail";
                                 }[];
                             } | null;
                             attempts: number;
@@ -12933,6 +12940,11 @@ export interface operations {
                                 nodes: {
                                     [key: string]: {
                                         output: unknown;
+                                        /** @description A failed node with on_failure edges: what went wrong */
+                                        error?: {
+                                            code?: string;
+                                            message: string;
+                                        };
                                     };
                                 };
                             } | null;
@@ -13548,6 +13560,11 @@ export interface operations {
                             nodes: {
                                 [key: string]: {
                                     output: unknown;
+                                    /** @description A failed node with on_failure edges: what went wrong */
+                                    error?: {
+                                        code?: string;
+                                        message: string;
+                                    };
                                 };
                             };
                         };

@@ -53,7 +53,7 @@ export function GraphView({
         </marker>
       </defs>
       {placed.edges.map((e) => (
-        <g class="edge" key={e.id} data-edge={e.id}>
+        <g class={e.onFailure ? 'edge failure' : 'edge'} key={e.id} data-edge={e.id}>
           <path
             d={e.points.map((p, i) => `${i ? 'L' : 'M'}${p.x},${p.y}`).join(' ')}
             marker-end={`url(#${arrow})`}

@@ -11,6 +11,8 @@ export interface GraphEdgeIn {
   to: string;
   label?: string | null;
   condition?: unknown;
+  /** A failure branch (drawn dashed, in the failure colour, with "on failure"). */
+  onFailure?: boolean;
 }
 export interface PlacedNode extends GraphNodeIn {
   x: number;
@@ -61,6 +63,13 @@ function describe(value: unknown): string {
  * Lays a workflow graph out top to bottom with dagre (its ranks follow the edges, so the trigger's
  * side is at the top and JOINs sit below all their inputs). Edges to unknown nodes are left out.
  */
+/** An edge's text: its label, else a short form of its condition; a failure branch says so first. */
+function edgeText(edge: GraphEdgeIn): string | null {
+  const text = edge.label || conditionText(edge.condition);
+  if (!edge.onFailure) return text;
+  return text ? `on failure: ${text}` : 'on failure';
+}
+
 export function layoutGraph(nodes: GraphNodeIn[], edges: GraphEdgeIn[]): GraphLayout {
   const g = new Graph({ multigraph: true });
   g.setGraph({ rankdir: 'TB', nodesep: 28, ranksep: 48, edgesep: 16, marginx: MARGIN, marginy: MARGIN });
@@ -68,7 +77,7 @@ export function layoutGraph(nodes: GraphNodeIn[], edges: GraphEdgeIn[]): GraphLa
   const keys = new Set(nodes.map((n) => n.key));
   const kept = edges.filter((e) => keys.has(e.from) && keys.has(e.to));
   for (const edge of kept) {
-    const text = edge.label || conditionText(edge.condition);
+    const text = edgeText(edge);
     g.setEdge(
       edge.from,
       edge.to,
@@ -85,7 +94,7 @@ export function layoutGraph(nodes: GraphNodeIn[], edges: GraphEdgeIn[]): GraphLa
     }),
     edges: kept.map((edge) => {
       const placed = g.edge({ v: edge.from, w: edge.to, name: edge.id });
-      const text = edge.label || conditionText(edge.condition);
+      const text = edgeText(edge);
       return {
         ...edge,
         points: placed.points ?? [],

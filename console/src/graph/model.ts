@@ -20,6 +20,7 @@ export interface GraphInput {
     to_node_id: string;
     label?: string | null;
     condition_jsonlogic?: Record<string, unknown> | null;
+    on_failure?: boolean;
   }>;
 }
 
@@ -44,6 +45,7 @@ export function inputFromRecord(graph: GraphRecord): GraphInput {
       };
       if (e.label) edge.label = e.label;
       if (e.condition_jsonlogic) edge.condition_jsonlogic = e.condition_jsonlogic;
+      if (e.on_failure) edge.on_failure = true;
       return edge;
     }),
   };
@@ -63,6 +65,7 @@ export function drawableFromInput(input: unknown): { nodes: GraphNodeIn[]; edges
       to: e.to_node_id,
       label: e.label ?? null,
       condition: e.condition_jsonlogic ?? null,
+      onFailure: e.on_failure === true,
     }));
   return { nodes: dedupe(nodes), edges };
 }
@@ -112,6 +115,7 @@ export function drawableFromRecord(graph: GraphRecord): { nodes: GraphNodeIn[]; 
       to: keyOf.get(e.to_node_id) ?? e.to_node_id,
       label: e.label,
       condition: e.condition_jsonlogic,
+      onFailure: e.on_failure,
     })),
   };
 }

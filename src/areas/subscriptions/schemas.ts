@@ -137,6 +137,12 @@ export const EdgeIn = Type.Object(
     to_node_id: Type.String({ minLength: 1, maxLength: 200 }),
     label: Type.Optional(Nullable(Type.String({ maxLength: 200 }))),
     condition_jsonlogic: Type.Optional(Nullable(JsonObject)),
+    on_failure: Type.Optional(
+      Type.Boolean({
+        description:
+          'A failure branch (docs/workflows.md "Failure branches"): followed only when the source node fails after its retries; the run then does not fail.',
+      }),
+    ),
   },
   { additionalProperties: false },
 );
@@ -199,6 +205,7 @@ export const Edge = Type.Object({
   to_node_id: Type.String(),
   label: Nullable(Type.String()),
   condition_jsonlogic: Nullable(JsonObject),
+  on_failure: Type.Boolean(),
   created_at: Timestamp,
 });
 

@@ -10,7 +10,7 @@ import type { EventTypeService } from '../events/event-types.js';
 import type { EventPublisher } from '../events/publish.js';
 import { type NodeInput, validateGraph } from '../workflows/graph.js';
 import { mappingProblem } from '../workflows/mapping-check.js';
-import { pathsFromSchema } from '../workflows/paths.js';
+import { nodePaths, pathsFromSchema } from '../workflows/paths.js';
 import type { GraphEdge, GraphNode } from '../workflows/plan.js';
 import { checkCondition, checkFlowControl } from './checks.js';
 import type { CreateSubscription, PutGraphBody, RunRetention, UpdateSubscription } from './schemas.js';
@@ -150,14 +150,15 @@ export function createSubscriptionService(deps: SubscriptionDeps): SubscriptionS
     return sub;
   }
 
-  async function availablePaths(sub: { event_type: string }, nodes: GraphNode[]): Promise<string[]> {
+  async function availablePaths(
+    sub: { event_type: string },
+    { nodes, edges }: { nodes: GraphNode[]; edges: GraphEdge[] },
+  ): Promise<string[]> {
     const paths = [...ENVELOPE_PATHS];
     const schema = await deps.eventTypes.dataSchemaOf(sub.event_type);
     if (schema) paths.push(...pathsFromSchema(schema, 'event.data'));
-    paths.push('nodes');
+    paths.push(...nodePaths(nodes, edges));
     for (const n of nodes) {
-      paths.push(`nodes.${n.key}`, `nodes.${n.key}.output`);
-      if (n.type === 'COMPUTE') paths.push(`nodes.${n.key}.output.result`);
       if (n.type === 'ACTION' && deps.actions) {
         try {
           const d = await deps.actions.describeAction(
@@ -181,7 +182,7 @@ export function createSubscriptionService(deps: SubscriptionDeps): SubscriptionS
       subscription: publicSubscription(sub),
       nodes: graph.nodes,
       edges: graph.edges,
-      available_paths: await availablePaths(sub, graph.nodes),
+      available_paths: await availablePaths(sub, graph),
     };
   }
 
@@ -333,6 +334,7 @@ export function createSubscriptionService(deps: SubscriptionDeps): SubscriptionS
               to_node_id: nodeRows[e.to].id,
               label: e.label,
               condition_jsonlogic: toJsonText(e.condition_jsonlogic),
+              on_failure: e.on_failure ? 1 : 0,
               created_at: at,
               deleted_at: null,
             };

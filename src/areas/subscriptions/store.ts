@@ -81,6 +81,7 @@ const toEdge = (r: WorkflowEdgeTable): GraphEdge => ({
   to_node_id: r.to_node_id,
   label: r.label,
   condition_jsonlogic: parse(r.condition_jsonlogic),
+  on_failure: Boolean(r.on_failure),
   created_at: r.created_at,
 });
 

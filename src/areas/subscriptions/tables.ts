@@ -58,6 +58,8 @@ export interface WorkflowEdgeTable {
   to_node_id: string;
   label: string | null;
   condition_jsonlogic: string | null;
+  /** 1: followed only when the source node failed after its retries (a failure branch). */
+  on_failure: number;
   created_at: string;
   deleted_at: string | null;
 }

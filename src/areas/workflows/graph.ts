@@ -49,6 +49,7 @@ export interface EdgeInput {
   to_node_id: string;
   label?: string | null;
   condition_jsonlogic?: Record<string, unknown> | null;
+  on_failure?: boolean;
 }
 
 /** A node after validation: type upper case, config normalised, defaults filled. */
@@ -70,6 +71,8 @@ export interface EdgeSpec {
   to: number;
   label: string | null;
   condition_jsonlogic: Record<string, unknown> | null;
+  /** A failure branch: followed only when `from` failed after its retries. */
+  on_failure: boolean;
 }
 
 export interface ValidGraph {
@@ -222,7 +225,31 @@ export function validateGraph(nodesIn: NodeInput[], edgesIn: EdgeInput[]): Valid
         });
       }
     }
-    return { from, to, label: e.label ?? null, condition_jsonlogic: e.condition_jsonlogic ?? null };
+    const onFailure = e.on_failure ?? false;
+    if (typeof onFailure !== 'boolean')
+      throw invalid(`${where}: on_failure must be true or false`, { field: `${where}.on_failure` });
+    if (onFailure) {
+      const source = nodes[from];
+      // Two answers to the same failure: continue_on_error goes on along the ordinary edges.
+      if (source.continue_on_error) {
+        throw invalid(
+          `${where}: an on_failure edge leaves node "${source.key}", which has continue_on_error; a failure either follows the on_failure edges or continues along the ordinary ones: choose one`,
+          { field: `${where}.on_failure` },
+        );
+      }
+      if (source.type === 'END') {
+        throw invalid(`${where}: an END node cannot fail, so it has no on_failure edges`, {
+          field: `${where}.on_failure`,
+        });
+      }
+    }
+    return {
+      from,
+      to,
+      label: e.label ?? null,
+      condition_jsonlogic: e.condition_jsonlogic ?? null,
+      on_failure: onFailure,
+    };
   });
   for (const [i, n] of nodes.entries()) {
     const nRequired = n.type === 'JOIN' ? (n.config?.n_required as number | undefined) : undefined;

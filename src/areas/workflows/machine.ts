@@ -27,6 +27,7 @@ import {
   type Invoke,
   isFinished,
   type NodeState,
+  nodeError,
   nodeRetryPolicy,
   type RunState,
   type SkipReason,
@@ -70,6 +71,8 @@ export class RunMachine {
     for (const n of plan.nodes) {
       const st = nodes.get(n.key);
       if (st?.status === 'completed') this.context.nodes[n.key] = { output: st.output };
+      else if (st?.status === 'failed' && n.handlesFailure)
+        this.context.nodes[n.key] = { output: null, error: nodeError(st.error) };
     }
   }
 
@@ -224,6 +227,9 @@ export class RunMachine {
    * The skip rule (execution rule 2) over `edges`: a node is skipped only when it has incoming
    * edges, every one of them has a condition, and every condition is false. An edge without a
    * condition always passes. A JOIN decided early passes only the edges of finished predecessors.
+   * Failure branches (docs/workflows.md "Failure branches"): an on_failure edge is taken only when
+   * its source failed, and an ordinary edge from a node with on_failure edges only when it did not;
+   * an edge not taken counts as one whose condition is false.
    */
   private reach(
     node: PlanNode,
@@ -236,6 +242,16 @@ export class RunMachine {
     const falseEdges: SkipReason['edges'] = [];
     const passing: string[] = [];
     for (const edge of edges) {
+      const notTaken = this.notTaken(edge);
+      if (notTaken !== undefined) {
+        falseEdges.push({
+          edge_id: edge.id,
+          from_node_key: edge.from,
+          condition_jsonlogic: edge.conditionJson,
+          not_taken: notTaken,
+        });
+        continue;
+      }
       let pass = true;
       if (edge.condition) {
         try {
@@ -263,12 +279,7 @@ export class RunMachine {
       return 'run';
     }
     st.status = 'skipped';
-    st.skip_reason = {
-      message: `every incoming edge has a condition and all ${falseEdges.length} evaluated false (from ${falseEdges
-        .map((e) => `"${e.from_node_key}"`)
-        .join(', ')})`,
-      edges: falseEdges,
-    };
+    st.skip_reason = { message: skipMessage(falseEdges), edges: falseEdges };
     st.completed_at = nowIso;
     st.resume_at = null;
     this.dirty.add(st);
@@ -336,6 +347,11 @@ export class RunMachine {
     st.resume_at = null;
     this.dirty.add(st);
     this.observer?.('finish', st.key);
+    if (node.handlesFailure) {
+      // A failure branch takes over: the nodes after it read what went wrong.
+      this.context.nodes[st.key] = { output: null, error: nodeError(message) };
+      return;
+    }
     if (!node.continueOnError) {
       // docs/workflows.md "States": node failure with continue_on_error false -> run failed, stops at once.
       this.endRun('failed', `node "${node.key}" (${node.type}) failed: ${message}`, nowIso);
@@ -446,7 +462,7 @@ export class RunMachine {
     };
     const finishedEdges = node.in.filter((e) => finishedBy(e.from));
     const all = node.preds.every(finishedBy);
-    const verdict = joinVerdict(node, (k) => this.state(k), finishedBy);
+    const verdict = joinVerdict(node, (k) => this.asJoinSees(node, k), finishedBy);
     // A failed attempt waiting for its retry (retry_policy applies to every node type).
     if (st.status === 'running' && st.error !== null && timerAhead) return false;
     if (verdict.state === 'waiting') {
@@ -492,8 +508,31 @@ export class RunMachine {
     return true;
   }
 
+  /**
+   * Why a failure-branch rule leaves `edge` untaken, whatever its condition: its source failed and
+   * it is an ordinary edge of a node with on_failure edges, or it is an on_failure edge and its
+   * source did not fail. Undefined: the edge's condition decides.
+   */
+  private notTaken(edge: PlanNode['in'][number]): 'source_failed' | 'source_did_not_fail' | undefined {
+    const failed = this.state(edge.from).status === 'failed';
+    if (edge.onFailure) return failed ? undefined : 'source_did_not_fail';
+    return failed && this.plan.byKey.get(edge.from)?.handlesFailure ? 'source_failed' : undefined;
+  }
+
+  /**
+   * A predecessor as a JOIN counts it: a failure handled by on_failure edges is a branch not taken
+   * (skipped), unless the JOIN is reached by one of those edges, where the failure is the branch.
+   */
+  private asJoinSees(join: PlanNode, key: string): NodeState {
+    const st = this.state(key);
+    if (st.status !== 'failed' || !this.plan.byKey.get(key)?.handlesFailure) return st;
+    const byFailureEdge = join.in.some((e) => e.from === key && e.onFailure);
+    return { ...st, status: byFailureEdge ? 'completed' : 'skipped' };
+  }
+
   /** Whether an edge passes now; a condition that throws does not (reach() reports it). */
   private edgePasses(edge: PlanNode['in'][number]): boolean {
+    if (this.notTaken(edge) !== undefined) return false;
     if (!edge.condition) return true;
     try {
       return truthy(edge.condition(this.context));
@@ -549,3 +588,19 @@ export class RunMachine {
 }
 
 const NONE: ReadonlySet<string> = new Set();
+
+/** Why a node was skipped, naming each incoming edge not taken. */
+function skipMessage(edges: SkipReason['edges']): string {
+  const from = (list: SkipReason['edges']) => list.map((e) => `"${e.from_node_key}"`).join(', ');
+  if (edges.every((e) => e.not_taken === undefined)) {
+    return `every incoming edge has a condition and all ${edges.length} evaluated false (from ${from(edges)})`;
+  }
+  const parts: string[] = [];
+  const failed = edges.filter((e) => e.not_taken === 'source_failed');
+  const fine = edges.filter((e) => e.not_taken === 'source_did_not_fail');
+  const falseOnes = edges.filter((e) => e.not_taken === undefined);
+  if (failed.length > 0) parts.push(`${from(failed)} failed and its failure follows its on_failure edges`);
+  if (fine.length > 0) parts.push(`${from(fine)} did not fail, so its on_failure edge is not followed`);
+  if (falseOnes.length > 0) parts.push(`the condition from ${from(falseOnes)} evaluated false`);
+  return `no incoming edge was taken: ${parts.join('; ')}`;
+}

@@ -4,6 +4,7 @@
  * indices): `{a: [{x: 1}, {y: 2}]}` gives `a`, `a.x`, `a.y`.
  */
 import { lookup } from './jsonlogic.js';
+import type { GraphEdge, GraphNode } from './plan.js';
 
 const MAX_PATHS = 5000;
 
@@ -66,4 +67,21 @@ function schemaWalk(schema: Schema, path: string, out: Set<string>, depth: numbe
       schemaWalk(child, p, out, depth + 1);
     }
   }
+}
+
+/**
+ * The `nodes.*` paths a graph's own nodes promise whatever their plugins answer: each node's
+ * output, a COMPUTE's wrapped `result`, and the `error` of a node with on_failure edges
+ * (docs/workflows.md "Failure branches").
+ */
+export function nodePaths(nodes: readonly GraphNode[], edges: readonly GraphEdge[]): string[] {
+  const handling = new Set(edges.filter((e) => e.on_failure).map((e) => e.from_node_id));
+  const out = ['nodes'];
+  for (const n of nodes) {
+    const at = `nodes.${n.key}`;
+    out.push(at, `${at}.output`);
+    if (n.type === 'COMPUTE') out.push(`${at}.output.result`);
+    if (handling.has(n.id)) out.push(`${at}.error`, `${at}.error.code`, `${at}.error.message`);
+  }
+  return out;
 }

@@ -24,6 +24,7 @@ export interface GraphEdge {
   to_node_id: string;
   label: string | null;
   condition_jsonlogic: Record<string, unknown> | null;
+  on_failure: boolean;
   created_at: string;
 }
 
@@ -33,6 +34,8 @@ export interface PlanEdge {
   to: string;
   condition: Compiled | null;
   conditionJson: Record<string, unknown> | null;
+  /** A failure branch: passes only when `from` failed after its retries. */
+  onFailure: boolean;
 }
 
 export type Mapping = (context: unknown) => unknown;
@@ -47,6 +50,8 @@ export interface PlanNode {
   retry: RetryPolicy | null;
   timeoutMs: number | null;
   continueOnError: boolean;
+  /** It has on_failure edges: its failure follows them instead of failing the run. */
+  handlesFailure: boolean;
   in: PlanEdge[];
   /** Distinct predecessor keys. */
   preds: string[];
@@ -110,7 +115,9 @@ export function buildPlan(
         )
       : null,
     conditionJson: e.condition_jsonlogic,
+    onFailure: e.on_failure === true,
   }));
+  const handling = new Set(planEdges.filter((e) => e.onFailure).map((e) => e.from));
   const planNodes = order.map((i, index): PlanNode => {
     const n = nodes[i];
     const incoming = planEdges.filter((e) => e.to === n.key);
@@ -123,6 +130,7 @@ export function buildPlan(
       retry: n.retry_policy,
       timeoutMs: n.timeout_ms,
       continueOnError: n.continue_on_error,
+      handlesFailure: handling.has(n.key),
       in: incoming,
       preds: [...new Set(incoming.map((e) => e.from))],
     };

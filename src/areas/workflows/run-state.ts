@@ -13,8 +13,16 @@ export type NodeStatus = 'pending' | 'running' | 'completed' | 'failed' | 'skipp
 
 export interface SkipReason {
   message: string;
-  /** The incoming edges, all conditional, whose conditions evaluated false. */
-  edges: Array<{ edge_id: string; from_node_key: string; condition_jsonlogic: unknown }>;
+  /**
+   * The incoming edges, none taken: a condition evaluated false, or (failure branches) an ordinary
+   * edge from a node that failed, or an on_failure edge from one that did not (`not_taken` says which).
+   */
+  edges: Array<{
+    edge_id: string;
+    from_node_key: string;
+    condition_jsonlogic: unknown;
+    not_taken?: 'source_failed' | 'source_did_not_fail';
+  }>;
 }
 
 export interface NodeState {
@@ -56,7 +64,21 @@ export interface ExpressionContext {
     time: string | null;
     data: unknown;
   };
-  nodes: Record<string, { output: unknown }>;
+  /** Completed nodes' outputs; a failed node with on_failure edges has `error` (and output null). */
+  nodes: Record<string, { output: unknown; error?: NodeError }>;
+}
+
+/** A handled failure as the nodes after it see it: `nodes.<key>.error`. */
+export interface NodeError {
+  code?: string;
+  message: string;
+}
+
+/** The error of a failed node as `{code?, message}`: an error text starting `AREA.CODE: ` has a code. */
+export function nodeError(message: string | null): NodeError {
+  const text = message ?? 'failed';
+  const code = /^([A-Z][A-Z0-9_]*(?:\.[A-Z0-9_]+)+): /.exec(text)?.[1];
+  return code === undefined ? { message: text } : { code, message: text };
 }
 
 /** An ACTION attempt that must run (after persisting). `interrupted`: found in flight after a crash. */

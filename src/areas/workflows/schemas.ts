@@ -48,7 +48,17 @@ export const Run = Type.Object(
 const SkipReason = Type.Object({
   message: Type.String(),
   edges: Type.Array(
-    Type.Object({ edge_id: Type.String(), from_node_key: Type.String(), condition_jsonlogic: Any }),
+    Type.Object({
+      edge_id: Type.String(),
+      from_node_key: Type.String(),
+      condition_jsonlogic: Any,
+      not_taken: Type.Optional(
+        Type.Union([Type.Literal('source_failed'), Type.Literal('source_did_not_fail')], {
+          description:
+            'Failure branches: an ordinary edge from a node that failed (source_failed), or an on_failure edge from one that did not; absent when the condition was false',
+        }),
+      ),
+    }),
   ),
 });
 
@@ -94,7 +104,18 @@ export const RunNodeList = Type.Object({ nodes: Type.Array(RunNode) });
 
 const Context = Type.Object({
   event: JsonObject,
-  nodes: Type.Record(Type.String(), Type.Object({ output: Any })),
+  nodes: Type.Record(
+    Type.String(),
+    Type.Object({
+      output: Any,
+      error: Type.Optional(
+        Type.Object(
+          { code: Type.Optional(Type.String()), message: Type.String() },
+          { description: 'A failed node with on_failure edges: what went wrong' },
+        ),
+      ),
+    }),
+  ),
 });
 
 export const ContextBody = Type.Object(

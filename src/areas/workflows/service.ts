@@ -17,7 +17,13 @@ import { availablePaths } from './paths.js';
 import type { Plan } from './plan.js';
 import { oldestFinishedRun, type RetentionSettingsSource, runPass } from './prune.js';
 import { routingOf } from './routing.js';
-import { type ExpressionContext, eventContext, type NodeState, type RunStatus } from './run-state.js';
+import {
+  type ExpressionContext,
+  eventContext,
+  type NodeState,
+  nodeError,
+  type RunStatus,
+} from './run-state.js';
 import * as runs from './store.js';
 import {
   type RunFilters,
@@ -138,11 +144,27 @@ export function createWorkflowService(deps: WorkflowServiceDeps): WorkflowServic
       event: eventContext(JSON.parse(row.trigger_event) as CloudEvent),
       nodes: {},
     };
-    for (const n of nodes) {
-      if (n.position < target.position && n.status === 'completed')
-        context.nodes[n.key] = { output: n.output };
+    const before = nodes.filter((n) => n.position < target.position);
+    // A failure that on_failure edges handle is in the context as `error` (docs/workflows.md "Failure branches").
+    const handling = before.some((n) => n.status === 'failed')
+      ? await failureHandlers(row.event_subscription_id, row.graph_version)
+      : new Set<string>();
+    for (const n of before) {
+      if (n.status === 'completed') context.nodes[n.key] = { output: n.output };
+      else if (n.status === 'failed' && handling.has(n.node_id))
+        context.nodes[n.key] = { output: null, error: nodeError(n.error) };
     }
     return context;
+  }
+
+  /** The ids of a graph version's nodes that have on_failure edges (none when it cannot be read). */
+  async function failureHandlers(subscriptionId: string, version: number): Promise<Set<string>> {
+    try {
+      const { edges } = await deps.subscriptions.graphVersion(subscriptionId, version);
+      return new Set(edges.filter((e) => e.on_failure).map((e) => e.from_node_id));
+    } catch {
+      return new Set();
+    }
   }
 
   /**

@@ -18,6 +18,7 @@ import * as m0016 from './0016_workflows_causation_depth.js';
 import * as m0017 from './0017_retention.js';
 import * as m0018 from './0018_partial_indexes.js';
 import * as m0019 from './0019_flow_control.js';
+import * as m0020 from './0020_workflows_failure_edges.js';
 
 /**
  * Every migration, in order. One set serves SQLite and PostgreSQL; a dialect branch is allowed only
@@ -48,4 +49,5 @@ export const migrations: Record<string, Migration> = {
   '0017_retention': m0017,
   '0018_partial_indexes': m0018,
   '0019_flow_control': m0019,
+  '0020_workflows_failure_edges': m0020,
 };

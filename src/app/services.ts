@@ -243,7 +243,12 @@ export function createServices(deps: ServiceDeps): Services {
       (await subscriptions.namingType(type)).length > 0 || (await webhooks.wantsType(type)),
   });
   // The drain comes last: its handlers are the areas' event consumers, complete from the start.
-  const eventHandlers = [webhooks.dispatcher, workflowEngine.router, ...(deps.extraEventHandlers ?? [])];
+  const eventHandlers = [
+    webhooks.dispatcher,
+    workflowEngine.router,
+    workflowEngine.waits,
+    ...(deps.extraEventHandlers ?? []),
+  ];
   const outbox = createOutboxJob(
     {
       store: deps.store,

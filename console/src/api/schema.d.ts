@@ -12895,6 +12895,22 @@ export interface operations {
                     } & {
                         [key: string]: unknown;
                     };
+                    /** @description Events a simulated WAIT_EVENT may take: the first of its event_type that brings its key resumes it; without one it times out (docs/workflows.md "Simulation") */
+                    events?: ({
+                        /** @enum {string} */
+                        specversion: "1.0";
+                        id: string;
+                        source: string;
+                        type: string;
+                        subject?: string;
+                        /** Format: date-time */
+                        time?: string;
+                        datacontenttype?: string;
+                        dataschema?: string;
+                        data?: unknown;
+                    } & {
+                        [key: string]: unknown;
+                    })[];
                 };
             };
         };

@@ -9,10 +9,10 @@ import { EVENT_SOURCES } from '../events/definitions.js';
 import type { EventTypeService } from '../events/event-types.js';
 import type { EventPublisher } from '../events/publish.js';
 import { type NodeInput, validateGraph } from '../workflows/graph.js';
-import { mappingProblem } from '../workflows/mapping-check.js';
 import { nodePaths, pathsFromSchema } from '../workflows/paths.js';
 import type { GraphEdge, GraphNode } from '../workflows/plan.js';
 import { checkCondition, checkFlowControl } from './checks.js';
+import { checkGraphReferences } from './graph-checks.js';
 import type { CreateSubscription, PutGraphBody, RunRetention, UpdateSubscription } from './schemas.js';
 import * as st from './store.js';
 import {
@@ -66,11 +66,6 @@ const ENVELOPE_PATHS = [
   'event.time',
   'event.data',
 ];
-const MISSING_PLUGIN = new Set([
-  'PLUGIN.INSTANCE_NOT_FOUND',
-  'PLUGIN.ACTION_NOT_FOUND',
-  'PLUGIN.DEFINITION_NOT_FOUND',
-]);
 
 export type { RoutableSubscription };
 
@@ -159,6 +154,10 @@ export function createSubscriptionService(deps: SubscriptionDeps): SubscriptionS
     if (schema) paths.push(...pathsFromSchema(schema, 'event.data'));
     paths.push(...nodePaths(nodes, edges));
     for (const n of nodes) {
+      if (n.type === 'WAIT_EVENT') {
+        const waited = await deps.eventTypes.dataSchemaOf(n.config?.event_type as string);
+        if (waited) paths.push(...pathsFromSchema(waited, `nodes.${n.key}.output.event.data`));
+      }
       if (n.type === 'ACTION' && deps.actions) {
         try {
           const d = await deps.actions.describeAction(
@@ -259,36 +258,7 @@ export function createSubscriptionService(deps: SubscriptionDeps): SubscriptionS
       const valid = replaceGraph
         ? validateGraph((body.nodes ?? []) as NodeInput[], body.edges ?? [])
         : undefined;
-      if (valid && deps.actions) {
-        for (const [i, n] of valid.nodes.entries()) {
-          if (n.type !== 'ACTION') continue;
-          const instance = n.config?.plugin_instance_id as string;
-          const action = n.config?.plugin_action as string;
-          try {
-            const d = await deps.actions.describeAction(instance, action);
-            // The mapping against the action's input_schema, before any run (docs/workflows.md
-            // "Save-time checks"): what is missing, and literals of the wrong type.
-            const problem = d.input_schema
-              ? mappingProblem(n.config?.input_mapping ?? {}, d.input_schema)
-              : undefined;
-            if (problem) {
-              throw new AppError(
-                'WORKFLOW.INVALID_GRAPH',
-                `nodes.${i} (key "${n.key}"): input_mapping.${problem.path} ${problem.message} ` +
-                  `(the input_schema of action "${action}")`,
-                { field: `nodes.${i}.config.input_mapping.${problem.path}` },
-              );
-            }
-          } catch (err) {
-            if (err instanceof AppError && MISSING_PLUGIN.has(err.code)) {
-              throw new AppError('WORKFLOW.INVALID_GRAPH', `nodes.${i} (key "${n.key}"): ${err.message}`, {
-                field: `nodes.${i}.config`,
-              });
-            }
-            throw err;
-          }
-        }
-      }
+      if (valid) warnings.push(...(await checkGraphReferences(valid.nodes, deps)));
       const idMap: Record<string, string> = {};
       const { sub, graph } = await store.transaction(async (tx) => {
         const current = await st.lock(tx, id);

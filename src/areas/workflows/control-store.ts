@@ -93,7 +93,10 @@ export function cancelRun(db: Db, id: string, at: string, reason: string): Promi
   };
   return moveRun(db, id, at, ['pending', 'running'], run, [
     ['pending', { status: 'skipped', skip_reason: CANCELLED_SKIP, completed_at: at, resume_at: null }],
-    ['running', { status: 'failed', error: CANCELLED_WHILE_RUNNING, completed_at: at, resume_at: null }],
+    [
+      'running',
+      { status: 'failed', error: CANCELLED_WHILE_RUNNING, completed_at: at, resume_at: null, wait_key: null },
+    ],
   ]);
 }
 

@@ -34,6 +34,7 @@ import type { EventHandler } from '../events/handlers.js';
 import type { EventPublisher } from '../events/publish.js';
 import { type ActionInvoker, createActionCaller } from './action-call.js';
 import * as claimStore from './claim-store.js';
+import { createEventWaits } from './event-waits.js';
 import { createFlowGate, engineFlowControl } from './flow-gate.js';
 import type { GraphSource } from './graph-source.js';
 import type { RunMachine } from './machine.js';
@@ -83,6 +84,8 @@ export const WORKFLOWS_JOB = 'workflows';
 export interface WorkflowEngine {
   /** docs/workflows.md "Routing": the outbox drain's handler that turns events into runs. */
   router: EventHandler;
+  /** docs/workflows.md "WAIT_EVENT": the outbox drain's handler that resumes runs waiting for an event. */
+  waits: EventHandler;
   /** The worker job `workflows`: claims runs and drives them. */
   job: Job;
   /** The executable plan of a subscription's graph version (cached; versions never change). */
@@ -93,6 +96,29 @@ export interface WorkflowEngine {
 
 /** A run with no ACTION in flight (most steps): one set, not one per step. */
 const NOTHING_IN_FLIGHT: ReadonlySet<string> = new Set();
+
+/** Why a run's drive stopped before its end, logged where it matters. */
+function reportStopped(
+  log: Logger,
+  writes: ReturnType<typeof createRunPersister>,
+  machine: RunMachine,
+  err: unknown,
+): void {
+  if (writes.abandon(machine, err)) {
+    // Nothing of the run is stored: its event's hand-over fails, and the event comes again.
+  } else if (err instanceof Dropped || writes.dropped(machine)) {
+    // Its first write did not create it (another hand-over did, or the write failed and the
+    // event comes again); nothing of this copy reached anyone.
+  } else if (err instanceof LeaseLost)
+    log.warn({ run_id: machine.run.id }, 'workflow engine: lease lost; another worker has the run');
+  // Anything else (the store failing): the lease expires and a worker resumes the run from its
+  // last persisted step.
+  else
+    log.error(
+      { run_id: machine.run.id, err },
+      'workflow engine: run step failed; it resumes after its lease',
+    );
+}
 
 export function createWorkflowEngine(deps: EngineDeps): WorkflowEngine {
   const { store, clock, log } = deps;
@@ -129,10 +155,14 @@ export function createWorkflowEngine(deps: EngineDeps): WorkflowEngine {
   /** Wakes the job when a released run (DELAY, retry backoff) comes due. */
   const dueTimer = new DueTimer(clock, notify);
 
+  const eventWaits = createEventWaits({ store, clock, log, woken: () => notify() });
+
   function planOf(subscriptionId: string, version: number): Promise<Plan> {
     return plans.get(subscriptionId, version, async () => {
       const graph = await deps.subscriptions.graphVersion(subscriptionId, version);
-      return buildPlan(subscriptionId, version, graph.nodes, graph.edges);
+      const plan = buildPlan(subscriptionId, version, graph.nodes, graph.edges);
+      await eventWaits.register(plan); // before any of its runs can wait for an event
+      return plan;
     });
   }
 
@@ -215,6 +245,10 @@ export function createWorkflowEngine(deps: EngineDeps): WorkflowEngine {
           reportRunFinished(machine, log, deps.metrics);
           return;
         }
+        if (step.timeouts.length > 0) {
+          await eventWaits.settleTimeouts(machine, step.timeouts);
+          continue;
+        }
         let started = false;
         for (const inv of step.invokes) {
           if (calls.size >= runParallelism) break;
@@ -250,6 +284,8 @@ export function createWorkflowEngine(deps: EngineDeps): WorkflowEngine {
           if (step.wakeAt === null) throw new Error('the run has nothing to run and nothing to wait for');
           await writes.persist(machine, { wake_at: step.wakeAt, locked_by: null });
           dueTimer.arm(Date.parse(step.wakeAt));
+          // An event may have taken a wait while this worker held the run: then it is due now.
+          await eventWaits.afterRelease(machine.run.id, machine.waitingForEvents());
           return;
         }
         // Side-effect-free progress is written before waiting; each attempt writes its own start, and
@@ -270,20 +306,7 @@ export function createWorkflowEngine(deps: EngineDeps): WorkflowEngine {
         signalled = false;
       }
     } catch (err) {
-      if (writes.abandon(machine, err)) {
-        // Nothing of the run is stored: its event's hand-over fails, and the event comes again.
-      } else if (err instanceof Dropped || writes.dropped(machine)) {
-        // Its first write did not create it (another hand-over did, or the write failed and the
-        // event comes again); nothing of this copy reached anyone.
-      } else if (err instanceof LeaseLost)
-        log.warn({ run_id: machine.run.id }, 'workflow engine: lease lost; another worker has the run');
-      // Anything else (the store failing): the lease expires and a worker resumes the run from its
-      // last persisted step.
-      else
-        log.error(
-          { run_id: machine.run.id, err },
-          'workflow engine: run step failed; it resumes after its lease',
-        );
+      reportStopped(log, writes, machine, err);
       ended?.abort();
     } finally {
       writes.abandon(machine, new Error('the run stopped before its first write'));
@@ -390,5 +413,5 @@ export function createWorkflowEngine(deps: EngineDeps): WorkflowEngine {
 
   const job: Job = { name: WORKFLOWS_JOB, intervalMs: pollMs, run: step, stop };
 
-  return { router, job, planOf, workerId };
+  return { router, waits: eventWaits.handler, job, planOf, workerId };
 }

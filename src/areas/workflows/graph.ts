@@ -177,7 +177,11 @@ export function validateGraph(nodesIn: NodeInput[], edgesIn: EdgeInput[]): Valid
     if (hasTimeout && !TIMED_TYPES.has(type)) {
       throw invalid(
         `${label}: timeout_ms has no meaning on ${type} nodes (it bounds ACTION, COMPUTE and JOIN attempts${
-          type === 'DELAY' ? '; a DELAY waits for its config.delay_ms or until_template' : ''
+          type === 'DELAY'
+            ? '; a DELAY waits for its config.delay_ms or until_template'
+            : type === 'WAIT_EVENT'
+              ? '; a WAIT_EVENT waits at most its config.timeout_ms'
+              : ''
         })`,
         { field: `${where}.timeout_ms`, allowed_types: [...TIMED_TYPES] },
       );

@@ -34,6 +34,7 @@ import {
   type Step,
 } from './run-state.js';
 import { renderTemplate } from './template.js';
+import { eventWaitKey, keyProblem, waitKey } from './wait-spec.js';
 
 /** The longest wait a server's Retry-After may impose (a day: longer is a lost cause, not a pause). */
 const MAX_RETRY_AFTER_MS = 86_400_000;
@@ -58,6 +59,10 @@ export class RunMachine {
   readonly depth: number;
   /** ACTIONs reached (input computed) and not started yet: the engine starts them. */
   private readonly ready = new Map<string, Invoke>();
+  /** WAIT_EVENTs whose timeout passed, for the engine to take from the store (`Step.timeouts`). */
+  private readonly timeouts = new Map<string, NodeState>();
+  /** Simulation only: the events a simulated WAIT_EVENT may take (POST .../test `events`). */
+  simulatedEvents: readonly CloudEvent[] = [];
 
   constructor(
     readonly plan: Plan,
@@ -96,6 +101,7 @@ export class RunMachine {
         attempts: 0,
         interruptions: 0,
         resume_at: null,
+        wait_key: null,
       });
     }
     return map;
@@ -127,7 +133,7 @@ export class RunMachine {
       progressed = false;
       for (const node of this.plan.nodes) {
         if (this.run.status !== 'running') break;
-        if (inFlight.has(node.key) || this.ready.has(node.key)) continue;
+        if (inFlight.has(node.key) || this.ready.has(node.key) || this.timeouts.has(node.key)) continue;
         const st = this.nodes.get(node.key) as NodeState;
         if (isFinished(st)) continue;
         if (this.step(node, st, now, nowIso)) progressed = true;
@@ -150,7 +156,7 @@ export class RunMachine {
     }
     if (this.run.status !== 'running') {
       this.stopRunning(nowIso);
-      return { invokes: [], wakeAt: null };
+      return { invokes: [], wakeAt: null, timeouts: [] };
     }
     let wakeAt: string | null = null;
     for (const n of this.plan.nodes) {
@@ -159,7 +165,11 @@ export class RunMachine {
         if (wakeAt === null || st.resume_at < wakeAt) wakeAt = st.resume_at;
       }
     }
-    return { invokes: [...this.ready.values()].filter((i) => !inFlight.has(i.node.key)), wakeAt };
+    return {
+      invokes: [...this.ready.values()].filter((i) => !inFlight.has(i.node.key)),
+      wakeAt,
+      timeouts: this.timeouts.size === 0 ? [] : [...this.timeouts.values()],
+    };
   }
 
   /** One look at an unfinished node; true when it changed state. */
@@ -168,6 +178,11 @@ export class RunMachine {
     if (st.status === 'running') {
       if (st.resume_at !== null) {
         if (st.resume_at > nowIso) return false;
+        if (node.type === 'WAIT_EVENT') {
+          // The timeout passed, unless an event took the wait meanwhile: the engine asks the store.
+          this.timeouts.set(node.key, st);
+          return false;
+        }
         if (node.type === 'DELAY') {
           // A wait that ended completes the DELAY; a retry of a failed until_template (the last
           // attempt's error is kept while waiting) renders it again.
@@ -192,7 +207,8 @@ export class RunMachine {
         return false;
       }
       // Every other type has no side effect, so re-running the attempt is safe.
-      this.execute(node, st, now);
+      if (node.type === 'WAIT_EVENT') this.startWait(node, st, now);
+      else this.execute(node, st, now);
       return true;
     }
     // pending: reached once every predecessor finished.
@@ -215,6 +231,7 @@ export class RunMachine {
       return false;
     }
     if (node.type === 'DELAY') this.startDelay(node, st, now);
+    else if (node.type === 'WAIT_EVENT') this.startWait(node, st, now);
     else this.execute(node, st, now);
     return true;
   }
@@ -345,6 +362,7 @@ export class RunMachine {
     st.error = message;
     st.completed_at = nowIso;
     st.resume_at = null;
+    st.wait_key = null;
     this.dirty.add(st);
     this.observer?.('finish', st.key);
     if (node.handlesFailure) {
@@ -372,6 +390,7 @@ export class RunMachine {
    */
   private stopRunning(nowIso: string): void {
     this.ready.clear();
+    this.timeouts.clear();
     const why =
       this.run.status === 'failed'
         ? `stopped: the run failed (${this.run.error})`
@@ -383,6 +402,7 @@ export class RunMachine {
         st.resume_at === null && st.type === 'ACTION' ? `${why}; the attempt in flight was abandoned` : why;
       st.completed_at = nowIso;
       st.resume_at = null;
+      st.wait_key = null;
       this.dirty.add(st);
       this.observer?.('finish', st.key);
     }
@@ -394,6 +414,7 @@ export class RunMachine {
     st.error = null;
     st.completed_at = nowIso;
     st.resume_at = null;
+    st.wait_key = null;
     this.context.nodes[st.key] = { output };
     this.dirty.add(st);
     this.observer?.('finish', st.key);
@@ -544,6 +565,70 @@ export class RunMachine {
   /** Records the passing edges among `edges` as traversed. */
   private traverse(edges: readonly PlanNode['in'][number][]): void {
     for (const e of edges) if (this.edgePasses(e)) this.traversed.push(e.id);
+  }
+
+  /**
+   * A WAIT_EVENT is reached (docs/workflows.md "WAIT_EVENT"): its key is evaluated now, on the
+   * run's context, and it waits, `running`, until an event brings that key or its timeout passes.
+   * A key that cannot be evaluated or is no scalar fails the node at once (no retry changes it).
+   */
+  private startWait(node: PlanNode, st: NodeState, now: Date): void {
+    this.beginAttempt(st, now);
+    const wait = node.wait as NonNullable<PlanNode['wait']>;
+    const timeoutAt = new Date(now.getTime() + (node.config?.timeout_ms as number)).toISOString();
+    let key: unknown;
+    if (wait.run) {
+      try {
+        key = wait.run(this.context);
+      } catch (err) {
+        st.input = { event_type: wait.spec.eventType, correlation_key: null, timeout_at: timeoutAt };
+        this.attemptFailed(node, st, `correlation.run: ${describeThrown(err)}`, now, true);
+        return;
+      }
+      const problem = keyProblem(key);
+      if (problem) {
+        st.input = { event_type: wait.spec.eventType, correlation_key: null, timeout_at: timeoutAt };
+        this.attemptFailed(node, st, `correlation.run: ${problem}`, now, true);
+        return;
+      }
+    }
+    st.input = { event_type: wait.spec.eventType, correlation_key: key ?? null, timeout_at: timeoutAt };
+    const waiting = waitKey(wait.spec.id, key);
+    if (this.simulate) {
+      // The simulation waits for nothing: the first of the given events that brings the key, else a timeout.
+      const match = this.simulatedEvents.find((e) => eventWaitKey(wait.spec, wait.event, e).key === waiting);
+      this.complete(
+        st,
+        { event: match ?? null, timed_out: match === undefined, simulated: true },
+        now.toISOString(),
+      );
+      return;
+    }
+    // A persisted wait: the run is released until the timeout; an event that brings the key ends it sooner.
+    st.resume_at = timeoutAt;
+    st.wait_key = waiting;
+    this.dirty.add(st);
+  }
+
+  /** The engine took a WAIT_EVENT's wait from the store at its timeout: no event came. */
+  waitTimedOut(st: NodeState, now: Date): void {
+    this.timeouts.delete(st.key);
+    if (!this.accepts(st)) return;
+    this.complete(st, { event: null, timed_out: true }, now.toISOString());
+  }
+
+  /** An event took the wait before its timeout (the store holds the node completed with `output`). */
+  waitResolved(st: NodeState, output: unknown, completedAt: string): void {
+    this.timeouts.delete(st.key);
+    if (!this.accepts(st)) return;
+    this.complete(st, output, completedAt);
+  }
+
+  /** The WAIT_EVENTs waiting now, by node key: what a release must check an event did not take. */
+  waitingForEvents(): NodeState[] {
+    const out: NodeState[] = [];
+    for (const st of this.nodes.values()) if (st.wait_key !== null && st.status === 'running') out.push(st);
+    return out;
   }
 
   private startDelay(node: PlanNode, st: NodeState, now: Date): void {

@@ -9,7 +9,7 @@ import { parseTemplate, TemplateError } from './template.js';
  * "Templates"). Pure; a violation throws AppError WORKFLOW.INVALID_GRAPH naming the node and field.
  */
 
-export const NODE_TYPES = ['ACTION', 'COMPUTE', 'SWITCH', 'JOIN', 'DELAY', 'END'] as const;
+export const NODE_TYPES = ['ACTION', 'COMPUTE', 'SWITCH', 'JOIN', 'DELAY', 'END', 'WAIT_EVENT'] as const;
 export type NodeType = (typeof NODE_TYPES)[number];
 export const invalid = (message: string, details: Record<string, unknown>): AppError =>
   new AppError('WORKFLOW.INVALID_GRAPH', message, details);
@@ -162,7 +162,55 @@ export function validateConfig(
       if (c && Object.keys(c).length > 0) throw fail('config', 'END takes no config (null or {})');
       return null;
     }
+    case 'WAIT_EVENT':
+      return waitEventConfig(c, fail, allowOnly);
   }
+}
+
+/**
+ * WAIT_EVENT (docs/workflows.md "WAIT_EVENT"): `event_type` (its registration is checked where the
+ * registry is, at save), `timeout_ms` 1 ms..365 days, and `correlation {run, event}`: two
+ * expressions, the key the run waits on and the key an event brings.
+ */
+function waitEventConfig(
+  c: Record<string, unknown> | null,
+  fail: (field: string, message: string) => AppError,
+  allowOnly: (c: Record<string, unknown>, allowed: string[]) => void,
+): Record<string, unknown> {
+  if (!c) throw fail('config', 'WAIT_EVENT requires config with event_type and timeout_ms');
+  allowOnly(c, ['event_type', 'correlation', 'timeout_ms']);
+  if (typeof c.event_type !== 'string' || c.event_type.length === 0)
+    throw fail('config.event_type', 'WAIT_EVENT config.event_type is required (a registered event type)');
+  if (!isWait(c.timeout_ms, 1))
+    throw fail(
+      'config.timeout_ms',
+      `WAIT_EVENT config.timeout_ms is required: an integer between 1 and ${MAX_WAIT_MS} (365 days)`,
+    );
+  const out: Record<string, unknown> = { event_type: c.event_type, timeout_ms: c.timeout_ms };
+  if (c.correlation !== undefined && c.correlation !== null) {
+    if (!isPlainObject(c.correlation))
+      throw fail('config.correlation', 'WAIT_EVENT config.correlation must be an object {run, event}');
+    for (const k of Object.keys(c.correlation)) {
+      if (k !== 'run' && k !== 'event')
+        throw fail(`config.correlation.${k}`, `WAIT_EVENT config.correlation takes only "run" and "event"`);
+    }
+    for (const side of ['run', 'event'] as const) {
+      const expr = c.correlation[side];
+      if (expr === undefined || expr === null)
+        throw fail(
+          `config.correlation.${side}`,
+          `WAIT_EVENT config.correlation.${side} is required: an expression on the ${side === 'run' ? "run's context" : 'incoming event'}`,
+        );
+      const err = compileError(expr, `correlation.${side}`);
+      if (err)
+        throw fail(
+          `config.correlation.${side}`,
+          `WAIT_EVENT config.correlation.${side} is not a valid JSONLogic expression: ${err}`,
+        );
+    }
+    out.correlation = { run: c.correlation.run, event: c.correlation.event };
+  }
+  return out;
 }
 
 const MAX_TEMPLATE_DEPTH = 64;

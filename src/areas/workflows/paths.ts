@@ -71,7 +71,8 @@ function schemaWalk(schema: Schema, path: string, out: Set<string>, depth: numbe
 
 /**
  * The `nodes.*` paths a graph's own nodes promise whatever their plugins answer: each node's
- * output, a COMPUTE's wrapped `result`, and the `error` of a node with on_failure edges
+ * output, a COMPUTE's wrapped `result`, a WAIT_EVENT's event envelope and `timed_out`, and the
+ * `error` of a node with on_failure edges
  * (docs/workflows.md "Failure branches").
  */
 export function nodePaths(nodes: readonly GraphNode[], edges: readonly GraphEdge[]): string[] {
@@ -81,6 +82,12 @@ export function nodePaths(nodes: readonly GraphNode[], edges: readonly GraphEdge
     const at = `nodes.${n.key}`;
     out.push(at, `${at}.output`);
     if (n.type === 'COMPUTE') out.push(`${at}.output.result`);
+    if (n.type === 'WAIT_EVENT')
+      out.push(
+        `${at}.output.timed_out`,
+        `${at}.output.event`,
+        ...['id', 'source', 'type', 'subject', 'time', 'data'].map((f) => `${at}.output.event.${f}`),
+      );
     if (handling.has(n.id)) out.push(`${at}.error`, `${at}.error.code`, `${at}.error.message`);
   }
   return out;

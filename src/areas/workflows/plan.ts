@@ -9,6 +9,7 @@ import { kahnOrder, type NodeSpec, type RetryPolicy } from './graph.js';
 import { type Compiled, compile, isExpression } from './jsonlogic.js';
 import type { NodeType } from './node-config.js';
 import { parseTemplate, type TemplatePart } from './template.js';
+import { type WaitSpec, waitSpecOf } from './wait-spec.js';
 
 /** A saved node of a graph version: its validated spec with the ids the store gave it. */
 export interface GraphNode extends Omit<NodeSpec, 'clientId'> {
@@ -58,6 +59,8 @@ export interface PlanNode {
   logic?: Mapping;
   mapping?: Mapping;
   template?: TemplatePart[];
+  /** WAIT_EVENT: what it waits on, and its two correlation expressions compiled (none: no correlation). */
+  wait?: { spec: WaitSpec; run: Compiled | null; event: Compiled | null };
 }
 
 export interface Plan {
@@ -139,6 +142,14 @@ export function buildPlan(
     if (n.type === 'ACTION') node.mapping = compileMapping(n.config?.input_mapping ?? {}, 'input_mapping');
     if (n.type === 'DELAY' && typeof n.config?.until_template === 'string') {
       node.template = parseTemplate(n.config.until_template);
+    }
+    if (n.type === 'WAIT_EVENT') {
+      const correlation = n.config?.correlation as { run: unknown; event: unknown } | undefined;
+      node.wait = {
+        spec: waitSpecOf(n.config),
+        run: correlation ? compile(correlation.run, 'correlation.run') : null,
+        event: correlation ? compile(correlation.event, 'correlation.event') : null,
+      };
     }
     return node;
   });

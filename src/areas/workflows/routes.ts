@@ -47,7 +47,12 @@ export function registerWorkflowRoutes(
     },
     // The schema checks the shape; the CloudEvents rules (URI-reference source, media types, extension
     // values) are the ones every published event meets, so a simulated event meets them too.
-    async (req) => workflows.simulate(req.params.id, assertCloudEvent(req.body.event) as CloudEvent),
+    async (req) =>
+      workflows.simulate(
+        req.params.id,
+        assertCloudEvent(req.body.event) as CloudEvent,
+        (req.body.events ?? []).map((e) => assertCloudEvent(e) as CloudEvent),
+      ),
   );
   api.get(
     '/workflow_run',

@@ -45,6 +45,8 @@ export interface NodeState {
   interruptions: number;
   /** While `running`: when a DELAY ends or the next retry is due; null while an attempt is in flight. */
   resume_at: string | null;
+  /** A WAIT_EVENT waiting: the key an event takes it by (event-waits.ts); null otherwise. */
+  wait_key: string | null;
 }
 
 export interface RunState {
@@ -94,6 +96,11 @@ export interface Step {
   invokes: Invoke[];
   /** The earliest persisted timer of a waiting node (a DELAY, a retry backoff, a JOIN timeout). */
   wakeAt: string | null;
+  /**
+   * WAIT_EVENTs whose timeout passed: the engine takes each wait from the store first (an event may
+   * have taken it meanwhile) and tells the machine which it was (`waitTimedOut` / `waitResolved`).
+   */
+  timeouts: NodeState[];
 }
 
 export function eventContext(event: CloudEvent): ExpressionContext['event'] {

@@ -157,7 +157,16 @@ export const CloudEventIn = Type.Object(
 );
 
 export const TestBody = Type.Object(
-  { event: CloudEventIn },
+  {
+    event: CloudEventIn,
+    events: Type.Optional(
+      Type.Array(CloudEventIn, {
+        maxItems: 100,
+        description:
+          'Events a simulated WAIT_EVENT may take: the first of its event_type that brings its key resumes it; without one it times out (docs/workflows.md "Simulation")',
+      }),
+    ),
+  },
   {
     examples: [
       {

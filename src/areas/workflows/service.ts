@@ -87,7 +87,8 @@ export interface WorkflowService {
     workflow_run_id?: string;
     node_key?: string;
   }): Promise<{ result: object; data_used: unknown; available_paths: string[] }>;
-  simulate(subscriptionId: string, event: CloudEvent): Promise<Simulation>;
+  /** `waitedFor`: the events simulated WAIT_EVENTs may take (docs/workflows.md "Simulation"). */
+  simulate(subscriptionId: string, event: CloudEvent, waitedFor?: readonly CloudEvent[]): Promise<Simulation>;
   /** Runs created in [since, until) with their nodes, oldest first, streamed (`svc export runs`). */
   exportRuns(filter: RunExportFilter): AsyncIterable<WorkflowRun & { nodes: WorkflowRunNode[] }>;
   /** Finished runs, kept by each subscription's retention or else the server's, for the prune job. */
@@ -311,7 +312,7 @@ export function createWorkflowService(deps: WorkflowServiceDeps): WorkflowServic
      * plugin called (an ACTION answers `{simulated: true, input}`; vault references stay unresolved
      * so no secret is returned), delays skipped, failures reported in the node with a 200.
      */
-    async simulate(subscriptionId: string, given: CloudEvent) {
+    async simulate(subscriptionId: string, given: CloudEvent, waitedFor: readonly CloudEvent[] = []) {
       // The enrichment a published event gets (the publisher's enricher), so the graph sees the same paths.
       const event = deps.enrich ? { ...given, data: deps.enrich(given.type, given.data) } : given;
       const sub = await deps.subscriptions.getActive(subscriptionId);
@@ -325,6 +326,7 @@ export function createWorkflowService(deps: WorkflowServiceDeps): WorkflowServic
         completed_at: null,
       };
       const machine = new RunMachine(plan, event, run, states, true);
+      machine.simulatedEvents = waitedFor;
       const checks = await inputChecks(plan);
       machine.simulatedInputProblem = (key, input) => checks.get(key)?.(input);
       machine.advance(deps.clock.now());

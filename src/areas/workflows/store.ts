@@ -64,6 +64,7 @@ const nodeDocuments = (r: Pick<WorkflowRunNodeTable, 'input' | 'output' | 'skip_
 
 export const toRunNode = ({
   interruptions: _i,
+  wait_key: _w,
   updated_at: _u,
   ...r
 }: WorkflowRunNodeTable): WorkflowRunNode => ({
@@ -106,6 +107,7 @@ export function nodeRow(runId: string, s: NodeState, at: string): WorkflowRunNod
     attempts: s.attempts,
     interruptions: s.interruptions,
     resume_at: s.resume_at,
+    wait_key: s.wait_key,
     created_at: at,
     updated_at: at,
   };
@@ -246,6 +248,7 @@ const upsertNodesStatement = prepared((db, _dialect, nodes: WorkflowRunNodeTable
         attempts: eb.ref('excluded.attempts'),
         interruptions: eb.ref('excluded.interruptions'),
         resume_at: eb.ref('excluded.resume_at'),
+        wait_key: eb.ref('excluded.wait_key'),
         updated_at: eb.ref('excluded.updated_at'),
       })),
     ),

@@ -67,12 +67,28 @@ export interface WorkflowRunNodeTable {
   interruptions: number;
   /** While running: when the DELAY ends or the next retry is due; null while an attempt is in flight. */
   resume_at: string | null;
+  /**
+   * A WAIT_EVENT waiting for its event: `<spec id>:<key as JSON>` (event-waits.ts); null otherwise,
+   * and once an event or the timeout took the wait.
+   */
+  wait_key: string | null;
   created_at: string;
   updated_at: string;
+}
+
+/** An event-side expression WAIT_EVENT nodes wait on, per event type (event-waits.ts). */
+export interface WorkflowWaitSpecTable {
+  /** A digest of (event_type, expression): the same spec from every graph and process. */
+  id: string;
+  event_type: string;
+  /** correlation.event as JSON text; null: waits without correlation (the next event of the type). */
+  expression: string | null;
+  created_at: string;
 }
 
 export interface WorkflowTables {
   workflow_run: WorkflowRunTable;
   workflow_run_node: WorkflowRunNodeTable;
   flow_window: FlowWindowTable;
+  workflow_wait_spec: WorkflowWaitSpecTable;
 }

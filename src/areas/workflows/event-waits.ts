@@ -1,0 +1,111 @@
+import type { Logger } from 'pino';
+import type { Store } from '../../db/store.js';
+import { type Clock, iso } from '../../lib/clock.js';
+import type { CloudEvent } from '../events/cloudevent.js';
+import type { EventHandler } from '../events/handlers.js';
+import { CompiledCache } from './jsonlogic.js';
+import type { RunMachine } from './machine.js';
+import type { Plan } from './plan.js';
+import type { NodeState } from './run-state.js';
+import { eventWaitKey, type WaitSpec } from './wait-spec.js';
+import * as waits from './wait-store.js';
+
+/**
+ * WAIT_EVENT's side outside the run (docs/workflows.md "WAIT_EVENT"): every event the outbox hands
+ * over is matched against the waits of its type, by key, one index lookup per (event, spec), never a
+ * scan of the waiting runs; a match completes the node where it waits and makes its run due. The
+ * engine asks here at a timeout (did an event take the wait first?) and when it releases a run that
+ * waits (did an event take a wait while it held the run?).
+ */
+export interface EventWaits {
+  /** The outbox drain's handler that resumes waiting runs. */
+  handler: EventHandler;
+  /** Records what a plan's WAIT_EVENTs wait on, before any of its runs can wait (once per plan). */
+  register(plan: Plan): Promise<void>;
+  /**
+   * WAIT_EVENTs whose timeout passed: each wait is taken from the store first, and the machine told
+   * whether it timed out or an event took it meanwhile (and what the event left).
+   */
+  settleTimeouts(machine: RunMachine, timeouts: readonly NodeState[]): Promise<void>;
+  /** After releasing a run that waits: due now if an event took a wait while it was held. */
+  afterRelease(runId: string, waiting: readonly NodeState[]): Promise<void>;
+}
+
+export interface EventWaitsDeps {
+  store: Store;
+  clock: Clock;
+  log: Logger;
+  /** Runs were made due: the engine's next claim takes them. */
+  woken(): void;
+}
+
+export function createEventWaits(deps: EventWaitsDeps): EventWaits {
+  const { store, clock, log } = deps;
+  const expressions = new CompiledCache(500);
+  const evaluator = (spec: WaitSpec) =>
+    spec.expression === null ? null : expressions.get(JSON.parse(spec.expression), 'correlation.event');
+
+  async function resume(events: readonly CloudEvent[]): Promise<void> {
+    const specs = await waits.specsFor(store.db, [...new Set(events.map((e) => e.type))]);
+    if (specs.length === 0) return;
+    // The first event of the batch to bring a key takes its waits; a later one finds none left.
+    const byKey = new Map<string, CloudEvent>();
+    for (const event of events) {
+      for (const spec of specs) {
+        if (spec.eventType !== event.type) continue;
+        const { key, problem } = eventWaitKey(spec, evaluator(spec), event);
+        if (problem) log.debug({ event_id: event.id, spec: spec.id, problem }, 'event waits: no key');
+        if (key !== undefined && !byKey.has(key)) byKey.set(key, event);
+      }
+    }
+    if (byKey.size === 0) return;
+    const nodes = await waits.waitingOn(store.db, [...byKey.keys()]);
+    if (nodes.length === 0) return;
+    const at = iso(clock.now());
+    const taken = await store.transaction(async (tx) => {
+      await waits.wakeRuns(tx.db, [...new Set(nodes.map((n) => n.workflow_run_id))], at);
+      let count = 0;
+      for (const node of nodes) {
+        const event = byKey.get(node.wait_key) as CloudEvent;
+        const output = JSON.stringify({ event, timed_out: false });
+        if (await waits.takeByEvent(tx.db, node, output, at)) count++;
+      }
+      return count;
+    });
+    if (taken > 0) deps.woken();
+  }
+
+  return {
+    handler: {
+      name: 'workflow-waits',
+      async handle(events) {
+        await resume(events);
+      },
+    },
+
+    async register(plan) {
+      const specs = plan.nodes.flatMap((n) => (n.wait ? [n.wait.spec] : []));
+      if (specs.length > 0) await store.write((db) => waits.registerSpecs(db, specs, iso(clock.now())));
+    },
+
+    async settleTimeouts(machine, timeouts) {
+      for (const st of timeouts) {
+        const taken = await store.write((db) => waits.takeByTimeout(db, st.id));
+        if (taken.timedOut) machine.waitTimedOut(st, clock.now());
+        else
+          machine.waitResolved(
+            st,
+            taken.output === null ? null : JSON.parse(taken.output),
+            taken.completedAt,
+          );
+      }
+    },
+
+    async afterRelease(runId, waiting) {
+      if (waiting.length === 0) return;
+      const ids = waiting.map((s) => s.id);
+      if (!(await waits.anyTaken(store.db, ids))) return;
+      if (await store.write((db) => waits.wakeReleased(db, runId, iso(clock.now())))) deps.woken();
+    },
+  };
+}

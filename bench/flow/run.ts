@@ -12,11 +12,10 @@
  *   npm run build && npm run bench -- flow [--store sqlite|postgres] [--events 20000] [--rounds 3]
  *     [--waiting 10,1000,100000]
  */
-import http from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { parseArgs } from 'node:util';
+import { type Call, client, postEvents, counter as receiver, until } from '../lib/api.js';
 import { median } from '../lib/load.js';
-import { EMAIL, PASSWORD, startSvc } from '../pipeline/harness.js';
+import { startSvc } from '../pipeline/harness.js';
 
 const { values } = parseArgs({
   options: {
@@ -32,52 +31,8 @@ const WAITING = (values.waiting ?? '').split(',').map(Number);
 const TYPE = 'com.example.order.created';
 const CUSTOMERS = 1_000;
 
-function receiver() {
-  let count = 0;
-  const server = http.createServer((req, res) => {
-    req.resume();
-    req.on('end', () => {
-      count++;
-      res.setHeader('content-type', 'application/json');
-      res.end('{"ok":true}');
-    });
-  });
-  return new Promise<{ url: string; count(): number; close(): void }>((resolve) =>
-    server.listen(0, '127.0.0.1', () =>
-      resolve({
-        url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/`,
-        count: () => count,
-        close: () => server.close(),
-      }),
-    ),
-  );
-}
-
-async function client(base: string) {
-  const call = async (
-    method: string,
-    path: string,
-    body?: unknown,
-    token?: string,
-    type = 'application/json',
-  ) => {
-    const res = await fetch(`${base}/api/v1${path}`, {
-      method,
-      headers: { 'content-type': type, ...(token ? { authorization: `Bearer ${token}` } : {}) },
-      body: body === undefined ? undefined : JSON.stringify(body),
-    });
-    const text = await res.text();
-    if (!res.ok) throw new Error(`${method} ${path}: ${res.status} ${text}`);
-    return text ? JSON.parse(text) : {};
-  };
-  const token = (await call('POST', '/auth/login/credentials', { email: EMAIL, password: PASSWORD }))
-    .access_token;
-  return (method: string, path: string, body?: unknown, type?: string) =>
-    call(method, path, body, token, type);
-}
-
 /** A subscription on TYPE: COMPUTE, then an http ACTION to `url`; answers its id. */
-async function subscription(call: Awaited<ReturnType<typeof client>>, url: string, flow: unknown) {
+async function subscription(call: Call, url: string, flow: unknown) {
   await call('POST', '/event_definition', { event_type: TYPE });
   const defs = await call('GET', '/plugin_definition?name=http');
   const instance = await call('POST', '/plugin_instance', {
@@ -108,32 +63,15 @@ async function subscription(call: Awaited<ReturnType<typeof client>>, url: strin
   return sub.id as string;
 }
 
-/** Posts `total` events (batches of 100, 4 at a time) numbered from `from`. */
-async function post(call: Awaited<ReturnType<typeof client>>, from: number, total: number) {
-  const batches: number[] = [];
-  for (let i = 0; i < total; i += 100) batches.push(i);
-  const next = async () => {
-    for (let b = batches.shift(); b !== undefined; b = batches.shift()) {
-      const events = Array.from({ length: Math.min(100, total - b) }, (_, i) => ({
-        specversion: '1.0',
-        id: `order-${from + b + i}`,
-        source: 'https://shop.example.com/orders',
-        type: TYPE,
-        data: { total: b + i, customer: `c${(from + b + i) % CUSTOMERS}` },
-      }));
-      await call('POST', '/event', events, 'application/cloudevents-batch+json');
-    }
-  };
-  await Promise.all([next(), next(), next(), next()]);
-}
-
-async function until(done: () => boolean, timeoutMs: number) {
-  const deadline = Date.now() + timeoutMs;
-  while (!done()) {
-    if (Date.now() > deadline) throw new Error('timed out');
-    await new Promise((r) => setTimeout(r, 20));
-  }
-}
+/** Posts `total` orders numbered from `from`, one of CUSTOMERS customers each. */
+const post = (call: Call, from: number, total: number) =>
+  postEvents(call, total, (i) => ({
+    specversion: '1.0',
+    id: `order-${from + i}`,
+    source: 'https://shop.example.com/orders',
+    type: TYPE,
+    data: { total: i, customer: `c${(from + i) % CUSTOMERS}` },
+  }));
 
 /** Executions per second of EVENTS events, with `flow` on the subscription. */
 async function throughput(flow: unknown): Promise<number> {

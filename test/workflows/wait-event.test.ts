@@ -306,7 +306,7 @@ describe(`WAIT_EVENT (${dialectName})`, () => {
         'nodes.0.config.correlation.run',
         /not a valid JSONLogic/,
       ],
-      [{ event_type: PAID, timeout_ms: 1000, then: 1 }, 'nodes.0.config.then', /does not take "then"/],
+      [{ event_type: PAID, timeout_ms: 1000, after: 1 }, 'nodes.0.config.after', /does not take "after"/],
       [{ event_type: PAID, timeout_ms: 1000 }, 'nodes.0.timeout_ms', /config.timeout_ms/, { timeout_ms: 5 }],
     ];
     for (const [config, field, message, extra] of cases) {

@@ -109,7 +109,7 @@ export async function takeByTimeout(
     .where('id', '=', nodeId)
     .executeTakeFirst();
   // Taken by an earlier timeout whose outcome was not written yet (its worker stopped): a timeout.
-  if (!row || row.status !== 'completed' || row.completed_at === null) return { timedOut: true };
+  if (row?.status !== 'completed' || row.completed_at === null) return { timedOut: true };
   return { timedOut: false, output: row.output, completedAt: row.completed_at };
 }
 

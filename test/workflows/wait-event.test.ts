@@ -226,6 +226,18 @@ describe(`WAIT_EVENT (${dialectName})`, () => {
     expect(nodes.wait.error).toMatch(
       /^correlation\.run: a correlation key must be a string, a number or a boolean, not \{/,
     );
+    const throwing = await workflow(
+      a,
+      payment({
+        correlation: { run: { '/': [1, { var: 'event.data.none' }] }, event: { var: 'event.data.order_id' } },
+      }),
+    );
+    await publish(t, { order: 'y' });
+    await settle(t);
+    const thrown = await onlyRun(a, throwing.id);
+    expect(thrown.run.status).toBe('failed');
+    expect(thrown.nodes.wait.error).toMatch(/^correlation\.run: arithmetic on a value that is not a number/);
+    expect(thrown.nodes.wait.input.correlation_key).toBeNull();
     const missing = await workflow(a, payment());
     await publish(t, {});
     await settle(t);

@@ -577,22 +577,23 @@ export class RunMachine {
     const wait = node.wait as NonNullable<PlanNode['wait']>;
     const timeoutAt = new Date(now.getTime() + (node.config?.timeout_ms as number)).toISOString();
     let key: unknown;
+    let problem: string | undefined;
     if (wait.run) {
       try {
         key = wait.run(this.context);
+        const notKey = keyProblem(key);
+        if (notKey !== undefined) problem = `correlation.run: ${notKey}`;
       } catch (err) {
-        st.input = { event_type: wait.spec.eventType, correlation_key: null, timeout_at: timeoutAt };
-        this.attemptFailed(node, st, `correlation.run: ${describeThrown(err)}`, now, true);
-        return;
-      }
-      const problem = keyProblem(key);
-      if (problem) {
-        st.input = { event_type: wait.spec.eventType, correlation_key: null, timeout_at: timeoutAt };
-        this.attemptFailed(node, st, `correlation.run: ${problem}`, now, true);
-        return;
+        // The compiled expression names itself (`correlation.run: ...`).
+        problem = describeThrown(err);
       }
     }
-    st.input = { event_type: wait.spec.eventType, correlation_key: key ?? null, timeout_at: timeoutAt };
+    const correlationKey = problem === undefined ? (key ?? null) : null;
+    st.input = { event_type: wait.spec.eventType, correlation_key: correlationKey, timeout_at: timeoutAt };
+    if (problem !== undefined) {
+      this.attemptFailed(node, st, problem, now, true);
+      return;
+    }
     const waiting = waitKey(wait.spec.id, key);
     if (this.simulate) {
       // The simulation waits for nothing: the first of the given events that brings the key, else a timeout.
@@ -624,7 +625,7 @@ export class RunMachine {
     this.complete(st, output, completedAt);
   }
 
-  /** The WAIT_EVENTs waiting now, by node key: what a release must check an event did not take. */
+  /** The WAIT_EVENTs waiting now: what a release must check an event did not take meanwhile. */
   waitingForEvents(): NodeState[] {
     const out: NodeState[] = [];
     for (const st of this.nodes.values()) if (st.wait_key !== null && st.status === 'running') out.push(st);

@@ -241,6 +241,7 @@ export function createServices(deps: ServiceDeps): Services {
     publisher: events,
     runEventWanted: async (type) =>
       (await subscriptions.namingType(type)).length > 0 || (await webhooks.wantsType(type)),
+    checkEventData: (type, data) => eventTypes.checkData(type, data),
   });
   // The drain comes last: its handlers are the areas' event consumers, complete from the start.
   const eventHandlers = [

@@ -73,7 +73,17 @@ describe('graph validation', () => {
     const err = rejects([{ key: 'a', type: 'LOOP' }]);
     expect(err.details).toMatchObject({
       field: 'nodes.0.type',
-      allowed_values: ['ACTION', 'COMPUTE', 'SWITCH', 'JOIN', 'DELAY', 'END', 'WAIT_EVENT'],
+      allowed_values: [
+        'ACTION',
+        'COMPUTE',
+        'SWITCH',
+        'JOIN',
+        'DELAY',
+        'END',
+        'WAIT_EVENT',
+        'FOREACH',
+        'CALL',
+      ],
     });
   });
 

@@ -153,7 +153,7 @@ function run(plan: Plan, g: { crashes: number[]; outcomes: boolean[] }) {
         machine.attemptFailed(b.node, b.state, 'not idempotent', new Date(clock), true);
         continue;
       }
-      if (b.interrupted) machine.markInterrupted(b.state);
+      if (b.interrupted) machine.markInterrupted(b);
       if (!machine.accepts(b.state)) continue;
       machine.beginAttempt(b.state, new Date(clock));
       started.push(b);
@@ -163,7 +163,7 @@ function run(plan: Plan, g: { crashes: number[]; outcomes: boolean[] }) {
     clock += 10;
     for (const b of started) {
       if (g.outcomes[outcome++ % g.outcomes.length])
-        machine.actionSucceeded(b.state, { ok: true }, new Date(clock));
+        machine.invokeSucceeded(b, { ok: true }, new Date(clock));
       else machine.attemptFailed(b.node, b.state, 'plugin said no', new Date(clock));
     }
   }

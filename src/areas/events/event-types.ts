@@ -55,6 +55,11 @@ export interface EventTypeService {
    * EVENT.INVALID otherwise. Cached: a change made in another process is seen within seconds.
    */
   checkPublished(event: { type: string; data?: unknown; data_base64?: unknown }): Promise<void>;
+  /**
+   * The data check of an event svc makes itself of any registered type (a CALL's child trigger):
+   * 400 EVENT.UNKNOWN_TYPE for a type not registered, EVENT.INVALID when `data` breaks its data_schema.
+   */
+  checkData(eventType: string, data: unknown): Promise<void>;
   /** Example events of a registered type (webhook tests), or undefined. */
   examplesOf(eventType: string): Promise<Record<string, unknown>[] | undefined>;
   /** The data schema of a registered type (the graph editor's paths), or undefined. */
@@ -324,6 +329,30 @@ export function createEventTypeService(deps: EventTypeDeps): EventTypeService {
           errors: describeErrors(validate.errors ?? []),
         });
       }
+    },
+
+    async checkData(eventType, data) {
+      const invalidData = (errors: Array<{ path: string; message: string }>) =>
+        new AppError(
+          'EVENT.INVALID',
+          `Event data of ${eventType} does not match its data_schema: ${errors
+            .slice(0, 3)
+            .map((e) => `${e.path} ${e.message}`)
+            .join('; ')}`,
+          { event_type: eventType, errors },
+        );
+      if (registry.get(eventType)) {
+        const errors = registry.dataErrors(eventType, data ?? null);
+        if (errors.length > 0) throw invalidData(errors);
+        return;
+      }
+      const custom = await cachedCustom(eventType);
+      if (!custom)
+        throw new AppError('EVENT.UNKNOWN_TYPE', `Event type "${eventType}" is not registered`, {
+          event_type: eventType,
+        });
+      const validate = validatorOf(custom);
+      if (validate && !validate(data ?? null)) throw invalidData(describeErrors(validate.errors ?? []));
     },
 
     async examplesOf(eventType) {

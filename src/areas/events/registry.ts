@@ -11,6 +11,8 @@ export interface EventRegistry {
    * source, subject or data break the type's definition. Publish calls it outside production.
    */
   check(event: { type: string; source: string; subject?: string; data: unknown }): void;
+  /** Where `data` breaks the data schema of a built-in type (empty when it matches). */
+  dataErrors(type: string, data: unknown): Array<{ path: string; message: string }>;
 }
 
 /** `{user_id}` with `{user_id: "u1"}` → `"u1"`; undefined when the field is not a non-empty string. */
@@ -34,6 +36,11 @@ export function createEventRegistry(
   return {
     definitions,
     get: (type) => byType.get(type),
+    dataErrors(type, data) {
+      const validate = validators.get(type);
+      if (!validate || validate(data)) return [];
+      return describe(validate.errors ?? []);
+    },
     check(event) {
       const def = byType.get(event.type);
       if (!def) {

@@ -12,7 +12,7 @@ import { type NodeInput, validateGraph } from '../workflows/graph.js';
 import { nodePaths, pathsFromSchema } from '../workflows/paths.js';
 import type { GraphEdge, GraphNode } from '../workflows/plan.js';
 import { checkCondition, checkFlowControl } from './checks.js';
-import { checkGraphReferences } from './graph-checks.js';
+import { calledBy, checkGraphReferences } from './graph-checks.js';
 import type { CreateSubscription, PutGraphBody, RunRetention, UpdateSubscription } from './schemas.js';
 import * as st from './store.js';
 import {
@@ -145,6 +145,21 @@ export function createSubscriptionService(deps: SubscriptionDeps): SubscriptionS
     return sub;
   }
 
+  /** The subscriptions' calls as the save of `subscriptionId`'s graph checks them (graph-checks.ts). */
+  const callTargets = (subscriptionId: string) => ({
+    subscriptionId,
+    async target(id: string) {
+      const sub = await st.get(store.db, id);
+      if (!sub) return undefined;
+      const graph = await st.currentGraph(store.db, id);
+      const calls = graph.nodes.flatMap((n) => {
+        const callee = calledBy(n);
+        return callee === undefined ? [] : [callee];
+      });
+      return { event_type: sub.event_type, calls };
+    },
+  });
+
   async function availablePaths(
     sub: { event_type: string },
     { nodes, edges }: { nodes: GraphNode[]; edges: GraphEdge[] },
@@ -258,7 +273,8 @@ export function createSubscriptionService(deps: SubscriptionDeps): SubscriptionS
       const valid = replaceGraph
         ? validateGraph((body.nodes ?? []) as NodeInput[], body.edges ?? [])
         : undefined;
-      if (valid) warnings.push(...(await checkGraphReferences(valid.nodes, deps)));
+      if (valid)
+        warnings.push(...(await checkGraphReferences(valid.nodes, { ...deps, calls: callTargets(id) })));
       const idMap: Record<string, string> = {};
       const { sub, graph } = await store.transaction(async (tx) => {
         const current = await st.lock(tx, id);

@@ -54,9 +54,11 @@ function errorText(err: unknown): string {
  */
 export function createActionCaller(deps: ActionCallDeps) {
   return async function invoke(machine: RunMachine, b: Invoke, signal?: AbortSignal): Promise<void> {
-    const { node, state } = b;
-    const instanceId = node.config?.plugin_instance_id as string;
-    const action = node.config?.plugin_action as string;
+    const { node } = b;
+    // The node's attempt, or a FOREACH item's (its action is in the node's config.action).
+    const state = machine.attemptOf(b);
+    const instanceId = node.forEach?.action?.pluginInstanceId ?? (node.config?.plugin_instance_id as string);
+    const action = node.forEach?.action?.pluginAction ?? (node.config?.plugin_action as string);
     let prepared: Awaited<ReturnType<ActionInvoker['prepareAction']>> | undefined;
     let describeError: string | undefined;
     try {
@@ -65,13 +67,12 @@ export function createActionCaller(deps: ActionCallDeps) {
       describeError = errorText(err);
     }
     // The run ended while the action was being looked up (another branch failed, an END was reached).
-    if (!machine.accepts(state)) return;
+    if (!machine.wants(b)) return;
     if (b.interrupted) {
       const attempt = `attempt ${state.attempts} was in flight when its worker stopped and may have reached the plugin`;
       if (!prepared) {
-        machine.attemptFailed(
-          node,
-          state,
+        machine.invokeFailed(
+          b,
           `${attempt}; whether "${action}" is idempotent cannot be checked (${describeError}), so it was not invoked again`,
           deps.clock.now(),
           true,
@@ -79,9 +80,8 @@ export function createActionCaller(deps: ActionCallDeps) {
         return;
       }
       if (!prepared.description.idempotent) {
-        machine.attemptFailed(
-          node,
-          state,
+        machine.invokeFailed(
+          b,
           `${attempt}; action "${action}" is not idempotent, so it was not invoked again`,
           deps.clock.now(),
           true,
@@ -89,20 +89,19 @@ export function createActionCaller(deps: ActionCallDeps) {
         return;
       }
       if (!interruptionIsFree(nodeRetryPolicy(node.retry), state.interruptions)) {
-        machine.attemptFailed(
-          node,
-          state,
+        machine.invokeFailed(
+          b,
           `${attempt}; the node was interrupted ${state.interruptions + 1} times, so it was not invoked again`,
           deps.clock.now(),
           true,
         );
         return;
       }
-      machine.markInterrupted(state);
+      machine.markInterrupted(b);
     }
-    machine.beginAttempt(state, deps.clock.now());
+    machine.beginInvoke(b, deps.clock.now());
     if (!prepared) {
-      machine.attemptFailed(node, state, describeError as string, deps.clock.now());
+      machine.invokeFailed(b, describeError as string, deps.clock.now());
       return;
     }
     const { description } = prepared;
@@ -119,13 +118,16 @@ export function createActionCaller(deps: ActionCallDeps) {
         // Vault references resolve inside the invocation, which keeps their values out of the
         // output the run node stores and out of every error (docs/vault.md "References").
         payload: state.input ?? {},
-        idempotencyKey: `${machine.run.id}:${node.key}`,
+        idempotencyKey:
+          b.item === undefined
+            ? `${machine.run.id}:${node.key}`
+            : `${machine.run.id}:${node.key}:${b.item.index}`,
         timeoutMs: limit,
         signal,
         // What this call causes in svc is one level deeper than the run (the loop guard).
         causation: { depth: machine.depth + 1, id: machine.run.id },
       });
-      machine.actionSucceeded(state, output, deps.clock.now());
+      machine.invokeSucceeded(b, output, deps.clock.now());
     } catch (err) {
       const pluginTimeout = err instanceof AppError && err.code === 'PLUGIN.TIMEOUT';
       const message = pluginTimeout
@@ -137,9 +139,8 @@ export function createActionCaller(deps: ActionCallDeps) {
         err instanceof AppError
           ? (err.details as { retry_after_ms?: unknown } | undefined)?.retry_after_ms
           : undefined;
-      machine.attemptFailed(
-        node,
-        state,
+      machine.invokeFailed(
+        b,
         message,
         deps.clock.now(),
         false,

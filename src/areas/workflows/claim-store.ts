@@ -1,4 +1,5 @@
-import { prepared } from '../../db/prepared.js';
+import { sql } from 'kysely';
+import { batches, prepared } from '../../db/prepared.js';
 import type { Db } from '../../db/store.js';
 import type { WorkflowRunTable } from './tables.js';
 
@@ -69,4 +70,23 @@ export async function renewLease(
     .where('status', '=', 'running')
     .executeTakeFirst();
   return Number(res.numUpdatedRows) === 1;
+}
+
+/**
+ * Gives runs a turn now (an event took one of their waits, an awaited child run ended): a run no
+ * worker holds is due at once. Every run row is locked (updated) first, also one a worker holds: the
+ * holder's release then waits for this transaction, and its check after the release sees the change.
+ */
+export async function wakeRuns(db: Db, runIds: readonly string[], at: string): Promise<void> {
+  for (const batch of batches(db, [...runIds], 500)) {
+    await db
+      .updateTable('workflow_run')
+      .set({
+        wake_at: sql`case when locked_by is null then ${at} else wake_at end`,
+        updated_at: at,
+      })
+      .where('id', 'in', batch)
+      .where('status', '=', 'running')
+      .execute();
+  }
 }

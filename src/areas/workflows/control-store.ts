@@ -34,6 +34,17 @@ export async function runsOfEvents(
   return new Map(rows.map((r) => [r.event_id, r.id]));
 }
 
+/** The child runs in flight whose parent `runId` waits for them (CALL, FOREACH with call). */
+export async function awaitedChildren(db: Db, runId: string): Promise<WorkflowRunTable[]> {
+  return db
+    .selectFrom('workflow_run')
+    .selectAll()
+    .where('parent_run_id', '=', runId)
+    .where('awaited_by_parent', '=', 1)
+    .where('status', 'in', ['pending', 'running'])
+    .execute();
+}
+
 /** A skip reason for nodes a cancel leaves unexecuted (the shape conditions' skips have). */
 const CANCELLED_SKIP = JSON.stringify({
   message: 'cancelled: the run was cancelled before this node ran',
@@ -83,7 +94,7 @@ async function moveRun(
  * takes it again); pending nodes are skipped, running ones (a DELAY, a retry wait, an ACTION in
  * flight) fail saying so. False when the run was not pending or running.
  */
-export function cancelRun(db: Db, id: string, at: string, reason: string): Promise<boolean> {
+export async function cancelRun(db: Db, id: string, at: string, reason: string): Promise<boolean> {
   const run: RunChanges = {
     status: 'cancelled',
     error: reason,
@@ -91,13 +102,29 @@ export function cancelRun(db: Db, id: string, at: string, reason: string): Promi
     wake_at: null,
     locked_by: null,
   };
-  return moveRun(db, id, at, ['pending', 'running'], run, [
+  const moved = await moveRun(db, id, at, ['pending', 'running'], run, [
     ['pending', { status: 'skipped', skip_reason: CANCELLED_SKIP, completed_at: at, resume_at: null }],
     [
       'running',
       { status: 'failed', error: CANCELLED_WHILE_RUNNING, completed_at: at, resume_at: null, wait_key: null },
     ],
   ]);
+  if (moved) {
+    // A FOREACH's items under way end with it; items never started stay unmade.
+    await db
+      .updateTable('workflow_run_item')
+      .set({
+        status: 'failed',
+        error: CANCELLED_WHILE_RUNNING,
+        completed_at: at,
+        resume_at: null,
+        updated_at: at,
+      })
+      .where('workflow_run_id', '=', id)
+      .where('status', '=', 'running')
+      .execute();
+  }
+  return moved;
 }
 
 /**
@@ -105,7 +132,7 @@ export function cancelRun(db: Db, id: string, at: string, reason: string): Promi
  * errors cleared), completed and skipped ones keep their results, and the run is running and due
  * now, so a worker claims it and goes on from there. False when the run was not failed.
  */
-export function reopenFailed(db: Db, id: string, at: string): Promise<boolean> {
+export async function reopenFailed(db: Db, id: string, at: string): Promise<boolean> {
   const run: RunChanges = {
     status: 'running',
     error: null,
@@ -121,6 +148,19 @@ export function reopenFailed(db: Db, id: string, at: string): Promise<boolean> {
     completed_at: null,
     resume_at: null,
   };
+  // A failed FOREACH starts over: the items of its failed attempt go (the caller's transaction
+  // undoes this when the run was not failed).
+  await db
+    .deleteFrom('workflow_run_item')
+    .where('workflow_run_id', '=', id)
+    .where('node_key', 'in', (eb) =>
+      eb
+        .selectFrom('workflow_run_node')
+        .select('node_key')
+        .where('workflow_run_id', '=', id)
+        .where('status', '=', 'failed'),
+    )
+    .execute();
   return moveRun(db, id, at, ['failed'], run, [
     ['failed', { status: 'pending', ...cleared, attempts: 0, interruptions: 0 }],
   ]);

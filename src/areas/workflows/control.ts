@@ -3,6 +3,7 @@ import { AppError } from '../../http/errors.js';
 import { type Clock, iso } from '../../lib/clock.js';
 import type { CloudEvent } from '../events/cloudevent.js';
 import type { EventPublisher } from '../events/publish.js';
+import { wakeRuns } from './claim-store.js';
 import * as control from './control-store.js';
 import * as flows from './flow-store.js';
 import type { GraphSource } from './graph-source.js';
@@ -74,6 +75,59 @@ export async function requireRun(db: Db, id: string): Promise<WorkflowRunTable> 
   return row;
 }
 
+/**
+ * Cancels `row` inside `tx` with its end event (docs/workflows.md "Run control"), with the child runs
+ * in flight it waits for (docs/workflows.md "CALL"); an awaited child's cancel wakes its parent.
+ * False when the run was no longer pending or running.
+ */
+export async function cancelInTx(
+  tx: Tx,
+  deps: { publisher?: Pick<EventPublisher, 'publish'>; wake(): void },
+  row: WorkflowRunTable,
+  reason: string,
+  at: string,
+): Promise<boolean> {
+  if (!(await control.cancelRun(tx.db, row.id, at, reason))) return false;
+  await releaseFlow(tx, deps.wake, row.id, at);
+  const ended = runEndedEvent(
+    { id: row.id, status: 'cancelled', error: reason, started_at: row.started_at, completed_at: at },
+    {
+      subscriptionId: row.event_subscription_id,
+      graphVersion: row.graph_version,
+      event: JSON.parse(row.trigger_event) as CloudEvent,
+      rerunOf: row.rerun_of,
+    },
+  );
+  if (ended) await deps.publisher?.publish(tx, ended);
+  if (row.parent_run_id !== null && row.awaited_by_parent === 1) {
+    await wakeRuns(tx.db, [row.parent_run_id], at);
+    tx.afterCommit(deps.wake);
+  }
+  for (const child of await control.awaitedChildren(tx.db, row.id))
+    await cancelInTx(tx, deps, child, `cancelled: its parent run ${row.id} was cancelled`, at);
+  return true;
+}
+
+/**
+ * A cancelled run's room goes to the next waiting run (flow control): a run cancelled while
+ * running under a concurrency key wakes that queue's head; one cancelled while waiting at a queue's
+ * head wakes the next.
+ */
+async function releaseFlow(tx: Tx, wake: () => void, id: string, at: string): Promise<void> {
+  const row = await runs.getRun(tx.db, id);
+  if (!row) return;
+  let woke = false;
+  if (row.concurrency_key !== null)
+    woke = await flows.releaseConcurrency(
+      tx.db,
+      [{ subscriptionId: row.event_subscription_id, key: row.concurrency_key }],
+      at,
+    );
+  else if (row.pending_reason !== null && row.pending_reason !== 'debounce' && row.flow_key !== null)
+    woke = await flows.wakeHead(tx.db, row.event_subscription_id, row.pending_reason, row.flow_key, at);
+  if (woke) tx.afterCommit(wake);
+}
+
 /** Runs one bulk cancel takes at most. */
 const MAX_BULK = 1000;
 
@@ -81,43 +135,9 @@ export function createRunControlService(deps: RunControlDeps): RunControlService
   const expressions = new CompiledCache(100);
   const runOrThrow = (id: string) => requireRun(deps.store.db, id);
 
-  /** Cancels `row` inside `tx` with its event; false when it was no longer pending or running. */
-  async function cancelIn(tx: Tx, userId: string, row: WorkflowRunTable, at: string): Promise<boolean> {
-    const reason = `cancelled by user ${userId}`;
-    if (!(await control.cancelRun(tx.db, row.id, at, reason))) return false;
-    await releaseFlow(tx, row.id, at);
-    const ended = runEndedEvent(
-      { id: row.id, status: 'cancelled', error: reason, started_at: row.started_at, completed_at: at },
-      {
-        subscriptionId: row.event_subscription_id,
-        graphVersion: row.graph_version,
-        event: JSON.parse(row.trigger_event) as CloudEvent,
-        rerunOf: row.rerun_of,
-      },
-    );
-    if (ended) await deps.publisher?.publish(tx, ended);
-    return true;
-  }
-
-  /**
-   * A cancelled run's room goes to the next waiting run (flow control): a run cancelled while
-   * running under a concurrency key wakes that queue's head; one cancelled while waiting at a queue's
-   * head wakes the next.
-   */
-  async function releaseFlow(tx: Tx, id: string, at: string): Promise<void> {
-    const row = await runs.getRun(tx.db, id);
-    if (!row) return;
-    let woke = false;
-    if (row.concurrency_key !== null)
-      woke = await flows.releaseConcurrency(
-        tx.db,
-        [{ subscriptionId: row.event_subscription_id, key: row.concurrency_key }],
-        at,
-      );
-    else if (row.pending_reason !== null && row.pending_reason !== 'debounce' && row.flow_key !== null)
-      woke = await flows.wakeHead(tx.db, row.event_subscription_id, row.pending_reason, row.flow_key, at);
-    if (woke) tx.afterCommit(deps.wake);
-  }
+  const cancelDeps = { publisher: deps.publisher, wake: deps.wake };
+  const cancelIn = (tx: Tx, userId: string, row: WorkflowRunTable, at: string) =>
+    cancelInTx(tx, cancelDeps, row, `cancelled by user ${userId}`, at);
 
   return {
     async cancel(userId, id) {

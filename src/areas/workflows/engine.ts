@@ -33,6 +33,7 @@ import { newWorkerId } from '../../worker/worker-id.js';
 import type { EventHandler } from '../events/handlers.js';
 import type { EventPublisher } from '../events/publish.js';
 import { type ActionInvoker, createActionCaller } from './action-call.js';
+import { type ChildRuns, createChildRuns } from './children.js';
 import * as claimStore from './claim-store.js';
 import { createEventWaits } from './event-waits.js';
 import { createFlowGate, engineFlowControl } from './flow-gate.js';
@@ -46,6 +47,7 @@ import { resumeRuns } from './resume.js';
 import { createRouter } from './router.js';
 import { runEventPolicy } from './run-events.js';
 import { createRunPersister, Dropped, LeaseLost } from './run-persister.js';
+import { type Invoke, invokeKey } from './run-state.js';
 import { createRunWriter } from './run-writer.js';
 import type { WorkflowRunTable } from './tables.js';
 
@@ -76,6 +78,8 @@ export interface EngineDeps {
   publisher?: Pick<EventPublisher, 'publish'>;
   /** Whether an enabled subscription or webhook names an event type (svc.workflow_run.completed). */
   runEventWanted?: (type: string) => Promise<boolean>;
+  /** The data check of a CALL's child trigger event against its type's data schema (events area). */
+  checkEventData?: (eventType: string, data: unknown) => Promise<void>;
   workerId?: string;
 }
 
@@ -120,16 +124,73 @@ function reportStopped(
     );
 }
 
+/** The waits of runs on what happens outside them: events (WAIT_EVENT) and child runs (CALL). */
+function createOutsideWaits(
+  deps: EngineDeps,
+  planOf: (subscriptionId: string, version: number) => Promise<Plan>,
+  notify: () => void,
+) {
+  const { store, clock, log } = deps;
+  return {
+    eventWaits: createEventWaits({ store, clock, log, woken: notify }),
+    children: createChildRuns({
+      store,
+      clock,
+      log,
+      subscriptions: deps.subscriptions,
+      planOf,
+      checkData: deps.checkEventData ?? (async () => {}),
+      maxDepth: deps.maxDepth ?? 8,
+      publisher: deps.publisher,
+      woken: notify,
+    }),
+  };
+}
+
+/**
+ * Starts the child runs (CALL, FOREACH with call) among the step's attempts: made, then written with
+ * the attempts that start them. False when there were none.
+ */
+async function spawnChildren(
+  machine: RunMachine,
+  invokes: readonly Invoke[],
+  children: ChildRuns,
+  persist: () => Promise<void>,
+): Promise<boolean> {
+  const spawning = invokes.filter((inv) => inv.node.call !== undefined);
+  if (spawning.length === 0) return false;
+  await Promise.all(spawning.map((inv) => children.start(machine, inv)));
+  await persist();
+  return true;
+}
+
+/**
+ * Releases a run that only waits: until its timer, or (waiting only for child runs) until a child's
+ * end wakes it. An event may have taken a wait, or a child ended, while this worker held the run:
+ * then it is due now.
+ */
+async function release(
+  machine: RunMachine,
+  wakeAt: string | null,
+  ctx: {
+    writes: ReturnType<typeof createRunPersister>;
+    dueTimer: DueTimer;
+  } & ReturnType<typeof createOutsideWaits>,
+): Promise<void> {
+  const awaited = machine.awaitedChildren().length > 0;
+  if (wakeAt === null && !awaited) throw new Error('the run has nothing to run and nothing to wait for');
+  await ctx.writes.persist(machine, { wake_at: wakeAt, locked_by: null });
+  if (wakeAt !== null) ctx.dueTimer.arm(Date.parse(wakeAt));
+  await ctx.eventWaits.afterRelease(machine.run.id, machine.waitingForEvents());
+  if (awaited) await ctx.children.afterRelease(machine);
+}
+
 export function createWorkflowEngine(deps: EngineDeps): WorkflowEngine {
   const { store, clock, log } = deps;
   const workerId = deps.workerId ?? newWorkerId();
   const { createRun, writeRun } = createRunWriter(store, workerId, deps.publisher, () => notify());
-  const writes = createRunPersister({
-    clock,
-    metrics: deps.metrics,
-    writeRun,
-    publishesEnd: runEventPolicy(deps.runEventWanted ?? (async () => false)),
-  });
+  const publishesEnd = runEventPolicy(deps.runEventWanted ?? (async () => false));
+  const writes = createRunPersister({ clock, metrics: deps.metrics, writeRun, publishesEnd });
   const plans = new PlanCache();
   const batchSize = deps.batchSize ?? 64;
   let stopping = false;
@@ -155,7 +216,8 @@ export function createWorkflowEngine(deps: EngineDeps): WorkflowEngine {
   /** Wakes the job when a released run (DELAY, retry backoff) comes due. */
   const dueTimer = new DueTimer(clock, notify);
 
-  const eventWaits = createEventWaits({ store, clock, log, woken: () => notify() });
+  const outside = createOutsideWaits(deps, (id, v) => planOf(id, v), notify);
+  const { eventWaits, children } = outside;
 
   function planOf(subscriptionId: string, version: number): Promise<Plan> {
     return plans.get(subscriptionId, version, async () => {
@@ -198,15 +260,11 @@ export function createWorkflowEngine(deps: EngineDeps): WorkflowEngine {
       (until) => store.write((db) => claimStore.renewLease(db, runId, workerId, until, iso(clock.now()))),
       (err) => log.warn({ run_id: runId, err }, 'workflow engine: lease renewal failed'),
     );
-
   const invoke = createActionCaller({
     clock,
     actions: deps.actions,
     persistAttempt: (machine) => writes.persist(machine, held()),
-    calling(active) {
-      if (active) invoking++;
-      else invoking--;
-    },
+    calling: (active) => (invoking += active ? 1 : -1),
   });
 
   /**
@@ -225,6 +283,8 @@ export function createWorkflowEngine(deps: EngineDeps): WorkflowEngine {
     let wakeDrive: (() => void) | undefined;
     /** A slot handed to this run after it waited for one: its next call's, or given back at the end. */
     let reserved = false;
+    /** Calls in flight of ACTION nodes (runParallelism bounds these; a FOREACH bounds its items). */
+    let nodeCalls = 0;
     /** An attempt of this run answered: its drive loop steps again. */
     const wakeRun = () => {
       signalled = true;
@@ -243,20 +303,32 @@ export function createWorkflowEngine(deps: EngineDeps): WorkflowEngine {
           if (calls.size > 0) ended?.abort();
           await writes.persist(machine, { wake_at: null, locked_by: null });
           reportRunFinished(machine, log, deps.metrics);
+          await children.cancelOrphans(machine);
           return;
         }
         if (step.timeouts.length > 0) {
           await eventWaits.settleTimeouts(machine, step.timeouts);
           continue;
         }
+        if (step.children.length > 0) {
+          await children.read(machine, step.children);
+          continue;
+        }
+        if (await spawnChildren(machine, step.invokes, children, () => writes.persist(machine, held()))) {
+          notify();
+          continue;
+        }
         let started = false;
         for (const inv of step.invokes) {
-          if (calls.size >= runParallelism) break;
+          const item = inv.item !== undefined;
+          if (!item && nodeCalls >= runParallelism) continue;
           if (reserved) reserved = false;
           else if (!actionSlots.take()) break;
           started = true;
           ended ??= new AbortController();
           stopBeat ??= heartbeat(machine.run.id);
+          const key = invokeKey(inv);
+          if (!item) nodeCalls++;
           const call = invoke(machine, inv, ended.signal)
             .catch((err) => {
               // The store failed while recording the attempt: the run resumes after its lease.
@@ -266,11 +338,12 @@ export function createWorkflowEngine(deps: EngineDeps): WorkflowEngine {
               );
             })
             .finally(() => {
-              calls.delete(inv.node.key);
+              calls.delete(key);
+              if (!item) nodeCalls--;
               actionSlots.give();
               wakeRun();
             });
-          calls.set(inv.node.key, call);
+          calls.set(key, call);
         }
         if (calls.size === 0) {
           if (step.invokes.length > 0) {
@@ -281,17 +354,13 @@ export function createWorkflowEngine(deps: EngineDeps): WorkflowEngine {
             reserved = true;
             continue;
           }
-          if (step.wakeAt === null) throw new Error('the run has nothing to run and nothing to wait for');
-          await writes.persist(machine, { wake_at: step.wakeAt, locked_by: null });
-          dueTimer.arm(Date.parse(step.wakeAt));
-          // An event may have taken a wait while this worker held the run: then it is due now.
-          await eventWaits.afterRelease(machine.run.id, machine.waitingForEvents());
+          await release(machine, step.wakeAt, { writes, dueTimer, ...outside });
           return;
         }
         // Side-effect-free progress is written before waiting; each attempt writes its own start, and
         // with it everything the run did before (a write takes all changes up to its turn), so a step
         // that started a call leaves the writing to it: one write fewer per ACTION.
-        if (!started && (machine.dirty.size > 0 || machine.runDirty)) await writes.persist(machine, held());
+        if (!started && machine.hasChanges()) await writes.persist(machine, held());
         if (!signalled) {
           await new Promise<void>((resolve) => {
             const wait = step.wakeAt === null ? null : Date.parse(step.wakeAt) - clock.now().getTime();

@@ -3,6 +3,7 @@ import type { Store } from '../../db/store.js';
 import { type Clock, iso } from '../../lib/clock.js';
 import type { CloudEvent } from '../events/cloudevent.js';
 import type { EventHandler } from '../events/handlers.js';
+import * as claims from './claim-store.js';
 import { CompiledCache } from './jsonlogic.js';
 import type { RunMachine } from './machine.js';
 import type { Plan } from './plan.js';
@@ -63,7 +64,7 @@ export function createEventWaits(deps: EventWaitsDeps): EventWaits {
     if (nodes.length === 0) return;
     const at = iso(clock.now());
     const taken = await store.transaction(async (tx) => {
-      await waits.wakeRuns(tx.db, [...new Set(nodes.map((n) => n.workflow_run_id))], at);
+      await claims.wakeRuns(tx.db, [...new Set(nodes.map((n) => n.workflow_run_id))], at);
       let count = 0;
       for (const node of nodes) {
         const event = byKey.get(node.wait_key) as CloudEvent;

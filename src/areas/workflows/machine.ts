@@ -15,16 +15,22 @@
 // transition is short, and docs/workflows.md "States" reads best against it in one place.
 
 import { depthOf } from '../../lib/causation.js';
+import { newId } from '../../lib/ids.js';
 import { isPlainObject } from '../../lib/objects.js';
 import { nextAttempt } from '../../worker/retry-policy.js';
 import type { CloudEvent } from '../events/cloudevent.js';
+import { ItemRun, kindOf, newItem } from './foreach.js';
 import { joinTimeout, joinVerdict } from './join.js';
 import { describeThrown, truthy } from './jsonlogic.js';
 import type { Plan, PlanNode } from './plan.js';
 import {
+  type ChildOutcome,
+  type ChildWait,
   type ExpressionContext,
   eventContext,
   type Invoke,
+  type ItemState,
+  invokeKey,
   isFinished,
   type NodeState,
   nodeError,
@@ -33,11 +39,27 @@ import {
   type SkipReason,
   type Step,
 } from './run-state.js';
+import type { WorkflowRunNodeTable, WorkflowRunTable } from './tables.js';
 import { renderTemplate } from './template.js';
 import { eventWaitKey, keyProblem, waitKey } from './wait-spec.js';
 
 /** The longest wait a server's Retry-After may impose (a day: longer is a lost cause, not a pause). */
 const MAX_RETRY_AFTER_MS = 86_400_000;
+
+/** A child run to create with the parent's next write (CALL, FOREACH with call). */
+export interface ChildSpawn {
+  run: WorkflowRunTable;
+  nodes: WorkflowRunNodeTable[];
+}
+
+/** A CALL node's input: the subscription called, the child's trigger data, and its run once started. */
+interface CallInput {
+  subscription_id: string;
+  input: unknown;
+  run_id: string | null;
+}
+
+const CHILD_WAIT = 'run:';
 
 export class RunMachine {
   /** Node states changed since the last `takeChanges`. */
@@ -63,6 +85,24 @@ export class RunMachine {
   private readonly timeouts = new Map<string, NodeState>();
   /** Simulation only: the events a simulated WAIT_EVENT may take (POST .../test `events`). */
   simulatedEvents: readonly CloudEvent[] = [];
+  /** Simulation only: a child run simulated in place (CALL, FOREACH with call). */
+  simulatedCall?: (subscriptionId: string, input: unknown) => ChildOutcome;
+  /** FOREACH items, by node key (docs/workflows.md "FOREACH"). */
+  readonly itemRuns = new Map<string, ItemRun>();
+  /** Item states changed since the last `takeChanges`, with their node's key. */
+  readonly dirtyItems = new Map<ItemState, string>();
+  /** The run whose node waits for this one's end (an awaited child): the end wakes it. */
+  parentRunId: string | null = null;
+  /** Child runs to create with the next write. */
+  private spawns: ChildSpawn[] = [];
+  /** Child runs waited for whose end the engine must read (`Step.children`), by run id. */
+  private readonly childWaits = new Map<string, ChildWait>();
+  /** Child runs this drive knows to be still running: their end wakes the run. */
+  private readonly childrenSeen = new Set<string>();
+  /** Awaited child runs left in flight when the run ended: the engine cancels them. */
+  readonly orphans: string[] = [];
+  /** What the engine has in flight in the current `advance`. */
+  private inFlightNow: ReadonlySet<string> = NONE;
 
   constructor(
     readonly plan: Plan,
@@ -70,6 +110,8 @@ export class RunMachine {
     readonly run: RunState,
     readonly nodes: Map<string, NodeState>,
     readonly simulate = false,
+    /** FOREACH items as persisted, by node key (a resumed run). */
+    persistedItems?: ReadonlyMap<string, readonly ItemState[]>,
   ) {
     this.context = { event: eventContext(event), nodes: {} };
     this.depth = depthOf(event);
@@ -79,7 +121,10 @@ export class RunMachine {
       else if (st?.status === 'failed' && n.handlesFailure)
         this.context.nodes[n.key] = { output: null, error: nodeError(st.error) };
     }
+    this.persistedItems = persistedItems;
   }
+
+  private readonly persistedItems: ReadonlyMap<string, readonly ItemState[]> | undefined;
 
   /** Fresh pending node states for a new run (one per graph node, docs/workflows.md "States"). */
   static pendingStates(plan: Plan, ids: (node: PlanNode) => string): Map<string, NodeState> {
@@ -112,11 +157,29 @@ export class RunMachine {
     return { event: this.context.event, nodes: { ...this.context.nodes } };
   }
 
-  takeChanges(): { run: boolean; nodes: NodeState[] } {
-    const out = { run: this.runDirty, nodes: [...this.dirty] };
+  takeChanges(): {
+    run: boolean;
+    nodes: NodeState[];
+    items: Array<{ nodeKey: string; item: ItemState }>;
+    spawns: ChildSpawn[];
+  } {
+    const out = {
+      run: this.runDirty,
+      nodes: [...this.dirty],
+      items:
+        this.dirtyItems.size === 0 ? [] : [...this.dirtyItems].map(([item, nodeKey]) => ({ nodeKey, item })),
+      spawns: this.spawns,
+    };
     this.dirty.clear();
+    this.dirtyItems.clear();
+    if (this.spawns.length > 0) this.spawns = [];
     this.runDirty = false;
     return out;
+  }
+
+  /** Whether anything is left for the next write. */
+  hasChanges(): boolean {
+    return this.runDirty || this.dirty.size > 0 || this.dirtyItems.size > 0 || this.spawns.length > 0;
   }
 
   /**
@@ -128,6 +191,7 @@ export class RunMachine {
    */
   advance(now: Date, inFlight: ReadonlySet<string> = NONE): Step {
     const nowIso = now.toISOString();
+    this.inFlightNow = inFlight;
     let progressed = true;
     while (this.run.status === 'running' && progressed) {
       progressed = false;
@@ -141,12 +205,7 @@ export class RunMachine {
       if (this.simulate && !progressed && this.ready.size > 0 && this.run.status === 'running') {
         // A simulation calls no plugin: the ACTIONs that are ready answer together, as if every
         // call took the same time, after the side-effect-free nodes that were ready with them.
-        for (const { node, state } of [...this.ready.values()]) {
-          this.beginAttempt(state, now);
-          const problem = this.simulatedInputProblem?.(state.key, state.input);
-          if (problem !== undefined) this.attemptFailed(node, state, problem, now, true);
-          else this.complete(state, { simulated: true, input: state.input }, nowIso);
-        }
+        for (const inv of [...this.ready.values()]) this.simulateInvoke(inv, now);
         progressed = true;
       }
     }
@@ -156,26 +215,49 @@ export class RunMachine {
     }
     if (this.run.status !== 'running') {
       this.stopRunning(nowIso);
-      return { invokes: [], wakeAt: null, timeouts: [] };
+      return { invokes: [], wakeAt: null, timeouts: [], children: [] };
     }
     let wakeAt: string | null = null;
+    const earliest = (at: string | null) => {
+      if (at !== null && (wakeAt === null || at < wakeAt)) wakeAt = at;
+    };
     for (const n of this.plan.nodes) {
       const st = this.state(n.key);
-      if (st.status === 'running' && st.resume_at !== null && !inFlight.has(n.key)) {
-        if (wakeAt === null || st.resume_at < wakeAt) wakeAt = st.resume_at;
+      if (st.status === 'running' && st.resume_at !== null && !inFlight.has(n.key)) earliest(st.resume_at);
+    }
+    for (const [key, items] of this.itemRuns) {
+      for (const item of items.open) {
+        if (item.resume_at !== null && !inFlight.has(`${key}#${item.index}`)) earliest(item.resume_at);
       }
     }
     return {
-      invokes: [...this.ready.values()].filter((i) => !inFlight.has(i.node.key)),
+      invokes: [...this.ready.values()].filter((i) => !inFlight.has(invokeKey(i))),
       wakeAt,
       timeouts: this.timeouts.size === 0 ? [] : [...this.timeouts.values()],
+      children: this.childWaits.size === 0 ? [] : [...this.childWaits.values()],
     };
+  }
+
+  /** The child runs the run waits for (it may be released with no timer while there are any). */
+  awaitedChildren(): string[] {
+    const out: string[] = [];
+    for (const st of this.nodes.values())
+      if (st.status === 'running' && st.wait_key?.startsWith(CHILD_WAIT))
+        out.push(st.wait_key.slice(CHILD_WAIT.length));
+    for (const items of this.itemRuns.values())
+      for (const item of items.open) if (item.child_run_id !== null) out.push(item.child_run_id);
+    return out;
   }
 
   /** One look at an unfinished node; true when it changed state. */
   private step(node: PlanNode, st: NodeState, now: Date, nowIso: string): boolean {
     if (node.type === 'JOIN') return this.stepJoin(node, st, now, nowIso);
+    if (node.type === 'FOREACH') return this.stepForEach(node, st, now, nowIso);
     if (st.status === 'running') {
+      if (node.type === 'CALL' && st.wait_key !== null) {
+        this.noteChild({ node, state: st, runId: st.wait_key.slice(CHILD_WAIT.length) });
+        return false;
+      }
       if (st.resume_at !== null) {
         if (st.resume_at > nowIso) return false;
         if (node.type === 'WAIT_EVENT') {
@@ -193,8 +275,8 @@ export class RunMachine {
           }
           return true;
         }
-        // A retry is due.
-        if (node.type === 'ACTION') {
+        // A retry is due (a CALL's starts a new child run).
+        if (node.type === 'ACTION' || node.type === 'CALL') {
           this.ready.set(node.key, { node, state: st, interrupted: false });
           return false;
         }
@@ -204,6 +286,11 @@ export class RunMachine {
       // In flight with no timer: the attempt was interrupted (the process stopped mid-attempt).
       if (node.type === 'ACTION') {
         this.ready.set(node.key, { node, state: st, interrupted: true });
+        return false;
+      }
+      // A CALL's child is written with its start: one without a child never started one.
+      if (node.type === 'CALL') {
+        this.ready.set(node.key, { node, state: st, interrupted: false });
         return false;
       }
       // Every other type has no side effect, so re-running the attempt is safe.
@@ -226,6 +313,25 @@ export class RunMachine {
         this.attemptFailed(node, st, `input_mapping: ${describeThrown(err)}`, now, true);
         return true;
       }
+      this.dirty.add(st);
+      this.ready.set(node.key, { node, state: st, interrupted: false });
+      return false;
+    }
+    if (node.type === 'CALL') {
+      let data: unknown;
+      try {
+        data = (node.mapping as (c: unknown) => unknown)(this.context);
+      } catch (err) {
+        this.beginAttempt(st, now);
+        this.attemptFailed(node, st, `input: ${describeThrown(err)}`, now, true);
+        return true;
+      }
+      const input: CallInput = {
+        subscription_id: node.call?.subscriptionId as string,
+        input: data,
+        run_id: null,
+      };
+      st.input = input;
       this.dirty.add(st);
       this.ready.set(node.key, { node, state: st, interrupted: false });
       return false;
@@ -320,15 +426,86 @@ export class RunMachine {
     return this.run.status === 'running' && !isFinished(st);
   }
 
-  markInterrupted(st: NodeState): void {
-    st.interruptions++;
-    this.dirty.add(st);
+  /** Whether the attempt `inv` may still start or be recorded: its node (and item) are not finished. */
+  wants(inv: Invoke): boolean {
+    return this.accepts(inv.state) && (inv.item === undefined || inv.item.status === 'running');
   }
 
-  /** An ACTION attempt answered; ignored when the run ended meanwhile (the node was stopped). */
-  actionSucceeded(st: NodeState, output: unknown, now: Date): void {
-    if (this.run.status !== 'running' || isFinished(st)) return;
-    this.complete(st, output === undefined ? null : output, now.toISOString());
+  /** The node's or the item's attempt state (attempts, interruptions, input). */
+  attemptOf(inv: Invoke): NodeState | ItemState {
+    return inv.item ?? inv.state;
+  }
+
+  /** Starts an attempt of an ACTION, a CALL or a FOREACH item (`beginAttempt` for the item). */
+  beginInvoke(inv: Invoke, now: Date): void {
+    const item = inv.item;
+    if (item === undefined) {
+      this.beginAttempt(inv.state, now);
+      return;
+    }
+    this.ready.delete(invokeKey(inv));
+    item.attempts++;
+    item.status = 'running';
+    item.started_at ??= now.toISOString();
+    item.resume_at = null;
+    this.markItem(inv.node, item);
+  }
+
+  markInterrupted(inv: Invoke): void {
+    const target = this.attemptOf(inv);
+    target.interruptions++;
+    if (inv.item) this.markItem(inv.node, inv.item);
+    else this.dirty.add(inv.state);
+  }
+
+  /** An attempt answered; ignored when the run ended meanwhile (the node was stopped). */
+  invokeSucceeded(inv: Invoke, output: unknown, now: Date): void {
+    if (!this.wants(inv)) return;
+    const value = output === undefined ? null : output;
+    if (inv.item === undefined) {
+      this.complete(inv.state, value, now.toISOString());
+      return;
+    }
+    const item = inv.item;
+    item.status = 'completed';
+    item.output = value;
+    item.error = null;
+    item.completed_at = now.toISOString();
+    item.resume_at = null;
+    this.itemsOf(inv.node).finished(item);
+    this.markItem(inv.node, item);
+  }
+
+  /** An attempt failed: its node's retry_policy decides (per item for a FOREACH). */
+  invokeFailed(inv: Invoke, message: string, now: Date, final = false, retryAfterMs?: number): void {
+    if (inv.item === undefined) {
+      this.attemptFailed(inv.node, inv.state, message, now, final, retryAfterMs);
+      return;
+    }
+    this.ready.delete(invokeKey(inv));
+    const item = inv.item;
+    if (!this.wants(inv)) return;
+    const next = nextAttempt(nodeRetryPolicy(inv.node.retry), item.attempts - item.interruptions);
+    item.error = message;
+    item.child_run_id = null;
+    if (!final && !this.simulate && next.retry) {
+      const wait = Math.max(next.delayMs, Math.min(retryAfterMs ?? 0, MAX_RETRY_AFTER_MS));
+      item.resume_at = new Date(now.getTime() + wait).toISOString();
+    } else {
+      item.status = 'failed';
+      item.completed_at = now.toISOString();
+      item.resume_at = null;
+      this.itemsOf(inv.node).finished(item);
+    }
+    this.markItem(inv.node, item);
+  }
+
+  private markItem(node: PlanNode, item: ItemState): void {
+    this.dirtyItems.set(item, node.key);
+  }
+
+  private itemsOf(node: PlanNode): ItemRun {
+    return this.itemRuns.get(node.key) as ItemRun;
   }
 
   /**
@@ -349,6 +526,7 @@ export class RunMachine {
     if (!final && !this.simulate && next.retry) {
       st.status = 'running';
       st.error = message;
+      st.wait_key = null;
       const wait = Math.max(next.delayMs, Math.min(retryAfterMs ?? 0, MAX_RETRY_AFTER_MS));
       st.resume_at = new Date(now.getTime() + wait).toISOString();
       this.dirty.add(st);
@@ -395,11 +573,28 @@ export class RunMachine {
       this.run.status === 'failed'
         ? `stopped: the run failed (${this.run.error})`
         : 'stopped: the run completed (an END node was reached) while this node was still running';
+    for (const [key, items] of this.itemRuns) {
+      for (const item of [...items.open]) {
+        if (item.child_run_id !== null) this.orphans.push(item.child_run_id);
+        item.status = 'failed';
+        item.error = why;
+        item.completed_at = nowIso;
+        item.resume_at = null;
+        item.child_run_id = null;
+        items.finished(item);
+        this.dirtyItems.set(item, key);
+      }
+    }
     for (const st of this.nodes.values()) {
       if (st.status !== 'running') continue;
+      if (st.wait_key?.startsWith(CHILD_WAIT)) this.orphans.push(st.wait_key.slice(CHILD_WAIT.length));
       st.status = 'failed';
       st.error =
-        st.resume_at === null && st.type === 'ACTION' ? `${why}; the attempt in flight was abandoned` : why;
+        st.resume_at === null && st.type === 'ACTION'
+          ? `${why}; the attempt in flight was abandoned`
+          : st.wait_key?.startsWith(CHILD_WAIT)
+            ? `${why}; its child run is cancelled`
+            : why;
       st.completed_at = nowIso;
       st.resume_at = null;
       st.wait_key = null;
@@ -628,8 +823,216 @@ export class RunMachine {
   /** The WAIT_EVENTs waiting now: what a release must check an event did not take meanwhile. */
   waitingForEvents(): NodeState[] {
     const out: NodeState[] = [];
-    for (const st of this.nodes.values()) if (st.wait_key !== null && st.status === 'running') out.push(st);
+    for (const st of this.nodes.values())
+      if (st.type === 'WAIT_EVENT' && st.wait_key !== null && st.status === 'running') out.push(st);
     return out;
+  }
+
+  /** A simulated attempt (docs/workflows.md "Simulation"): an ACTION echoes its input, a call runs its child in place. */
+  private simulateInvoke(inv: Invoke, now: Date): void {
+    this.beginInvoke(inv, now);
+    const target = this.attemptOf(inv);
+    if (inv.node.call === undefined) {
+      const problem = this.simulatedInputProblem?.(inv.node.key, target.input);
+      if (problem !== undefined) this.invokeFailed(inv, problem, now, true);
+      else this.invokeSucceeded(inv, { simulated: true, input: target.input }, now);
+      return;
+    }
+    const data = inv.item ? inv.item.input : (inv.state.input as CallInput).input;
+    if (!inv.item && !inv.node.call.wait) {
+      this.invokeSucceeded(inv, { run_id: null, simulated: true }, now);
+      return;
+    }
+    const outcome = this.simulatedCall?.(inv.node.call.subscriptionId, data) ?? {
+      status: 'completed' as const,
+      error: null,
+      outputs: {},
+    };
+    this.settleChild(inv, null, outcome, now, true);
+  }
+
+  /** A child run waited for: the engine reads its end unless this drive saw it running. */
+  private noteChild(wait: ChildWait): void {
+    if (!this.childrenSeen.has(wait.runId)) this.childWaits.set(wait.runId, wait);
+  }
+
+  /**
+   * The engine made the child run of `inv` (checked, not written yet): it is written with the
+   * node's (or item's) attempt, in one write. A CALL with wait false completes at once.
+   */
+  childStarted(inv: Invoke, child: ChildSpawn, now: Date): void {
+    if (!this.wants(inv)) return;
+    this.beginInvoke(inv, now);
+    this.spawns.push(child);
+    const runId = child.run.id;
+    if (inv.item) {
+      inv.item.child_run_id = runId;
+      this.childrenSeen.add(runId);
+      this.markItem(inv.node, inv.item);
+      return;
+    }
+    const st = inv.state;
+    st.input = { ...(st.input as CallInput), run_id: runId };
+    if (inv.node.call?.wait === false) {
+      this.complete(st, { run_id: runId }, now.toISOString());
+      return;
+    }
+    st.wait_key = `${CHILD_WAIT}${runId}`;
+    this.childrenSeen.add(runId);
+    this.dirty.add(st);
+  }
+
+  /** The engine read a child run waited for: still running (its end wakes the run), or ended. */
+  childRead(wait: ChildWait, outcome: ChildOutcome | undefined, now: Date): void {
+    this.childWaits.delete(wait.runId);
+    this.childrenSeen.add(wait.runId);
+    if (outcome === undefined) return;
+    const inv: Invoke = { node: wait.node, state: wait.state, item: wait.item, interrupted: false };
+    this.settleChild(inv, wait.runId, outcome, now, false);
+  }
+
+  private settleChild(
+    inv: Invoke,
+    runId: string | null,
+    outcome: ChildOutcome,
+    now: Date,
+    final: boolean,
+  ): void {
+    if (!this.wants(inv)) return;
+    if (inv.item) {
+      if (inv.item.child_run_id !== runId && runId !== null) return;
+      inv.item.child_run_id = null;
+    } else {
+      if (runId !== null && inv.state.wait_key !== `${CHILD_WAIT}${runId}`) return;
+      inv.state.wait_key = null;
+    }
+    const name = runId === null ? 'the simulated child run' : `child run ${runId}`;
+    if (outcome.status === 'completed') {
+      const output = { run_id: runId, status: 'completed', outputs: outcome.outputs };
+      this.invokeSucceeded(inv, this.simulate ? { ...output, simulated: true } : output, now);
+      return;
+    }
+    const code = outcome.status === 'failed' ? 'WORKFLOW.CHILD_RUN_FAILED' : 'WORKFLOW.CHILD_RUN_CANCELLED';
+    const message = `${code}: ${name} ${outcome.status === 'failed' ? 'failed' : 'was cancelled'}: ${outcome.error ?? 'no reason given'}`;
+    this.invokeFailed(inv, message, now, final);
+  }
+
+  /**
+   * A FOREACH (docs/workflows.md "FOREACH"): reached, it evaluates `items` (a list of at most
+   * max_items) and starts items in order, at most `concurrency` at once, each an action call or a
+   * child run with the item in its context; it completes with every item's result in item order,
+   * or, with on_item_failure "fail", stops starting items at the first failure and fails once the
+   * items in flight end.
+   */
+  private stepForEach(node: PlanNode, st: NodeState, now: Date, nowIso: string): boolean {
+    const each = node.forEach as NonNullable<PlanNode['forEach']>;
+    if (st.status === 'pending') {
+      if (!node.preds.every((k) => isFinished(this.state(k)))) return false;
+      if (this.simulate) this.seen.set(node.key, this.currentContext());
+      if (this.reach(node, st, nowIso, node.in) !== 'run') return true;
+      this.beginAttempt(st, now);
+      const values = this.forEachItems(node, st, now);
+      if (values === undefined) return true;
+      st.input = { count: values.length, concurrency: each.concurrency, on_item_failure: each.onItemFailure };
+      this.itemRuns.set(node.key, new ItemRun(values));
+      this.scheduleItems(node, st, now);
+      return true;
+    }
+    if (st.status !== 'running') return false;
+    if (!this.itemRuns.has(node.key)) {
+      // A resumed run: the list is evaluated again on the same context (completed outputs are kept).
+      const values = this.forEachItems(node, st, now);
+      if (values === undefined) return true;
+      this.itemRuns.set(node.key, new ItemRun(values, this.persistedItems?.get(node.key) ?? []));
+    }
+    return this.scheduleItems(node, st, now);
+  }
+
+  /** The list a FOREACH goes over, or undefined after failing the node (not a list, too long). */
+  private forEachItems(node: PlanNode, st: NodeState, now: Date): readonly unknown[] | undefined {
+    const each = node.forEach as NonNullable<PlanNode['forEach']>;
+    let values: unknown;
+    try {
+      values = each.items(this.context);
+    } catch (err) {
+      this.attemptFailed(node, st, `items: ${describeThrown(err)}`, now, true);
+      return undefined;
+    }
+    if (!Array.isArray(values)) {
+      this.attemptFailed(node, st, `items: must yield a list, it yielded ${kindOf(values)}`, now, true);
+      return undefined;
+    }
+    if (values.length > each.maxItems) {
+      this.attemptFailed(
+        node,
+        st,
+        `items: ${values.length} items, more than max_items ${each.maxItems} (at most 10000)`,
+        now,
+        true,
+      );
+      return undefined;
+    }
+    return values;
+  }
+
+  /** Readies the FOREACH's items that may run now; finishes the node once no item is left. */
+  private scheduleItems(node: PlanNode, st: NodeState, now: Date): boolean {
+    const each = node.forEach as NonNullable<PlanNode['forEach']>;
+    const items = this.itemsOf(node);
+    const nowIso = now.toISOString();
+    let changed = false;
+    for (const item of items.open) {
+      const inv: Invoke = { node, state: st, item, interrupted: false };
+      const key = invokeKey(inv);
+      if (this.ready.has(key) || this.inFlightNow.has(key)) continue;
+      if (item.child_run_id !== null) this.noteChild({ node, state: st, item, runId: item.child_run_id });
+      else if (item.resume_at !== null) {
+        if (item.resume_at <= nowIso) this.ready.set(key, inv);
+      } else {
+        // In flight with no timer after a resume: an action's attempt was interrupted (a child run is
+        // written with its start, so a call item without one never started it).
+        inv.interrupted = node.call === undefined && item.attempts > 0;
+        this.ready.set(key, inv);
+      }
+    }
+    const stopping = items.firstFailed !== undefined && each.onItemFailure === 'fail';
+    while (!stopping && items.open.size < each.concurrency) {
+      const index = items.nextIndex();
+      if (index === undefined) break;
+      const context = { ...this.context, item: items.values[index], index };
+      let input: unknown;
+      let problem: string | undefined;
+      try {
+        input = (node.mapping as (c: unknown) => unknown)(context);
+      } catch (err) {
+        problem = `${node.call ? 'call.input' : 'action.input_mapping'}: ${describeThrown(err)}`;
+      }
+      const item = newItem(this.simulate ? '' : newId(), index, input ?? null);
+      items.add(item);
+      this.markItem(node, item);
+      const inv: Invoke = { node, state: st, item, interrupted: false };
+      if (problem !== undefined) {
+        this.beginInvoke(inv, now);
+        this.invokeFailed(inv, problem, now, true);
+        changed = true;
+        if (each.onItemFailure === 'fail') break;
+        continue;
+      }
+      this.ready.set(invokeKey(inv), inv);
+    }
+    if (items.open.size > 0 || (!stopping && items.nextIndex() !== undefined)) return changed;
+    const failed = items.firstFailed;
+    if (failed !== undefined && each.onItemFailure === 'fail') {
+      const left = items.notStarted();
+      this.finalFailure(
+        node,
+        st,
+        `WORKFLOW.ITEM_FAILED: item ${failed.index} failed: ${failed.error}` +
+          (left > 0 ? `; ${left} of ${items.values.length} items were not started` : ''),
+        nowIso,
+      );
+    } else this.complete(st, { results: items.results() }, nowIso);
+    return true;
   }
 
   private startDelay(node: PlanNode, st: NodeState, now: Date): void {

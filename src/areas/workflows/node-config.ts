@@ -9,7 +9,17 @@ import { parseTemplate, TemplateError } from './template.js';
  * "Templates"). Pure; a violation throws AppError WORKFLOW.INVALID_GRAPH naming the node and field.
  */
 
-export const NODE_TYPES = ['ACTION', 'COMPUTE', 'SWITCH', 'JOIN', 'DELAY', 'END', 'WAIT_EVENT'] as const;
+export const NODE_TYPES = [
+  'ACTION',
+  'COMPUTE',
+  'SWITCH',
+  'JOIN',
+  'DELAY',
+  'END',
+  'WAIT_EVENT',
+  'FOREACH',
+  'CALL',
+] as const;
 export type NodeType = (typeof NODE_TYPES)[number];
 export const invalid = (message: string, details: Record<string, unknown>): AppError =>
   new AppError('WORKFLOW.INVALID_GRAPH', message, details);
@@ -49,12 +59,12 @@ export function validateConfig(
 ): Record<string, unknown> | null {
   const fail = (field: string, message: string) =>
     invalid(`${at.label}: ${message}`, { field: `${at.path}.${field}` });
-  const allowOnly = (c: Record<string, unknown>, allowed: string[]) => {
+  const allowOnly = (c: Record<string, unknown>, allowed: string[], base = 'config') => {
     for (const k of Object.keys(c)) {
       if (!allowed.includes(k)) {
         throw fail(
-          `config.${k}`,
-          `${type} config does not take "${k}" (allowed: ${allowed.join(', ') || 'none'})`,
+          `${base}.${k}`,
+          `${type} ${base} does not take "${k}" (allowed: ${allowed.join(', ') || 'none'})`,
         );
       }
     }
@@ -66,17 +76,7 @@ export function validateConfig(
     case 'ACTION': {
       if (!c) throw fail('config', 'ACTION requires config with plugin_instance_id and plugin_action');
       allowOnly(c, ['plugin_instance_id', 'plugin_action', 'input_mapping']);
-      for (const f of ['plugin_instance_id', 'plugin_action']) {
-        if (typeof c[f] !== 'string' || (c[f] as string).length === 0) {
-          throw fail(`config.${f}`, `ACTION config.${f} is required (a non-empty string)`);
-        }
-      }
-      if (c.input_mapping !== undefined && c.input_mapping !== null) {
-        if (!isPlainObject(c.input_mapping))
-          throw fail('config.input_mapping', 'config.input_mapping must be an object');
-        checkMapping(c.input_mapping, within(at, 'config.input_mapping'), warnings, 0, true);
-      }
-      return { ...c, input_mapping: c.input_mapping ?? null };
+      return actionConfig(c, at, 'config', fail, warnings);
     }
     case 'COMPUTE': {
       if (!c || !('logic' in c) || c.logic === undefined || c.logic === null) {
@@ -164,7 +164,121 @@ export function validateConfig(
     }
     case 'WAIT_EVENT':
       return waitEventConfig(c, fail, allowOnly);
+    case 'CALL': {
+      if (!c) throw fail('config', 'CALL requires config with subscription_id and input');
+      allowOnly(c, ['subscription_id', 'input', 'wait']);
+      if (c.wait !== undefined && c.wait !== null && typeof c.wait !== 'boolean')
+        throw fail('config.wait', 'CALL config.wait must be true or false');
+      return { ...callConfig(c, at, 'config', fail, warnings), wait: c.wait !== false };
+    }
+    case 'FOREACH':
+      return forEachConfig(c, at, fail, allowOnly, warnings);
   }
+}
+
+/** The item limits of FOREACH (docs/workflows.md "FOREACH"). */
+export const FOREACH_LIMITS = {
+  concurrency: 100,
+  defaultConcurrency: 10,
+  maxItems: 10_000,
+  defaultMaxItems: 1000,
+};
+
+type Fail = (field: string, message: string) => AppError;
+
+/** An action call (ACTION, FOREACH's `action`) at `base`: the instance, the action, the input mapping. */
+function actionConfig(
+  c: Record<string, unknown>,
+  at: Where,
+  base: string,
+  fail: Fail,
+  warnings: string[],
+): Record<string, unknown> {
+  for (const f of ['plugin_instance_id', 'plugin_action']) {
+    if (typeof c[f] !== 'string' || (c[f] as string).length === 0) {
+      throw fail(`${base}.${f}`, `ACTION ${base}.${f} is required (a non-empty string)`);
+    }
+  }
+  if (c.input_mapping !== undefined && c.input_mapping !== null) {
+    if (!isPlainObject(c.input_mapping))
+      throw fail(`${base}.input_mapping`, `${base}.input_mapping must be an object`);
+    checkMapping(c.input_mapping, within(at, `${base}.input_mapping`), warnings, 0, true);
+  }
+  return { ...c, input_mapping: c.input_mapping ?? null };
+}
+
+/** A call of another subscription (CALL, FOREACH's `call`) at `base`: its id and the child's trigger data, a template. */
+function callConfig(
+  c: Record<string, unknown>,
+  at: Where,
+  base: string,
+  fail: Fail,
+  warnings: string[],
+): { subscription_id: string; input: unknown } {
+  if (typeof c.subscription_id !== 'string' || c.subscription_id.length === 0)
+    throw fail(`${base}.subscription_id`, `${base}.subscription_id is required (the subscription to call)`);
+  const input = c.input ?? {};
+  checkMapping(input, within(at, `${base}.input`), warnings, 0, isPlainObject(input));
+  return { subscription_id: c.subscription_id, input };
+}
+
+/**
+ * FOREACH (docs/workflows.md "FOREACH"): `items` (an expression yielding a list), `concurrency`
+ * 1..100 (10), `max_items` 1..10,000 (1,000), `on_item_failure` fail|continue (fail), and exactly one
+ * of `action` (an ACTION's config, its mapping reading `item` and `index`) or `call` (a CALL's).
+ */
+function forEachConfig(
+  c: Record<string, unknown> | null,
+  at: Where,
+  fail: Fail,
+  allowOnly: (c: Record<string, unknown>, allowed: string[], base?: string) => void,
+  warnings: string[],
+): Record<string, unknown> {
+  if (!c) throw fail('config', 'FOREACH requires config with items and one of action or call');
+  allowOnly(c, ['items', 'concurrency', 'max_items', 'on_item_failure', 'action', 'call']);
+  if (c.items === undefined || c.items === null)
+    throw fail('config.items', 'FOREACH config.items is required: an expression yielding a list');
+  checkMapping(c.items, within(at, 'config.items'), warnings);
+  const limits = FOREACH_LIMITS;
+  const concurrency = c.concurrency ?? limits.defaultConcurrency;
+  if (!isInt(concurrency, 1) || concurrency > limits.concurrency)
+    throw fail(
+      'config.concurrency',
+      `FOREACH config.concurrency must be an integer from 1 to ${limits.concurrency}`,
+    );
+  const maxItems = c.max_items ?? limits.defaultMaxItems;
+  if (!isInt(maxItems, 1) || maxItems > limits.maxItems)
+    throw fail(
+      'config.max_items',
+      `FOREACH config.max_items must be an integer from 1 to ${limits.maxItems}`,
+    );
+  const onItemFailure = c.on_item_failure ?? 'fail';
+  if (onItemFailure !== 'fail' && onItemFailure !== 'continue')
+    throw fail('config.on_item_failure', 'FOREACH config.on_item_failure must be "fail" or "continue"');
+  const hasAction = c.action !== undefined && c.action !== null;
+  const hasCall = c.call !== undefined && c.call !== null;
+  if (hasAction === hasCall)
+    throw fail(
+      hasAction ? 'config.call' : 'config',
+      'FOREACH takes exactly one of config.action or config.call',
+    );
+  const out: Record<string, unknown> = {
+    items: c.items,
+    concurrency,
+    max_items: maxItems,
+    on_item_failure: onItemFailure,
+  };
+  const part = (hasAction ? c.action : c.call) as unknown;
+  const name = hasAction ? 'action' : 'call';
+  if (!isPlainObject(part)) throw fail(`config.${name}`, `FOREACH config.${name} must be an object`);
+  if (hasAction) {
+    allowOnly(part, ['plugin_instance_id', 'plugin_action', 'input_mapping'], 'config.action');
+    out.action = actionConfig(part, at, 'config.action', fail, warnings);
+  } else {
+    allowOnly(part, ['subscription_id', 'input'], 'config.call');
+    out.call = callConfig(part, at, 'config.call', fail, warnings);
+  }
+  return out;
 }
 
 /**

@@ -71,7 +71,8 @@ function schemaWalk(schema: Schema, path: string, out: Set<string>, depth: numbe
 
 /**
  * The `nodes.*` paths a graph's own nodes promise whatever their plugins answer: each node's
- * output, a COMPUTE's wrapped `result`, a WAIT_EVENT's event envelope and `timed_out`, and the
+ * output, a COMPUTE's wrapped `result`, a WAIT_EVENT's event envelope and `timed_out`, a CALL's
+ * child (`run_id`, `status`, `outputs`), a FOREACH's `results`, and the
  * `error` of a node with on_failure edges
  * (docs/workflows.md "Failure branches").
  */
@@ -88,6 +89,12 @@ export function nodePaths(nodes: readonly GraphNode[], edges: readonly GraphEdge
         `${at}.output.event`,
         ...['id', 'source', 'type', 'subject', 'time', 'data'].map((f) => `${at}.output.event.${f}`),
       );
+    if (n.type === 'CALL')
+      out.push(
+        `${at}.output.run_id`,
+        ...(n.config?.wait === false ? [] : [`${at}.output.status`, `${at}.output.outputs`]),
+      );
+    if (n.type === 'FOREACH') out.push(`${at}.output.results`);
     if (handling.has(n.id)) out.push(`${at}.error`, `${at}.error.code`, `${at}.error.message`);
   }
   return out;

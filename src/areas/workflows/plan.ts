@@ -61,6 +61,17 @@ export interface PlanNode {
   template?: TemplatePart[];
   /** WAIT_EVENT: what it waits on, and its two correlation expressions compiled (none: no correlation). */
   wait?: { spec: WaitSpec; run: Compiled | null; event: Compiled | null };
+  /** CALL, FOREACH with call: the subscription called, and whether the node waits for the child's end. */
+  call?: { subscriptionId: string; wait: boolean };
+  /** FOREACH: its items expression and limits; `mapping` is the action's input mapping or the call's input. */
+  forEach?: {
+    items: Mapping;
+    concurrency: number;
+    maxItems: number;
+    onItemFailure: 'fail' | 'continue';
+    /** The action each item runs (absent with call). */
+    action?: { pluginInstanceId: string; pluginAction: string };
+  };
 }
 
 export interface Plan {
@@ -142,6 +153,33 @@ export function buildPlan(
     if (n.type === 'ACTION') node.mapping = compileMapping(n.config?.input_mapping ?? {}, 'input_mapping');
     if (n.type === 'DELAY' && typeof n.config?.until_template === 'string') {
       node.template = parseTemplate(n.config.until_template);
+    }
+    if (n.type === 'CALL') {
+      node.mapping = compileMapping(n.config?.input ?? {}, 'input');
+      node.call = { subscriptionId: n.config?.subscription_id as string, wait: n.config?.wait !== false };
+    }
+    if (n.type === 'FOREACH') {
+      const c = n.config as Record<string, unknown>;
+      const action = c.action as Record<string, unknown> | undefined;
+      const call = c.call as Record<string, unknown> | undefined;
+      node.mapping = action
+        ? compileMapping(action.input_mapping ?? {}, 'action.input_mapping')
+        : compileMapping(call?.input ?? {}, 'call.input');
+      if (call) node.call = { subscriptionId: call.subscription_id as string, wait: true };
+      node.forEach = {
+        items: compileMapping(c.items, 'items', 'items'),
+        concurrency: c.concurrency as number,
+        maxItems: c.max_items as number,
+        onItemFailure: c.on_item_failure === 'continue' ? 'continue' : 'fail',
+        ...(action
+          ? {
+              action: {
+                pluginInstanceId: action.plugin_instance_id as string,
+                pluginAction: action.plugin_action as string,
+              },
+            }
+          : {}),
+      };
     }
     if (n.type === 'WAIT_EVENT') {
       const correlation = n.config?.correlation as { run: unknown; event: unknown } | undefined;

@@ -40,7 +40,8 @@ const KEPT_BY: Record<'completedSeconds' | 'failedSeconds', Status[]> = {
 
 /**
  * A pass removing the runs retention no longer keeps at `now`, with their nodes, a step at a time,
- * each batch one transaction. A re-run's origin stays while the re-run does. On PostgreSQL the rows
+ * each batch one transaction. A re-run's origin stays while the re-run does, and a parent while a
+ * child run it started is in flight. On PostgreSQL the rows
  * are locked and others' locks skipped, so two workers never remove the same run and a run being
  * retried at that moment is left alone.
  */
@@ -73,11 +74,27 @@ async function pruneBatch(
           ),
         ),
       )
+      // A parent stays while a child run it started is in flight (CALL with wait false).
+      .where((eb) =>
+        eb.not(
+          eb.exists(
+            eb
+              .selectFrom('workflow_run as child')
+              .select('child.id')
+              .whereRef('child.parent_run_id', '=', 'r.id')
+              .where('child.status', 'in', ['pending', 'running']),
+          ),
+        ),
+      )
       .limit(limit);
     if (tx.dialect === 'postgres') q = q.forUpdate().skipLocked();
     const ids = (await q.execute()).map((r) => r.id);
     if (ids.length === 0) return nothingRemoved();
-    // Nodes first: they reference their run.
+    // Nodes and items first: they reference their run.
+    const items = await tx.db
+      .deleteFrom('workflow_run_item')
+      .where('workflow_run_id', 'in', ids)
+      .executeTakeFirst();
     const nodes = await tx.db
       .deleteFrom('workflow_run_node')
       .where('workflow_run_id', 'in', ids)
@@ -86,7 +103,11 @@ async function pruneBatch(
     const removed = Number(runs.numDeletedRows);
     return {
       records: removed,
-      rows: { workflow_run: removed, workflow_run_node: Number(nodes.numDeletedRows) },
+      rows: {
+        workflow_run: removed,
+        workflow_run_node: Number(nodes.numDeletedRows),
+        ...(Number(items.numDeletedRows) > 0 ? { workflow_run_item: Number(items.numDeletedRows) } : {}),
+      },
     };
   });
 }

@@ -2,6 +2,7 @@ import type { Logger } from 'pino';
 import type { Store } from '../../db/store.js';
 import { type Clock, iso } from '../../lib/clock.js';
 import type { CloudEvent } from '../events/cloudevent.js';
+import * as itemStore from './item-store.js';
 import { describeThrown } from './jsonlogic.js';
 import { RunMachine } from './machine.js';
 import type { Plan } from './plan.js';
@@ -36,6 +37,17 @@ export async function resumeRuns(rows: WorkflowRunTable[], deps: ResumeDeps): Pr
     list.push(toNodeState(n));
     byRun.set(n.workflow_run_id, list);
   }
+  // FOREACH items only for runs with one under way: most runs have none, and pay no read for them.
+  const withItems = [...byRun].filter(([, list]) =>
+    list.some((n) => n.type === 'FOREACH' && n.status === 'running'),
+  );
+  const items =
+    withItems.length > 0
+      ? await itemStore.itemsOfRuns(
+          store.db,
+          withItems.map(([id]) => id),
+        )
+      : undefined;
   const machines: RunMachine[] = [];
   for (const row of rows) {
     const run = {
@@ -48,7 +60,16 @@ export async function resumeRuns(rows: WorkflowRunTable[], deps: ResumeDeps): Pr
     try {
       const plan = await planOf(row.event_subscription_id, row.graph_version);
       const states = new Map((byRun.get(row.id) ?? []).map((s) => [s.key, s]));
-      machines.push(new RunMachine(plan, JSON.parse(row.trigger_event) as CloudEvent, run, states));
+      const machine = new RunMachine(
+        plan,
+        JSON.parse(row.trigger_event) as CloudEvent,
+        run,
+        states,
+        false,
+        items?.get(row.id),
+      );
+      if (row.awaited_by_parent === 1) machine.parentRunId = row.parent_run_id;
+      machines.push(machine);
     } catch (err) {
       const at = iso(clock.now());
       const error = `graph version ${row.graph_version} could not be loaded: ${describeThrown(err)}`;
@@ -75,7 +96,16 @@ export async function resumeRuns(rows: WorkflowRunTable[], deps: ResumeDeps): Pr
         event: JSON.parse(row.trigger_event) as CloudEvent,
         rerunOf: row.rerun_of,
       });
-      await writeRun({ run: failed, lease: { wake_at: null, locked_by: null }, nodes: closed, at, ended });
+      await writeRun({
+        run: failed,
+        lease: { wake_at: null, locked_by: null },
+        nodes: closed,
+        at,
+        ended,
+        ...(row.awaited_by_parent === 1 && row.parent_run_id !== null
+          ? { wakeParent: row.parent_run_id }
+          : {}),
+      });
       log.error({ run_id: row.id, err }, 'workflow engine: run failed, its graph could not be loaded');
     }
   }

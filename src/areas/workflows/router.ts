@@ -46,11 +46,27 @@ export interface RouterDeps {
   rateGuard: RateGuard;
 }
 
+/** The parent fields of a run no CALL started. */
+export const NO_PARENT = { parent_run_id: null, parent_node_key: null, awaited_by_parent: 0 } as const;
+
+/** A child run's parent (CALL, FOREACH with call): the run and node, and whether the node waits for its end. */
+export interface ParentLink {
+  runId: string;
+  nodeKey: string;
+  awaited: boolean;
+}
+
 /**
  * A new run of `plan` on `event`: its row (running, due now, unclaimed) and one pending node each.
- * `rerunOf` links a re-run to the run it repeats.
+ * `rerunOf` links a re-run to the run it repeats; `parent` a child run to the node that started it.
  */
-export function newRun(plan: Plan, event: CloudEvent, at: string, rerunOf: string | null) {
+export function newRun(
+  plan: Plan,
+  event: CloudEvent,
+  at: string,
+  rerunOf: string | null,
+  parent?: ParentLink,
+) {
   const runId = newId();
   const states = RunMachine.pendingStates(plan, () => newId());
   const row: WorkflowRunTable = {
@@ -69,6 +85,13 @@ export function newRun(plan: Plan, event: CloudEvent, at: string, rerunOf: strin
     causation_depth: depthOf(event),
     locked_by: null,
     ...NO_FLOW,
+    ...(parent
+      ? {
+          parent_run_id: parent.runId,
+          parent_node_key: parent.nodeKey,
+          awaited_by_parent: parent.awaited ? 1 : 0,
+        }
+      : NO_PARENT),
     created_at: at,
     updated_at: at,
   };
@@ -106,6 +129,7 @@ export function skippedRun(
     causation_depth: depthOf(event),
     locked_by: null,
     ...NO_FLOW,
+    ...NO_PARENT,
     created_at: at,
     updated_at: at,
   };

@@ -74,6 +74,9 @@ export function createRunPersister(deps: RunPersisterDeps) {
         at,
         ended,
         create: fresh?.row,
+        ...(changes.items.length > 0 ? { items: changes.items } : {}),
+        ...(changes.spawns.length > 0 ? { spawns: changes.spawns } : {}),
+        ...(machine.parentRunId !== null ? { wakeParent: machine.parentRunId } : {}),
       });
     } catch (err) {
       // A failed first write: the event comes again, and this copy must never be written later.

@@ -45,7 +45,10 @@ export interface NodeState {
   interruptions: number;
   /** While `running`: when a DELAY ends or the next retry is due; null while an attempt is in flight. */
   resume_at: string | null;
-  /** A WAIT_EVENT waiting: the key an event takes it by (event-waits.ts); null otherwise. */
+  /**
+   * A WAIT_EVENT waiting: the key an event takes it by (event-waits.ts); a CALL waiting for its child
+   * run: `run:<child run id>`; null otherwise.
+   */
   wait_key: string | null;
 }
 
@@ -83,11 +86,55 @@ export function nodeError(message: string | null): NodeError {
   return code === undefined ? { message: text } : { code, message: text };
 }
 
-/** An ACTION attempt that must run (after persisting). `interrupted`: found in flight after a crash. */
+/** One item of a FOREACH (docs/workflows.md "FOREACH"), made when it starts. */
+export interface ItemState {
+  /** Item record id (empty in a simulation). */
+  id: string;
+  index: number;
+  status: 'running' | 'completed' | 'failed';
+  /** The action's evaluated input, or the child's trigger data (call). */
+  input: unknown;
+  output: unknown;
+  error: string | null;
+  attempts: number;
+  interruptions: number;
+  /** While running: when the next retry is due; null while an attempt is in flight. */
+  resume_at: string | null;
+  /** call: the child run of the current attempt, while the item waits for it. */
+  child_run_id: string | null;
+  started_at: string | null;
+  completed_at: string | null;
+}
+
+/**
+ * An attempt that must run (after persisting): an ACTION's call, a CALL's child run, or one of a
+ * FOREACH's items (`item`; `state` is then the FOREACH's). `interrupted`: found in flight after a crash.
+ */
 export interface Invoke {
   node: PlanNode;
   state: NodeState;
   interrupted: boolean;
+  item?: ItemState;
+}
+
+/** What the engine keys an attempt in flight by: the node, or the node and the item. */
+export const invokeKey = (inv: Pick<Invoke, 'node' | 'item'>): string =>
+  inv.item === undefined ? inv.node.key : `${inv.node.key}#${inv.item.index}`;
+
+/** A child run a CALL or a FOREACH item waits for, whose end the engine has not seen yet. */
+export interface ChildWait {
+  node: PlanNode;
+  state: NodeState;
+  item?: ItemState;
+  runId: string;
+}
+
+/** How a child run ended, as its parent's node sees it. */
+export interface ChildOutcome {
+  status: 'completed' | 'failed' | 'cancelled';
+  error: string | null;
+  /** The outputs of the child's completed nodes, by key. */
+  outputs: Record<string, unknown>;
 }
 
 /** What `advance` leaves to the engine: attempts to start, the next timer, or nothing (the run ended). */
@@ -101,6 +148,8 @@ export interface Step {
    * have taken it meanwhile) and tells the machine which it was (`waitTimedOut` / `waitResolved`).
    */
   timeouts: NodeState[];
+  /** Child runs waited for whose end is not known in this drive: the engine reads how each ended. */
+  children: ChildWait[];
 }
 
 export function eventContext(event: CloudEvent): ExpressionContext['event'] {

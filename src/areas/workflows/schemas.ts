@@ -39,6 +39,15 @@ export const Run = Type.Object(
     debounced_events: Nullable(
       Type.Integer({ description: 'Events a debounce folded into this run, its trigger included.' }),
     ),
+    parent_run_id: Nullable(
+      Type.String({
+        description:
+          'A child run (CALL, FOREACH with call): the run whose node started it (docs/workflows.md "CALL").',
+      }),
+    ),
+    parent_node_key: Nullable(
+      Type.String({ description: 'A child run: the key of the node that started it.' }),
+    ),
     created_at: Timestamp,
     updated_at: Timestamp,
   },
@@ -79,6 +88,17 @@ export const RunNode = Type.Object(
     completed_at: Nullable(Timestamp),
     attempts: Type.Integer(),
     resume_at: Nullable(Timestamp),
+    progress: Type.Optional(
+      Type.Object(
+        {
+          total: Type.Integer(),
+          completed: Type.Integer(),
+          failed: Type.Integer(),
+          running: Type.Integer(),
+        },
+        { description: 'A FOREACH that started: its items done of total (docs/workflows.md "FOREACH").' },
+      ),
+    ),
     created_at: Timestamp,
   },
   { $id: 'WorkflowRunNode' },
@@ -97,6 +117,9 @@ export const RunQuery = ListQuery(RUN_SORT, {
   event_subscription_id: Type.Optional(Type.String({ minLength: 1 })),
   status: Type.Optional(Type.Union(RUN_STATUSES.map((s) => Type.Literal(s)))),
   event_type: Type.Optional(Type.String({ minLength: 1 })),
+  parent_run_id: Type.Optional(
+    Type.String({ minLength: 1, description: 'The child runs of this run (CALL, FOREACH with call).' }),
+  ),
   ...TimeRanges('started_at', 'completed_at'),
 });
 export const RunList = ListResponse('runs', Run);

@@ -11,19 +11,13 @@ import { exportRuns, type RunExportFilter } from './export.js';
 import { FLOW_WINDOW_KEPT_MS } from './flow-control.js';
 import * as flows from './flow-store.js';
 import type { GraphSource } from './graph-source.js';
+import * as items from './item-store.js';
 import { CompiledCache, describeThrown, expressionProblem } from './jsonlogic.js';
-import { RunMachine } from './machine.js';
 import { availablePaths } from './paths.js';
 import type { Plan } from './plan.js';
 import { oldestFinishedRun, type RetentionSettingsSource, runPass } from './prune.js';
-import { routingOf } from './routing.js';
-import {
-  type ExpressionContext,
-  eventContext,
-  type NodeState,
-  nodeError,
-  type RunStatus,
-} from './run-state.js';
+import { type ExpressionContext, eventContext, nodeError } from './run-state.js';
+import { createSimulator, type Simulation } from './simulation.js';
 import * as runs from './store.js';
 import {
   type RunFilters,
@@ -46,31 +40,6 @@ export interface WorkflowServiceDeps {
   actions?: {
     inputCheck(instanceId: string, action: string): Promise<(input: unknown) => string | undefined>;
   };
-}
-
-export interface SimulatedNode {
-  node_id: string;
-  key: string;
-  type: string;
-  status: NodeState['status'];
-  input: unknown;
-  output: unknown;
-  error: string | null;
-  skip_reason: NodeState['skip_reason'];
-  attempts: number;
-  context: ExpressionContext | null;
-  available_paths: string[];
-}
-
-/** POST /event_subscription/{id}/test: what a run of `event` would do, with nothing persisted or called. */
-export interface Simulation {
-  subscription_id: string;
-  event_id: string;
-  status: RunStatus;
-  error: string | null;
-  routing: { matched: boolean; reasons: string[] };
-  nodes: SimulatedNode[];
-  edges_traversed: string[];
 }
 
 /** Runs and introspection (docs/workflows.md "Runs and introspection") and the simulation endpoint. */
@@ -101,31 +70,7 @@ export function createWorkflowService(deps: WorkflowServiceDeps): WorkflowServic
   const expressions = new CompiledCache(500);
 
   const runOrThrow = (id: string) => requireRun(deps.store.db, id);
-
-  /**
-   * Per ACTION of a plan, the check its input would meet when invoked; an instance or action gone
-   * since the save fails the node as the real attempt would.
-   */
-  async function inputChecks(plan: Plan): Promise<Map<string, (input: unknown) => string | undefined>> {
-    const checks = new Map<string, (input: unknown) => string | undefined>();
-    if (!deps.actions) return checks;
-    for (const n of plan.nodes) {
-      if (n.type !== 'ACTION') continue;
-      try {
-        checks.set(
-          n.key,
-          await deps.actions.inputCheck(
-            n.config?.plugin_instance_id as string,
-            n.config?.plugin_action as string,
-          ),
-        );
-      } catch (err) {
-        const message = err instanceof AppError ? `${err.code}: ${err.message}` : describeThrown(err);
-        checks.set(n.key, () => message);
-      }
-    }
-    return checks;
-  }
+  const simulator = createSimulator(deps);
 
   /**
    * The context a node of a run saw (or would see): the trigger event and the outputs of the nodes
@@ -248,7 +193,22 @@ export function createWorkflowService(deps: WorkflowServiceDeps): WorkflowServic
 
     async nodes(id: string) {
       const run = await runOrThrow(id);
-      const nodes = (await runs.nodesOfRun(deps.store.db, id)).map(toRunNode);
+      let nodes = (await runs.nodesOfRun(deps.store.db, id)).map(toRunNode);
+      if (nodes.some((n) => n.node_type === 'FOREACH' && n.started_at !== null)) {
+        const counts = await items.itemCounts(deps.store.db, id);
+        nodes = nodes.map((n) => {
+          if (n.node_type !== 'FOREACH' || n.started_at === null) return n;
+          const c = counts.get(n.node_key) ?? {};
+          const total = (n.input as { count?: number } | null)?.count ?? 0;
+          const progress = {
+            total,
+            completed: c.completed ?? 0,
+            failed: c.failed ?? 0,
+            running: c.running ?? 0,
+          };
+          return { ...n, progress };
+        });
+      }
       if (!runs.needsGraphInputs(nodes)) return { nodes };
       const graph = await graphNodes(run.event_subscription_id, run.graph_version);
       return { nodes: runs.withGraphInputs(nodes, graph) };
@@ -307,56 +267,6 @@ export function createWorkflowService(deps: WorkflowServiceDeps): WorkflowServic
       return { result, data_used: data, available_paths: availablePaths(data) };
     },
 
-    /**
-     * POST /event_subscription/{id}/test: the same machine with `simulate`: nothing persisted, no
-     * plugin called (an ACTION answers `{simulated: true, input}`; vault references stay unresolved
-     * so no secret is returned), delays skipped, failures reported in the node with a 200.
-     */
-    async simulate(subscriptionId: string, given: CloudEvent, waitedFor: readonly CloudEvent[] = []) {
-      // The enrichment a published event gets (the publisher's enricher), so the graph sees the same paths.
-      const event = deps.enrich ? { ...given, data: deps.enrich(given.type, given.data) } : given;
-      const sub = await deps.subscriptions.getActive(subscriptionId);
-      const plan = await deps.planOf(sub.id, sub.graph_version);
-      const states = RunMachine.pendingStates(plan, () => '');
-      const run = {
-        id: '',
-        status: 'running' as const,
-        error: null,
-        started_at: iso(deps.clock.now()),
-        completed_at: null,
-      };
-      const machine = new RunMachine(plan, event, run, states, true);
-      machine.simulatedEvents = waitedFor;
-      const checks = await inputChecks(plan);
-      machine.simulatedInputProblem = (key, input) => checks.get(key)?.(input);
-      machine.advance(deps.clock.now());
-      const routing = routingOf(expressions, sub, event);
-      const nodes: SimulatedNode[] = plan.nodes.map((n) => {
-        const s = states.get(n.key) as NodeState;
-        const context = machine.seen.get(n.key) ?? null;
-        return {
-          node_id: n.id,
-          key: n.key,
-          type: n.type,
-          status: s.status,
-          input: s.input,
-          output: s.output,
-          error: s.error,
-          skip_reason: s.skip_reason,
-          attempts: s.attempts,
-          context,
-          available_paths: context ? availablePaths(context) : [],
-        };
-      });
-      return {
-        subscription_id: sub.id,
-        event_id: event.id,
-        status: machine.run.status,
-        error: machine.run.error,
-        routing,
-        nodes,
-        edges_traversed: machine.traversed,
-      };
-    },
+    simulate: (subscriptionId, given, waitedFor = []) => simulator.simulate(subscriptionId, given, waitedFor),
   };
 }

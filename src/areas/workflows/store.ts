@@ -6,10 +6,12 @@ import { type ListResult, type Page, paginate, whereEquals, whereTimeRanges } fr
 import type { TimeRangeFilters } from '../../http/list-schemas.js';
 import type { CloudEvent } from '../events/cloudevent.js';
 import type { EventInput } from '../events/publish.js';
+import { wakeRuns } from './claim-store.js';
 import { releaseConcurrency } from './flow-store.js';
-import type { NodeState, RunState, SkipReason } from './run-state.js';
+import { itemRow, upsertItemsStatement } from './item-store.js';
+import type { ItemState, NodeState, RunState, SkipReason } from './run-state.js';
 import type { Run, RunNode } from './schemas.js';
-import type { WorkflowRunNodeTable, WorkflowRunTable } from './tables.js';
+import type { WorkflowRunItemTable, WorkflowRunNodeTable, WorkflowRunTable } from './tables.js';
 
 /** SQL of workflow runs and run nodes; rows map 1:1 to the API (JSON text parsed here). */
 
@@ -30,12 +32,19 @@ export interface RunWrite {
    * when the run exists already (another hand-over of its event created it).
    */
   create?: WorkflowRunTable;
+  /** FOREACH items changed (docs/workflows.md "FOREACH"), with their node's key. */
+  items?: Array<{ nodeKey: string; item: ItemState }>;
+  /** Child runs this write starts (CALL, FOREACH with call): created with it, due at once. */
+  spawns?: Array<{ run: WorkflowRunTable; nodes: WorkflowRunNodeTable[] }>;
+  /** The run ended and a node of this run waits for it (an awaited child): that run is woken. */
+  wakeParent?: string;
 }
 
 export interface RunFilters extends TimeRangeFilters<'started_at' | 'completed_at'> {
   event_subscription_id?: string;
   status?: WorkflowRunTable['status'];
   event_type?: string;
+  parent_run_id?: string;
 }
 
 const parse = (text: string | null): unknown => (text === null ? null : JSON.parse(text));
@@ -48,6 +57,7 @@ export const toRun = ({
   causation_depth: _d,
   concurrency_key: _k,
   flow_deadline: _f,
+  awaited_by_parent: _a,
   trigger_event,
   ...r
 }: WorkflowRunTable): WorkflowRun => ({
@@ -111,6 +121,33 @@ export function nodeRow(runId: string, s: NodeState, at: string): WorkflowRunNod
     created_at: at,
     updated_at: at,
   };
+}
+
+/**
+ * What a run's write brings besides its own row and nodes, for the runs written (`held`): its
+ * FOREACH items, the child runs it starts, and the wake of the parent an awaited child's end gives.
+ */
+async function writeAlongside(
+  db: Db,
+  items: readonly RunWrite[],
+  held: readonly boolean[],
+  woken: () => void,
+): Promise<void> {
+  const rows: WorkflowRunItemTable[] = [];
+  const spawns: Array<{ run: WorkflowRunTable; nodes: WorkflowRunNodeTable[] }> = [];
+  const parents: string[] = [];
+  for (const [i, x] of items.entries()) {
+    if (!held[i]) continue;
+    if (x.items) for (const { nodeKey, item } of x.items) rows.push(itemRow(x.run.id, nodeKey, item, x.at));
+    if (x.spawns) spawns.push(...x.spawns);
+    if (x.wakeParent !== undefined && x.run.status !== 'running') parents.push(x.wakeParent);
+  }
+  for (const batch of batches(db, rows, 300)) await upsertItemsStatement.queue(db, batch);
+  if (spawns.length > 0) await insertRuns(db, spawns);
+  if (parents.length > 0) {
+    await wakeRuns(db, parents, items[0].at);
+    woken();
+  }
 }
 
 const insertRunsStatement = prepared((db, _dialect, runs: WorkflowRunTable[]) =>
@@ -290,6 +327,7 @@ export async function writeRuns(
         nodes: nodes.map((s) => nodeRow(run.id, s, at)),
       })),
     );
+    await writeAlongside(db, fresh, created, woken);
     const updated = rest.length > 0 ? await writeRuns(db, workerId, rest, woken) : [];
     const by = new Map<RunWrite, boolean>();
     for (const [i, x] of fresh.entries()) by.set(x, created[i]);
@@ -300,6 +338,7 @@ export async function writeRuns(
   const held = items.map((x) => written.has(x.run.id));
   const nodes = items.flatMap((x, i) => (held[i] ? x.nodes.map((s) => nodeRow(x.run.id, s, x.at)) : []));
   for (const batch of batches(db, nodes, 400)) await upsertNodesStatement.queue(db, batch);
+  await writeAlongside(db, items, held, woken);
   if (underKeys.size > 0) {
     // A run that ended under a concurrency key makes room: the key's queue head is woken to take it.
     const ended = items.filter((x) => x.run.status !== 'running' && underKeys.has(x.run.id));
@@ -330,6 +369,7 @@ export async function listRuns(db: Db, page: Page, f: RunFilters): Promise<ListR
     event_subscription_id: f.event_subscription_id,
     status: f.status,
     event_type: f.event_type,
+    parent_run_id: f.parent_run_id,
   });
   return paginate(whereTimeRanges(q, f, ['started_at', 'completed_at']), page, toRun);
 }

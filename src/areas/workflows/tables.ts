@@ -34,6 +34,11 @@ export interface WorkflowRunTable {
   debounced_events: number | null;
   /** Among waiting runs of a queue, higher starts first (-100..100). */
   priority: number;
+  /** A child run (CALL, FOREACH with call: migration 0022): the run and node that started it. */
+  parent_run_id: string | null;
+  parent_node_key: string | null;
+  /** 1 when that node waits for this run's end (wait true): the end wakes the parent. */
+  awaited_by_parent: number;
   created_at: string;
   updated_at: string;
 }
@@ -76,6 +81,29 @@ export interface WorkflowRunNodeTable {
   updated_at: string;
 }
 
+/** One item of a FOREACH (docs/workflows.md "FOREACH"): durable one by one, in flight before its call. */
+export interface WorkflowRunItemTable {
+  id: string;
+  workflow_run_id: string;
+  node_key: string;
+  item_index: number;
+  status: 'running' | 'completed' | 'failed';
+  /** The action's evaluated input, or the child's trigger data (call). */
+  input: string | null;
+  output: string | null;
+  error: string | null;
+  attempts: number;
+  interruptions: number;
+  /** While running: when the next retry is due; null while an attempt is in flight. */
+  resume_at: string | null;
+  /** call: the child run of the current attempt. */
+  child_run_id: string | null;
+  started_at: string | null;
+  completed_at: string | null;
+  created_at: string;
+  updated_at: string;
+}
+
 /** An event-side expression WAIT_EVENT nodes wait on, per event type (event-waits.ts). */
 export interface WorkflowWaitSpecTable {
   /** A digest of (event_type, expression): the same spec from every graph and process. */
@@ -91,4 +119,5 @@ export interface WorkflowTables {
   workflow_run_node: WorkflowRunNodeTable;
   flow_window: FlowWindowTable;
   workflow_wait_spec: WorkflowWaitSpecTable;
+  workflow_run_item: WorkflowRunItemTable;
 }

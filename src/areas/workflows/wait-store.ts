@@ -1,4 +1,3 @@
-import { sql } from 'kysely';
 import { batches } from '../../db/prepared.js';
 import { type Db, updatedAny } from '../../db/store.js';
 import type { WaitSpec } from './wait-spec.js';
@@ -42,25 +41,6 @@ export async function waitingOn(
     for (const r of rows) out.push(r as { id: string; workflow_run_id: string; wait_key: string });
   }
   return out;
-}
-
-/**
- * Gives runs whose waits an event took a turn now: a run no worker holds is due at once. Every run
- * row is locked (updated) first, also one a worker holds: the holder's release then waits for this
- * transaction, and its check for taken waits (`anyTaken`) sees them.
- */
-export async function wakeRuns(db: Db, runIds: readonly string[], at: string): Promise<void> {
-  for (const batch of batches(db, [...runIds], 500)) {
-    await db
-      .updateTable('workflow_run')
-      .set({
-        wake_at: sql`case when locked_by is null then ${at} else wake_at end`,
-        updated_at: at,
-      })
-      .where('id', 'in', batch)
-      .where('status', '=', 'running')
-      .execute();
-  }
 }
 
 /** Completes a waiting node with what the event brought, if it still waits on `waitKey`. */

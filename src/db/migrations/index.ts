@@ -20,6 +20,7 @@ import * as m0018 from './0018_partial_indexes.js';
 import * as m0019 from './0019_flow_control.js';
 import * as m0020 from './0020_workflows_failure_edges.js';
 import * as m0021 from './0021_workflows_event_waits.js';
+import * as m0022 from './0022_workflows_children.js';
 
 /**
  * Every migration, in order. One set serves SQLite and PostgreSQL; a dialect branch is allowed only
@@ -52,4 +53,5 @@ export const migrations: Record<string, Migration> = {
   '0019_flow_control': m0019,
   '0020_workflows_failure_edges': m0020,
   '0021_workflows_event_waits': m0021,
+  '0022_workflows_children': m0022,
 };

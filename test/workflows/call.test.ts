@@ -2,10 +2,13 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { manualClock } from '../../src/lib/clock.js';
 import { newId } from '../../src/lib/ids.js';
 import type { TestApp } from '../helpers/app.js';
+import { startTestApp } from '../helpers/app.js';
 import { dialectName } from '../helpers/store.js';
 import {
   type Api,
+  api,
   type Json,
+  job,
   nodesOf,
   onlyRun,
   publish,
@@ -366,6 +369,32 @@ describe(`CALL (${dialectName})`, () => {
     expect(through.body.details.field).toBe('nodes.0.config.call.subscription_id');
   });
 
+  it('retention keeps a parent while a child it started runs, and lets it go after', async () => {
+    const child = await notifyFlow([{ key: 'nap', type: 'DELAY', config: { delay_ms: HOUR } }]);
+    const parent = await workflow(
+      a,
+      { nodes: [caller(child.id, { wait: false })] },
+      {
+        retention: { completed_runs_seconds: 60, failed_runs_seconds: 60 },
+      },
+    );
+    await publish(t);
+    await settle(t);
+    const { run } = await onlyRun(a, parent.id);
+    expect(run.status).toBe('completed');
+    const prune = async () => {
+      while (await job(t, 'prune').run()) {}
+    };
+    clock.advance(120_000);
+    await prune();
+    expect((await runsOf(a, parent.id)).map((r: Json) => r.id)).toEqual([run.id]);
+    clock.advance(HOUR);
+    await settle(t);
+    expect((await childrenOf(run.id))[0].status).toBe('completed');
+    await prune();
+    expect(await runsOf(a, parent.id)).toEqual([]);
+  });
+
   it('simulation runs the child in place, with nothing written', async () => {
     const child = await notifyFlow();
     const parent = await workflow(a, {
@@ -390,5 +419,46 @@ describe(`CALL (${dialectName})`, () => {
     });
     expect(byKey.fire.output).toEqual({ run_id: null, simulated: true });
     expect(await runsOf(a, child.id)).toHaveLength(0);
+  });
+});
+
+/** docs/workflows.md "Loop safety": the depth guard holds across calls. */
+describe(`CALL and the depth guard (${dialectName})`, () => {
+  let t: TestApp;
+  let a: Api;
+  const TYPE = 'com.example.depth.step';
+
+  beforeAll(async () => {
+    t = await startTestApp({ env: { SVC_WORKFLOW_MAX_DEPTH: '2' } });
+    a = await api(t);
+    expect((await a.call('POST', '/event_definition', { event_type: TYPE })).status).toBe(200);
+  });
+  afterAll(() => t.close());
+
+  it('a child one level too deep is not started: its CALL fails with WORKFLOW.DEPTH_EXCEEDED', async () => {
+    const leaf = await workflow(
+      a,
+      { nodes: [{ key: 'x', type: 'COMPUTE', config: { logic: { ok: true } } }] },
+      { event_type: TYPE },
+    );
+    const middle = await workflow(
+      a,
+      { nodes: [{ key: 'down', type: 'CALL', config: { subscription_id: leaf.id, input: {} } }] },
+      { event_type: TYPE },
+    );
+    const top = await workflow(a, {
+      nodes: [{ key: 'down', type: 'CALL', config: { subscription_id: middle.id, input: {} } }],
+    });
+    await publish(t);
+    await settle(t);
+    const { run, nodes } = await onlyRun(a, top.id);
+    expect(run.status).toBe('failed');
+    expect(nodes.down.error).toMatch(/^WORKFLOW\.CHILD_RUN_FAILED: /);
+    const [mid] = (await a.call('GET', `/workflow_run?parent_run_id=${run.id}`)).body.runs;
+    const midNodes = await nodesOf(a, mid.id);
+    expect(midNodes.down.error).toBe(
+      'WORKFLOW.DEPTH_EXCEEDED: the child run would be 2 runs deep (SVC_WORKFLOW_MAX_DEPTH 2); a workflow that calls itself?',
+    );
+    expect(await runsOf(a, leaf.id)).toEqual([]);
   });
 });

@@ -8,6 +8,7 @@ import { dialectName } from '../helpers/store.js';
 import {
   type Api,
   api,
+  job,
   type Json,
   nodesOf,
   onlyRun,
@@ -258,6 +259,24 @@ describe(`FOREACH (${dialectName})`, () => {
       `/flaky/${tag}/i0`,
       `/flaky/${tag}/i1`,
     ]);
+  });
+
+  it('retention removes a run with its items', async () => {
+    const wf = await workflow(a, { nodes: [each('/fail/p')] }, { retention: { completed_runs_seconds: 60 } });
+    await publish(t, { items: ['a', 'b', 'c'] });
+    await settle(t);
+    const { run } = await onlyRun(a, wf.id);
+    const itemRows = () =>
+      t.ctx.store.db
+        .selectFrom('workflow_run_item')
+        .select('id')
+        .where('workflow_run_id', '=', run.id)
+        .execute();
+    expect(await itemRows()).toHaveLength(3);
+    clock.advance(61_000);
+    while (await job(t, 'prune').run()) {}
+    expect(await itemRows()).toHaveLength(0);
+    expect((await a.call('GET', `/workflow_run/${run.id}`)).status).toBe(404);
   });
 
   it('simulation runs the items in place: an action echoes each input, a call runs its child', async () => {

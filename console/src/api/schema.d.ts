@@ -3111,6 +3111,8 @@ export interface components {
             /** @description Among waiting runs, higher starts first (-100..100). */
             priority: number;
             debounced_events: number | null;
+            parent_run_id: string | null;
+            parent_node_key: string | null;
             /** Format: date-time */
             created_at: string;
             /** Format: date-time */
@@ -3142,6 +3144,13 @@ export interface components {
             completed_at: string | null;
             attempts: number;
             resume_at: string | null;
+            /** @description A FOREACH that started: its items done of total (docs/workflows.md "FOREACH"). */
+            progress?: {
+                total: number;
+                completed: number;
+                failed: number;
+                running: number;
+            };
             /** Format: date-time */
             created_at: string;
         };
@@ -13018,6 +13027,8 @@ export interface operations {
                 event_subscription_id?: string;
                 status?: "pending" | "running" | "completed" | "failed" | "skipped" | "cancelled";
                 event_type?: string;
+                /** @description The child runs of this run (CALL, FOREACH with call). */
+                parent_run_id?: string;
                 started_at_gte?: string;
                 started_at_lte?: string;
                 completed_at_gte?: string;

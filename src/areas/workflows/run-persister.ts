@@ -103,9 +103,17 @@ export function createRunPersister(deps: RunPersisterDeps) {
      */
     persist(machine: RunMachine, lease: Lease): Promise<void> {
       const previous = persisting.get(machine);
-      // The common case (one branch, or nothing written yet) writes at once: no chain to join.
+      // The common case (one branch, or nothing written yet) writes at once: no chain to join. A
+      // write queued behind one that succeeded and left nothing new (attempts started together:
+      // the first write took them all) has nothing to make durable while the run stays held.
       const next = previous
-        ? previous.catch(() => {}).then(() => write(machine, lease))
+        ? previous.then(
+            () =>
+              lease.locked_by !== null && !machine.hasChanges() && !unwritten.has(machine)
+                ? undefined
+                : write(machine, lease),
+            () => write(machine, lease),
+          )
         : write(machine, lease);
       persisting.set(machine, next);
       return next;

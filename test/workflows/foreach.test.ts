@@ -8,8 +8,8 @@ import { dialectName } from '../helpers/store.js';
 import {
   type Api,
   api,
-  job,
   type Json,
+  job,
   nodesOf,
   onlyRun,
   pluginInstance,

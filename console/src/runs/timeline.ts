@@ -71,3 +71,40 @@ export function sameNodes(graphKeys: readonly string[], ran: readonly { node_key
   const keys = new Set(graphKeys);
   return keys.size === ran.length && ran.every((n) => keys.has(n.node_key));
 }
+
+/** What a run node waits for or how far it got, as the run view says it beside the node. */
+export interface NodeNote {
+  text: string;
+  /** A child run the node started (CALL): the run view links to it. */
+  runId?: string;
+}
+
+interface NotedNode {
+  node_type: string;
+  status: string;
+  input?: unknown;
+  progress?: { total: number; completed: number; failed: number; running: number };
+}
+
+/**
+ * A WAIT_EVENT's event type, key and deadline while it waits; a FOREACH's items done of total; a
+ * CALL's child run (docs/workflows.md "WAIT_EVENT", "FOREACH", "CALL"). Null for other nodes.
+ */
+export function nodeNote(node: NotedNode): NodeNote | null {
+  const input = (node.input ?? {}) as Record<string, unknown>;
+  if (node.node_type === 'WAIT_EVENT' && node.status === 'running' && typeof input.event_type === 'string') {
+    const key =
+      input.correlation_key === null || input.correlation_key === undefined
+        ? ''
+        : ` with key ${JSON.stringify(input.correlation_key)}`;
+    return { text: `waits for ${input.event_type}${key} until ${String(input.timeout_at)}` };
+  }
+  if (node.node_type === 'FOREACH' && node.progress) {
+    const p = node.progress;
+    const failed = p.failed > 0 ? `, ${p.failed} failed` : '';
+    return { text: `${p.completed + p.failed} / ${p.total} items${failed}` };
+  }
+  if (node.node_type === 'CALL' && typeof input.run_id === 'string')
+    return { text: 'child run', runId: input.run_id };
+  return null;
+}

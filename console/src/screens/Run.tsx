@@ -4,7 +4,7 @@ import { api, ok, type Schemas } from '../api/client';
 import { GraphView } from '../graph/GraphView';
 import { drawableFromRecord } from '../graph/model';
 import { href, navigate } from '../router';
-import { formatDuration, runActions, sameNodes, timeline } from '../runs/timeline';
+import { formatDuration, nodeNote, runActions, sameNodes, timeline } from '../runs/timeline';
 import { ErrorNote, Json, Panel, Status, when } from '../ui/bits';
 import { SelectButton } from '../ui/fields';
 import { Table } from '../ui/list';
@@ -38,12 +38,17 @@ export function RunScreen({ id }: { id: string }) {
     async () => {
       const runRead = ok(api.GET('/api/v1/workflow_run/{id}', { params: { path: { id } } }));
       const graphRead = runRead.then((run) => graphOf(run.event_subscription_id));
-      const [run, nodes, graph] = await Promise.all([
+      const [run, nodes, graph, children] = await Promise.all([
         runRead,
         ok(api.GET('/api/v1/workflow_run/{id}/node', { params: { path: { id } } })),
         graphRead,
+        ok(
+          api.GET('/api/v1/workflow_run', {
+            params: { query: { parent_run_id: id, limit: 25, sort_dir: 'asc' } },
+          }),
+        ),
       ]);
-      return { run, nodes: nodes.nodes, graph };
+      return { run, nodes: nodes.nodes, graph, children };
     },
     [id],
     { everyMs: 1000, keepPolling: (data) => live(data?.run.status) },
@@ -52,7 +57,7 @@ export function RunScreen({ id }: { id: string }) {
   const drawable = useMemo(() => (graph ? drawableFromRecord(graph) : null), [graph]);
   if (view.error && !view.data) return <ErrorNote error={view.error} />;
   if (!view.data) return <p class="muted">Loading…</p>;
-  const { run, nodes } = view.data;
+  const { run, nodes, children } = view.data;
   const { rows } = timeline(nodes, Date.now());
   const status = Object.fromEntries(nodes.map((n) => [n.node_key, n.status]));
   const node = nodes.find((n) => n.node_key === selected) ?? null;
@@ -116,6 +121,16 @@ export function RunScreen({ id }: { id: string }) {
               · re-run of <a href={href(`/runs/${run.rerun_of}`)}>{run.rerun_of.slice(0, 13)}…</a>
             </>
           )}
+          {run.parent_run_id && (
+            <>
+              {' '}
+              · child of{' '}
+              <a href={href(`/runs/${run.parent_run_id}`)} data-parent-run={run.parent_run_id}>
+                run {run.parent_run_id.slice(0, 13)}…
+              </a>{' '}
+              (node <code>{run.parent_node_key}</code>)
+            </>
+          )}
         </p>
         {run.error && <p class="error">{run.error}</p>}
       </Panel>
@@ -130,6 +145,7 @@ export function RunScreen({ id }: { id: string }) {
                       {n.node_key}
                     </SelectButton>{' '}
                     <span class="muted">{n.node_type}</span>
+                    <Note node={n} />
                   </td>
                   <td>
                     <Status status={n.status} />
@@ -174,6 +190,32 @@ export function RunScreen({ id }: { id: string }) {
         </Panel>
       </div>
       {node && <NodeDetail node={node} />}
+      {children.total > 0 && (
+        <Panel title={`Child runs (${children.total})`}>
+          <Table label="child runs" head={['Run', 'Node', 'Status', 'Started', 'Completed']}>
+            {children.runs.map((c) => (
+              <tr key={c.id}>
+                <td>
+                  <a href={href(`/runs/${c.id}`)}>{c.id.slice(0, 13)}…</a>
+                </td>
+                <td>
+                  <code>{c.parent_node_key}</code>
+                </td>
+                <td>
+                  <Status status={c.status} />
+                </td>
+                <td>{when(c.started_at)}</td>
+                <td>{when(c.completed_at)}</td>
+              </tr>
+            ))}
+          </Table>
+          {children.total > children.runs.length && (
+            <p>
+              <a href={href(`/runs?parent_run_id=${run.id}`)}>All {children.total} child runs</a>
+            </p>
+          )}
+        </Panel>
+      )}
       <Panel title="Trigger event">
         <Json value={run.trigger_event} label="trigger event" />
       </Panel>
@@ -189,7 +231,28 @@ function NodeDetail({ node }: { node: RunNode }) {
         {when(node.started_at)} · completed {when(node.completed_at)}
         {node.resume_at && <> · resumes {when(node.resume_at)}</>}
       </p>
+      <p>
+        <Note node={node} />
+      </p>
       <NodeData node={node} />
     </Panel>
+  );
+}
+
+/** What the node waits for or how far it got (WAIT_EVENT, FOREACH), or a link to its child run (CALL). */
+function Note({ node }: { node: RunNode }) {
+  const note = nodeNote(node);
+  if (!note) return null;
+  return (
+    <span class="muted" data-node-note={node.node_key}>
+      {' '}
+      {note.runId ? (
+        <a href={href(`/runs/${note.runId}`)} data-child-run={note.runId}>
+          {note.text}
+        </a>
+      ) : (
+        note.text
+      )}
+    </span>
   );
 }

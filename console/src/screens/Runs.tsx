@@ -23,6 +23,7 @@ export function Runs({ query }: { query: URLSearchParams }) {
     event_subscription_id: query.get('event_subscription_id') || undefined,
     started_at_gte: query.get('started_at_gte') || undefined,
     started_at_lte: query.get('started_at_lte') || undefined,
+    parent_run_id: query.get('parent_run_id') || undefined,
   };
   const list = useAsync(
     () => ok(api.GET('/api/v1/workflow_run', { params: { query: { ...filters, offset, limit: 25 } } })),
@@ -34,6 +35,7 @@ export function Runs({ query }: { query: URLSearchParams }) {
     const form = new FormData(ev.currentTarget as HTMLFormElement);
     const next = new URLSearchParams();
     if (filters.status) next.set('status', filters.status);
+    if (filters.parent_run_id) next.set('parent_run_id', filters.parent_run_id);
     const subscription = String(form.get('event_subscription_id') ?? '').trim();
     if (subscription) next.set('event_subscription_id', subscription);
     for (const name of ['started_at_gte', 'started_at_lte']) {
@@ -68,6 +70,13 @@ export function Runs({ query }: { query: URLSearchParams }) {
       </div>
       <ErrorNote error={error} />
       {cancelled && <p role="status">{cancelled}</p>}
+      {filters.parent_run_id && (
+        <p data-parent-filter={filters.parent_run_id}>
+          The child runs of{' '}
+          <a href={href(`/runs/${filters.parent_run_id}`)}>run {filters.parent_run_id.slice(0, 13)}…</a> ·{' '}
+          <a href={href('/runs')}>all runs</a>
+        </p>
+      )}
       <Panel>
         {/* The fields are the user's while typed in (the list polls and re-renders every 2 s); a new
             query (a filter applied, a link followed) gives them its values. */}
@@ -113,6 +122,12 @@ export function Runs({ query }: { query: URLSearchParams }) {
             <tr key={r.id}>
               <td>
                 <a href={href(`/runs/${r.id}`)}>{r.id.slice(0, 13)}…</a>
+                {r.parent_run_id && (
+                  <span class="muted">
+                    {' '}
+                    child of <a href={href(`/runs/${r.parent_run_id}`)}>{r.parent_run_id.slice(0, 8)}…</a>
+                  </span>
+                )}
               </td>
               <td>
                 <Status status={r.status} />

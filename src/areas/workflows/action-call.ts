@@ -52,7 +52,34 @@ function errorText(err: unknown): string {
  * and tell the machine how it went. The machine decides retries and what follows. `signal` aborts
  * the call when the run ends meanwhile (its outcome is then not recorded: the machine stopped the node).
  */
+/** How long a FOREACH's items share one read of their action (an instance disabled meanwhile stops them after it). */
+const ITEM_ACTION_READ_MS = 1000;
+
 export function createActionCaller(deps: ActionCallDeps) {
+  /** Per run, the action its FOREACH items call as read last (one read serves items started within a second). */
+  const itemActions = new WeakMap<RunMachine, Map<string, { at: number; prepared: Prepared }>>();
+  type Prepared = Awaited<ReturnType<ActionInvoker['prepareAction']>>;
+
+  async function prepare(
+    machine: RunMachine,
+    b: Invoke,
+    instanceId: string,
+    action: string,
+  ): Promise<Prepared> {
+    if (b.item === undefined) return deps.actions.prepareAction(instanceId, action);
+    const now = performance.now();
+    let byNode = itemActions.get(machine);
+    const hit = byNode?.get(b.node.key);
+    if (hit && now - hit.at < ITEM_ACTION_READ_MS) return hit.prepared;
+    const prepared = await deps.actions.prepareAction(instanceId, action);
+    if (!byNode) {
+      byNode = new Map();
+      itemActions.set(machine, byNode);
+    }
+    byNode.set(b.node.key, { at: now, prepared });
+    return prepared;
+  }
+
   return async function invoke(machine: RunMachine, b: Invoke, signal?: AbortSignal): Promise<void> {
     const { node } = b;
     // The node's attempt, or a FOREACH item's (its action is in the node's config.action).
@@ -62,7 +89,7 @@ export function createActionCaller(deps: ActionCallDeps) {
     let prepared: Awaited<ReturnType<ActionInvoker['prepareAction']>> | undefined;
     let describeError: string | undefined;
     try {
-      prepared = await deps.actions.prepareAction(instanceId, action);
+      prepared = await prepare(machine, b, instanceId, action);
     } catch (err) {
       describeError = errorText(err);
     }

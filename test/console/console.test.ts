@@ -678,4 +678,96 @@ describe.skipIf(!hasBrowser)('the console at /console', () => {
       .toBe(2);
     await page.close();
   });
+  it('draws failure edges, says what a WAIT_EVENT waits for and a FOREACH did, and links a CALL to its child and back', {
+    timeout: 90_000,
+  }, async () => {
+    const paid = 'com.example.console.paid';
+    expect((await server.api('POST', '/event_definition', { event_type: paid })).status).toBe(200);
+    const child = await server.api('POST', '/event_subscription', { name: 'child', event_type: paid });
+    const childGraph = {
+      nodes: [{ key: 'note', type: 'COMPUTE', config: { logic: { noted: true } } }],
+      edges: [],
+    };
+    expect((await server.api('PUT', `/event_subscription/${child.body.id}/graph`, childGraph)).status).toBe(
+      200,
+    );
+    const sub = await server.api('POST', '/event_subscription', { name: 'shapes', event_type: EVENT_TYPE });
+    const graph = {
+      nodes: [
+        {
+          key: 'lines',
+          type: 'FOREACH',
+          config: { items: [1, 2, 3], call: { subscription_id: child.body.id, input: {} } },
+        },
+        { key: 'rescue', type: 'COMPUTE', config: { logic: { rescued: true } } },
+        { key: 'page', type: 'CALL', config: { subscription_id: child.body.id, input: {} } },
+        {
+          key: 'wait',
+          type: 'WAIT_EVENT',
+          config: {
+            event_type: paid,
+            correlation: { run: { var: 'event.id' }, event: { var: 'event.data.order' } },
+            timeout_ms: 600_000,
+          },
+        },
+      ],
+      edges: [
+        { from_node_id: 'lines', to_node_id: 'rescue', on_failure: true },
+        { from_node_id: 'lines', to_node_id: 'page' },
+      ],
+    };
+    const put = await server.api('PUT', `/event_subscription/${sub.body.id}/graph`, graph);
+    expect(put.status, JSON.stringify(put.body)).toBe(200);
+    const failureEdge = put.body.edges.find((e: { on_failure: boolean }) => e.on_failure).id;
+    const event = {
+      specversion: '1.0',
+      id: 'shapes-1',
+      source: '/shop',
+      type: EVENT_TYPE,
+      data: { total: 3 },
+    };
+    expect((await server.api('POST', '/event', event)).status).toBe(202);
+    let runId = '';
+    await expect
+      .poll(
+        async () => {
+          const run = (await server.api('GET', `/workflow_run?event_subscription_id=${sub.body.id}`)).body
+            .runs[0];
+          if (!run) return 'no run';
+          runId = run.id;
+          const nodes = (await server.api('GET', `/workflow_run/${run.id}/node`)).body.nodes;
+          return nodes.find((n: { node_key: string }) => n.node_key === 'page')?.status;
+        },
+        { timeout: 30_000 },
+      )
+      .toBe('completed');
+    const { page, errors } = await openPage();
+    await signIn(page);
+    await page.goto(`${server.base}/console/runs/${runId}`);
+    const graphView = page.getByRole('img', { name: 'run graph' });
+    await graphView.waitFor();
+    expect(await graphView.locator(`[data-edge="${failureEdge}"]`).getAttribute('class')).toBe(
+      'edge failure',
+    );
+    expect(await graphView.locator(`[data-edge="${failureEdge}"]`).innerHTML()).toContain('on failure');
+    await expect
+      .poll(() => page.locator('[data-node-note="lines"]').first().innerText())
+      .toContain('3 / 3 items');
+    await expect
+      .poll(() => page.locator('[data-node-note="wait"]').first().innerText())
+      .toMatch(new RegExp(`waits for ${paid.replaceAll('.', '\\.')} with key "shapes-1" until \\d{4}-`));
+    const childLink = page.locator('[data-node-note="page"] a').first();
+    const childId = await childLink.getAttribute('data-child-run');
+    await expect.poll(() => page.getByRole('table', { name: 'child runs' }).locator('tr').count()).toBe(5);
+    await page.screenshot({ path: join(SHOTS, 'run-children.png'), fullPage: true });
+    await childLink.click();
+    await page.waitForURL(`**/console/runs/${childId}`);
+    await page.locator(`[data-parent-run="${runId}"]`).click();
+    await page.waitForURL(`**/console/runs/${runId}`);
+    await page.goto(`${server.base}/console/runs?parent_run_id=${runId}`);
+    await expect.poll(() => page.getByRole('table', { name: 'runs' }).locator('tbody tr').count()).toBe(4);
+    expect(await page.locator(`[data-parent-filter="${runId}"]`).count()).toBe(1);
+    expect(errors).toEqual([]);
+    await page.close();
+  });
 });

@@ -90,3 +90,44 @@ export async function wakeRuns(db: Db, runIds: readonly string[], at: string): P
       .execute();
   }
 }
+
+/**
+ * Gives runs a turn now, holding for `workerId` (until `leaseUntil`) at most `room` of those no
+ * worker holds: those are answered, for that worker to drive at once; the others no worker holds are
+ * due now, and those a worker holds are left to it (its release checks what changed). The rows are
+ * locked first, as `wakeRuns` does.
+ */
+export async function holdOrWakeRuns(
+  db: Db,
+  dialect: 'sqlite' | 'postgres',
+  runIds: readonly string[],
+  holder: { workerId: string; leaseUntil: string; room: number },
+  at: string,
+): Promise<WorkflowRunTable[]> {
+  const free: WorkflowRunTable[] = [];
+  for (const batch of batches(db, [...runIds], 500)) {
+    let q = db
+      .selectFrom('workflow_run')
+      .selectAll()
+      .where('id', 'in', batch)
+      .where('status', '=', 'running');
+    if (dialect === 'postgres') q = q.forUpdate();
+    for (const row of await q.execute()) if (row.locked_by === null) free.push(row);
+  }
+  const held = free.slice(0, Math.max(0, holder.room));
+  const due = free.slice(held.length).map((r) => r.id);
+  for (const batch of batches(
+    db,
+    held.map((r) => r.id),
+    500,
+  )) {
+    await db
+      .updateTable('workflow_run')
+      .set({ locked_by: holder.workerId, wake_at: holder.leaseUntil, updated_at: at })
+      .where('id', 'in', batch)
+      .where('locked_by', 'is', null)
+      .execute();
+  }
+  if (due.length > 0) await wakeRuns(db, due, at);
+  return held;
+}

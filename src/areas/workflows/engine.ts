@@ -1,5 +1,3 @@
-// Long file: the engine's drive loop, its two run budgets and its claims share one state; the
-// flow gate, the persister and the writer are apart.
 /**
  * The durable workflow engine (docs/workflows.md "Durability"):
  *
@@ -33,21 +31,20 @@ import { newWorkerId } from '../../worker/worker-id.js';
 import type { EventHandler } from '../events/handlers.js';
 import type { EventPublisher } from '../events/publish.js';
 import { type ActionInvoker, createActionCaller } from './action-call.js';
-import { type ChildRuns, createChildRuns } from './children.js';
+import { createChildRuns } from './children.js';
 import * as claimStore from './claim-store.js';
-import { createEventWaits } from './event-waits.js';
+import { createDrive } from './drive.js';
+import { createEventWaits, type EventWaitsDeps } from './event-waits.js';
 import { createFlowGate, engineFlowControl } from './flow-gate.js';
 import type { GraphSource } from './graph-source.js';
 import type { RunMachine } from './machine.js';
 import type { WorkflowMetrics } from './metrics.js';
 import { buildPlan, type Plan, PlanCache } from './plan.js';
 import { createRateGuard } from './rate-guard.js';
-import { reportRunFinished } from './reporting.js';
 import { resumeRuns } from './resume.js';
 import { createRouter } from './router.js';
 import { runEventPolicy } from './run-events.js';
-import { createRunPersister, Dropped, LeaseLost } from './run-persister.js';
-import { type Invoke, invokeKey } from './run-state.js';
+import { createRunPersister } from './run-persister.js';
 import { createRunWriter } from './run-writer.js';
 import type { WorkflowRunTable } from './tables.js';
 
@@ -98,41 +95,16 @@ export interface WorkflowEngine {
   workerId: string;
 }
 
-/** A run with no ACTION in flight (most steps): one set, not one per step. */
-const NOTHING_IN_FLIGHT: ReadonlySet<string> = new Set();
-
-/** Why a run's drive stopped before its end, logged where it matters. */
-function reportStopped(
-  log: Logger,
-  writes: ReturnType<typeof createRunPersister>,
-  machine: RunMachine,
-  err: unknown,
-): void {
-  if (writes.abandon(machine, err)) {
-    // Nothing of the run is stored: its event's hand-over fails, and the event comes again.
-  } else if (err instanceof Dropped || writes.dropped(machine)) {
-    // Its first write did not create it (another hand-over did, or the write failed and the
-    // event comes again); nothing of this copy reached anyone.
-  } else if (err instanceof LeaseLost)
-    log.warn({ run_id: machine.run.id }, 'workflow engine: lease lost; another worker has the run');
-  // Anything else (the store failing): the lease expires and a worker resumes the run from its
-  // last persisted step.
-  else
-    log.error(
-      { run_id: machine.run.id, err },
-      'workflow engine: run step failed; it resumes after its lease',
-    );
-}
-
 /** The waits of runs on what happens outside them: events (WAIT_EVENT) and child runs (CALL). */
 function createOutsideWaits(
   deps: EngineDeps,
   planOf: (subscriptionId: string, version: number) => Promise<Plan>,
   notify: () => void,
+  engine: EventWaitsDeps['engine'],
 ) {
   const { store, clock, log } = deps;
   return {
-    eventWaits: createEventWaits({ store, clock, log, woken: notify }),
+    eventWaits: createEventWaits({ store, clock, log, woken: notify, engine }),
     children: createChildRuns({
       store,
       clock,
@@ -145,44 +117,6 @@ function createOutsideWaits(
       woken: notify,
     }),
   };
-}
-
-/**
- * Starts the child runs (CALL, FOREACH with call) among the step's attempts: made, then written with
- * the attempts that start them. False when there were none.
- */
-async function spawnChildren(
-  machine: RunMachine,
-  invokes: readonly Invoke[],
-  children: ChildRuns,
-  persist: () => Promise<void>,
-): Promise<boolean> {
-  const spawning = invokes.filter((inv) => inv.node.call !== undefined);
-  if (spawning.length === 0) return false;
-  await Promise.all(spawning.map((inv) => children.start(machine, inv)));
-  await persist();
-  return true;
-}
-
-/**
- * Releases a run that only waits: until its timer, or (waiting only for child runs) until a child's
- * end wakes it. An event may have taken a wait, or a child ended, while this worker held the run:
- * then it is due now.
- */
-async function release(
-  machine: RunMachine,
-  wakeAt: string | null,
-  ctx: {
-    writes: ReturnType<typeof createRunPersister>;
-    dueTimer: DueTimer;
-  } & ReturnType<typeof createOutsideWaits>,
-): Promise<void> {
-  const awaited = machine.awaitedChildren().length > 0;
-  if (wakeAt === null && !awaited) throw new Error('the run has nothing to run and nothing to wait for');
-  await ctx.writes.persist(machine, { wake_at: wakeAt, locked_by: null });
-  if (wakeAt !== null) ctx.dueTimer.arm(Date.parse(wakeAt));
-  await ctx.eventWaits.afterRelease(machine.run.id, machine.waitingForEvents());
-  if (awaited) await ctx.children.afterRelease(machine);
 }
 
 export function createWorkflowEngine(deps: EngineDeps): WorkflowEngine {
@@ -216,8 +150,21 @@ export function createWorkflowEngine(deps: EngineDeps): WorkflowEngine {
   /** Wakes the job when a released run (DELAY, retry backoff) comes due. */
   const dueTimer = new DueTimer(clock, notify);
 
-  const outside = createOutsideWaits(deps, (id, v) => planOf(id, v), notify);
-  const { eventWaits, children } = outside;
+  const outside = createOutsideWaits(deps, (id, v) => planOf(id, v), notify, {
+    workerId,
+    leaseUntil: () => lease.until(),
+    room: () => (stopping ? 0 : handedCapacity - handedInFlight),
+    drive: (rows) => {
+      hydrate(rows).then(
+        (machines) => {
+          for (const m of machines) launch(m, 'handed');
+        },
+        (err) =>
+          log.error({ err }, 'workflow engine: resumed runs not loaded; they resume after their lease'),
+      );
+    },
+  });
+  const { eventWaits } = outside;
 
   function planOf(subscriptionId: string, version: number): Promise<Plan> {
     return plans.get(subscriptionId, version, async () => {
@@ -267,124 +214,20 @@ export function createWorkflowEngine(deps: EngineDeps): WorkflowEngine {
     calling: (active) => (invoking += active ? 1 : -1),
   });
 
-  /**
-   * Drives one run until it ends or only timers are left: every ready ACTION starts at once (up to
-   * `runParallelism` per run and `workerParallelism` in this worker), side-effect-free nodes run as
-   * soon as they are ready, and the run is written before each wait. The run's lease is renewed
-   * throughout. When the run ends, calls still in flight are abandoned (their nodes are stopped).
-   */
-  async function drive(machine: RunMachine): Promise<void> {
-    const calls = new Map<string, Promise<void>>();
-    // Made when the first call starts: most runs of side-effect-free nodes never need them, and an
-    // AbortController (its abort builds a DOMException) or a heartbeat timer per run costs throughput.
-    let ended: AbortController | undefined;
-    let stopBeat: (() => void) | undefined;
-    let signalled = false;
-    let wakeDrive: (() => void) | undefined;
-    /** A slot handed to this run after it waited for one: its next call's, or given back at the end. */
-    let reserved = false;
-    /** Calls in flight of ACTION nodes (runParallelism bounds these; a FOREACH bounds its items). */
-    let nodeCalls = 0;
-    /** An attempt of this run answered: its drive loop steps again. */
-    const wakeRun = () => {
-      signalled = true;
-      wakeDrive?.();
-    };
-    try {
-      for (;;) {
-        // A new run whose first write did not create it stops here (its failed attempt included).
-        if (writes.dropped(machine)) throw new Dropped();
-        const step = machine.advance(
-          clock.now(),
-          calls.size === 0 ? NOTHING_IN_FLIGHT : new Set(calls.keys()),
-        );
-        if (machine.run.status !== 'running') {
-          // Only calls still in flight need stopping (an abort builds a DOMException, stack and all).
-          if (calls.size > 0) ended?.abort();
-          await writes.persist(machine, { wake_at: null, locked_by: null });
-          reportRunFinished(machine, log, deps.metrics);
-          await children.cancelOrphans(machine);
-          return;
-        }
-        if (step.timeouts.length > 0) {
-          await eventWaits.settleTimeouts(machine, step.timeouts);
-          continue;
-        }
-        if (step.children.length > 0) {
-          await children.read(machine, step.children);
-          continue;
-        }
-        if (await spawnChildren(machine, step.invokes, children, () => writes.persist(machine, held()))) {
-          notify();
-          continue;
-        }
-        let started = false;
-        for (const inv of step.invokes) {
-          const item = inv.item !== undefined;
-          if (!item && nodeCalls >= runParallelism) continue;
-          if (reserved) reserved = false;
-          else if (!actionSlots.take()) break;
-          started = true;
-          ended ??= new AbortController();
-          stopBeat ??= heartbeat(machine.run.id);
-          const key = invokeKey(inv);
-          if (!item) nodeCalls++;
-          const call = invoke(machine, inv, ended.signal)
-            .catch((err) => {
-              // The store failed while recording the attempt: the run resumes after its lease.
-              log.error(
-                { run_id: machine.run.id, node: inv.node.key, err },
-                'workflow engine: ACTION attempt failed to start',
-              );
-            })
-            .finally(() => {
-              calls.delete(key);
-              if (!item) nodeCalls--;
-              actionSlots.give();
-              wakeRun();
-            });
-          calls.set(key, call);
-        }
-        if (calls.size === 0) {
-          if (step.invokes.length > 0) {
-            // Every ACTION slot of this worker is taken: wait for one, in turn. A new run is written
-            // first: its event's hand-over waits for that write, not for a slot.
-            if (writes.unwritten(machine)) await writes.persist(machine, held());
-            await actionSlots.acquire();
-            reserved = true;
-            continue;
-          }
-          await release(machine, step.wakeAt, { writes, dueTimer, ...outside });
-          return;
-        }
-        // Side-effect-free progress is written before waiting; each attempt writes its own start, and
-        // with it everything the run did before (a write takes all changes up to its turn), so a step
-        // that started a call leaves the writing to it: one write fewer per ACTION.
-        if (!started && machine.hasChanges()) await writes.persist(machine, held());
-        if (!signalled) {
-          await new Promise<void>((resolve) => {
-            const wait = step.wakeAt === null ? null : Date.parse(step.wakeAt) - clock.now().getTime();
-            const timer = wait === null ? undefined : setTimeout(() => wakeDrive?.(), Math.max(0, wait));
-            wakeDrive = () => {
-              clearTimeout(timer);
-              wakeDrive = undefined;
-              resolve();
-            };
-          });
-        }
-        signalled = false;
-      }
-    } catch (err) {
-      reportStopped(log, writes, machine, err);
-      ended?.abort();
-    } finally {
-      writes.abandon(machine, new Error('the run stopped before its first write'));
-      if (reserved) actionSlots.give();
-      stopBeat?.();
-      // Calls abandoned above settle on their own; the slots they hold are given back then.
-      if (calls.size > 0) await Promise.allSettled([...calls.values()]);
-    }
-  }
+  const drive = createDrive({
+    clock,
+    log,
+    metrics: deps.metrics,
+    writes,
+    invoke,
+    slots: actionSlots,
+    heartbeat,
+    dueTimer,
+    outside,
+    held,
+    notify,
+    runParallelism,
+  });
 
   const hydrate = (rows: WorkflowRunTable[]) =>
     resumeRuns(rows, { store, clock, log, planOf, writeRun: (w) => writeRun(w) });

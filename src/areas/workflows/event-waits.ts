@@ -8,6 +8,7 @@ import { CompiledCache } from './jsonlogic.js';
 import type { RunMachine } from './machine.js';
 import type { Plan } from './plan.js';
 import type { NodeState } from './run-state.js';
+import type { WorkflowRunTable } from './tables.js';
 import { eventWaitKey, type WaitSpec } from './wait-spec.js';
 import * as waits from './wait-store.js';
 
@@ -38,6 +39,17 @@ export interface EventWaitsDeps {
   log: Logger;
   /** Runs were made due: the engine's next claim takes them. */
   woken(): void;
+  /**
+   * This process's engine, which drives resumed runs at once when it has room: they are held for it
+   * in the transaction that takes their waits, with no claim of their own.
+   */
+  engine?: {
+    workerId: string;
+    leaseUntil(): string;
+    /** How many more runs it takes now (0 while stopping). */
+    room(): number;
+    drive(rows: WorkflowRunTable[]): void;
+  };
 }
 
 export function createEventWaits(deps: EventWaitsDeps): EventWaits {
@@ -63,8 +75,14 @@ export function createEventWaits(deps: EventWaitsDeps): EventWaits {
     const nodes = await waits.waitingOn(store.db, [...byKey.keys()]);
     if (nodes.length === 0) return;
     const at = iso(clock.now());
+    const runIds = [...new Set(nodes.map((n) => n.workflow_run_id))];
+    const engine = deps.engine;
+    let held: WorkflowRunTable[] = [];
     const taken = await store.transaction(async (tx) => {
-      await claims.wakeRuns(tx.db, [...new Set(nodes.map((n) => n.workflow_run_id))], at);
+      if (engine) {
+        const holder = { workerId: engine.workerId, leaseUntil: engine.leaseUntil(), room: engine.room() };
+        held = await claims.holdOrWakeRuns(tx.db, tx.dialect, runIds, holder, at);
+      } else await claims.wakeRuns(tx.db, runIds, at);
       let count = 0;
       for (const node of nodes) {
         const event = byKey.get(node.wait_key) as CloudEvent;
@@ -73,7 +91,8 @@ export function createEventWaits(deps: EventWaitsDeps): EventWaits {
       }
       return count;
     });
-    if (taken > 0) deps.woken();
+    if (held.length > 0) engine?.drive(held);
+    if (taken > 0 && held.length < runIds.length) deps.woken();
   }
 
   return {

@@ -141,3 +141,6 @@ export function createRunPersister(deps: RunPersisterDeps) {
     },
   };
 }
+
+/** How the engine writes runs (createRunPersister). */
+export type RunPersister = ReturnType<typeof createRunPersister>;

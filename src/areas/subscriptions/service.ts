@@ -1,4 +1,5 @@
 import { auditInsert, auditUpdate } from '../../db/audit.js';
+import { jsonText } from '../../db/json-text.js';
 import type { Store } from '../../db/store.js';
 import type { Collection } from '../../http/collection.js';
 import { AppError } from '../../http/errors.js';
@@ -20,7 +21,6 @@ import {
   type RoutableSubscription,
   type Subscription,
   type SubscriptionPatch,
-  toJsonText,
 } from './store.js';
 import type { WorkflowEdgeTable, WorkflowNodeTable } from './tables.js';
 
@@ -125,12 +125,12 @@ export function createSubscriptionService(deps: SubscriptionDeps): SubscriptionS
       patch.retention_failed_runs_seconds = retention.failed_runs_seconds;
     if (body.flow_control !== undefined) {
       checkFlowControl(body.flow_control, `${field}flow_control`);
-      patch.flow_control = toJsonText(body.flow_control);
+      patch.flow_control = jsonText(body.flow_control);
     }
     if (body.source_filter !== undefined) patch.source_filter = body.source_filter;
     if (body.subject_filter !== undefined) patch.subject_filter = body.subject_filter;
     if (body.condition_jsonlogic !== undefined)
-      patch.condition_jsonlogic = toJsonText(body.condition_jsonlogic);
+      patch.condition_jsonlogic = jsonText(body.condition_jsonlogic);
     return patch;
   }
 
@@ -214,11 +214,11 @@ export function createSubscriptionService(deps: SubscriptionDeps): SubscriptionS
         enabled: body.enabled === false ? 0 : 1,
         source_filter: body.source_filter ?? null,
         subject_filter: body.subject_filter ?? null,
-        condition_jsonlogic: toJsonText(body.condition_jsonlogic),
+        condition_jsonlogic: jsonText(body.condition_jsonlogic),
         max_runs_per_minute: body.max_runs_per_minute ?? null,
         retention_completed_runs_seconds: body.retention?.completed_runs_seconds ?? null,
         retention_failed_runs_seconds: body.retention?.failed_runs_seconds ?? null,
-        flow_control: toJsonText(body.flow_control),
+        flow_control: jsonText(body.flow_control),
         paused_reason: null,
         paused_at: null,
         graph_version: 0,
@@ -300,8 +300,8 @@ export function createSubscriptionService(deps: SubscriptionDeps): SubscriptionS
               name: n.name,
               description: n.description,
               type: n.type,
-              config: toJsonText(n.config),
-              retry_policy: toJsonText(n.retry_policy),
+              config: jsonText(n.config),
+              retry_policy: jsonText(n.retry_policy),
               timeout_ms: n.timeout_ms,
               continue_on_error: n.continue_on_error ? 1 : 0,
               ...auditInsert(at, userId),
@@ -319,7 +319,7 @@ export function createSubscriptionService(deps: SubscriptionDeps): SubscriptionS
               from_node_id: nodeRows[e.from].id,
               to_node_id: nodeRows[e.to].id,
               label: e.label,
-              condition_jsonlogic: toJsonText(e.condition_jsonlogic),
+              condition_jsonlogic: jsonText(e.condition_jsonlogic),
               on_failure: e.on_failure ? 1 : 0,
               created_at: at,
               deleted_at: null,

@@ -1,5 +1,6 @@
 import type { Static } from '@sinclair/typebox';
 import { listActive, softDeleted, updateActive } from '../../db/audit.js';
+import { jsonText, parseJsonText } from '../../db/json-text.js';
 import { batches, prepared } from '../../db/prepared.js';
 import type { Db, Tx } from '../../db/store.js';
 import type { ListResult, Page } from '../../http/list.js';
@@ -26,10 +27,6 @@ export interface SubscriptionFilters {
   search?: string;
 }
 
-const parse = <T>(text: string | null): T | null => (text === null ? null : (JSON.parse(text) as T));
-const json = (value: unknown): string | null =>
-  value === null || value === undefined ? null : JSON.stringify(value);
-
 export const toSubscription = (r: EventSubscriptionTable): RoutableSubscription => ({
   id: r.id,
   name: r.name,
@@ -38,13 +35,13 @@ export const toSubscription = (r: EventSubscriptionTable): RoutableSubscription 
   enabled: Boolean(r.enabled),
   source_filter: r.source_filter,
   subject_filter: r.subject_filter,
-  condition_jsonlogic: parse(r.condition_jsonlogic),
+  condition_jsonlogic: parseJsonText(r.condition_jsonlogic),
   max_runs_per_minute: r.max_runs_per_minute,
   retention: {
     completed_runs_seconds: r.retention_completed_runs_seconds,
     failed_runs_seconds: r.retention_failed_runs_seconds,
   },
-  flow_control: parse<FlowControl>(r.flow_control),
+  flow_control: parseJsonText<FlowControl>(r.flow_control),
   paused_reason: r.paused_reason,
   paused_at: r.paused_at,
   graph_version: r.graph_version,
@@ -67,8 +64,8 @@ const toNode = (r: WorkflowNodeTable): GraphNode => ({
   name: r.name,
   description: r.description,
   type: r.type as NodeType,
-  config: parse(r.config),
-  retry_policy: parse<RetryPolicy>(r.retry_policy),
+  config: parseJsonText(r.config),
+  retry_policy: parseJsonText<RetryPolicy>(r.retry_policy),
   timeout_ms: r.timeout_ms,
   continue_on_error: Boolean(r.continue_on_error),
   created_at: r.created_at,
@@ -80,7 +77,7 @@ const toEdge = (r: WorkflowEdgeTable): GraphEdge => ({
   from_node_id: r.from_node_id,
   to_node_id: r.to_node_id,
   label: r.label,
-  condition_jsonlogic: parse(r.condition_jsonlogic),
+  condition_jsonlogic: parseJsonText(r.condition_jsonlogic),
   on_failure: Boolean(r.on_failure),
   created_at: r.created_at,
 });
@@ -235,8 +232,6 @@ export async function insertGraph(
   for (const batch of batches(db, nodes, 500)) await db.insertInto('workflow_node').values(batch).execute();
   for (const batch of batches(db, edges, 500)) await db.insertInto('workflow_edge').values(batch).execute();
 }
-
-export { json as toJsonText };
 
 /** Every subscription's run retention (deleted ones too), for the prune job. */
 export async function retentionSettings(db: Db) {

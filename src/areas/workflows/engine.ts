@@ -155,13 +155,20 @@ export function createWorkflowEngine(deps: EngineDeps): WorkflowEngine {
     leaseUntil: () => lease.until(),
     room: () => (stopping ? 0 : handedCapacity - handedInFlight),
     drive: (rows) => {
-      hydrate(rows).then(
-        (machines) => {
-          for (const m of machines) launch(m, 'handed');
-        },
-        (err) =>
-          log.error({ err }, 'workflow engine: resumed runs not loaded; they resume after their lease'),
-      );
+      // In flight from the hold on: the job's step (and a graceful stop) waits for the load too.
+      const loading: Promise<void> = hydrate(rows)
+        .then(
+          (machines) => {
+            for (const m of machines) launch(m, 'handed');
+          },
+          (err) =>
+            log.error({ err }, 'workflow engine: resumed runs not loaded; they resume after their lease'),
+        )
+        .finally(() => {
+          inFlight.delete(loading);
+          runEnded();
+        });
+      inFlight.add(loading);
     },
   });
   const { eventWaits } = outside;

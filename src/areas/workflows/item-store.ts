@@ -1,13 +1,10 @@
+import { jsonText, parseJsonText } from '../../db/json-text.js';
 import { batches, prepared } from '../../db/prepared.js';
 import type { Db } from '../../db/store.js';
 import type { ItemState } from './run-state.js';
 import type { WorkflowRunItemTable } from './tables.js';
 
 /** SQL of FOREACH items (docs/workflows.md "FOREACH") and of child runs as their parents read them (CALL). */
-
-const parse = (text: string | null): unknown => (text === null ? null : JSON.parse(text));
-const json = (value: unknown): string | null =>
-  value === null || value === undefined ? null : JSON.stringify(value);
 
 export function itemRow(runId: string, nodeKey: string, item: ItemState, at: string): WorkflowRunItemTable {
   return {
@@ -16,8 +13,8 @@ export function itemRow(runId: string, nodeKey: string, item: ItemState, at: str
     node_key: nodeKey,
     item_index: item.index,
     status: item.status,
-    input: json(item.input),
-    output: json(item.output),
+    input: jsonText(item.input),
+    output: jsonText(item.output),
     error: item.error,
     attempts: item.attempts,
     interruptions: item.interruptions,
@@ -35,8 +32,8 @@ export const toItemState = (r: WorkflowRunItemTable): ItemState => ({
   id: r.id,
   index: r.item_index,
   status: r.status,
-  input: parse(r.input),
-  output: parse(r.output),
+  input: parseJsonText(r.input),
+  output: parseJsonText(r.output),
   error: r.error,
   attempts: r.attempts,
   interruptions: r.interruptions,
@@ -129,7 +126,7 @@ export async function childOutcomes(
       .execute();
     for (const r of rows) {
       const byKey = outputs.get(r.workflow_run_id) ?? {};
-      byKey[r.node_key] = parse(r.output);
+      byKey[r.node_key] = parseJsonText(r.output);
       outputs.set(r.workflow_run_id, byKey);
     }
   }

@@ -1,5 +1,6 @@
 import type { Static } from '@sinclair/typebox';
 import { sql } from 'kysely';
+import { jsonText, parseJsonText } from '../../db/json-text.js';
 import { batches, prepared } from '../../db/prepared.js';
 import type { Db } from '../../db/store.js';
 import { type ListResult, type Page, paginate, whereEquals, whereTimeRanges } from '../../http/list.js';
@@ -47,10 +48,6 @@ export interface RunFilters extends TimeRangeFilters<'started_at' | 'completed_a
   parent_run_id?: string;
 }
 
-const parse = (text: string | null): unknown => (text === null ? null : JSON.parse(text));
-const json = (value: unknown): string | null =>
-  value === null || value === undefined ? null : JSON.stringify(value);
-
 export const toRun = ({
   wake_at: _w,
   locked_by: _l,
@@ -67,9 +64,9 @@ export const toRun = ({
 
 /** The JSON columns of a run-node row, parsed. */
 const nodeDocuments = (r: Pick<WorkflowRunNodeTable, 'input' | 'output' | 'skip_reason'>) => ({
-  input: parse(r.input),
-  output: parse(r.output),
-  skip_reason: parse(r.skip_reason) as SkipReason | null,
+  input: parseJsonText(r.input),
+  output: parseJsonText(r.output),
+  skip_reason: parseJsonText(r.skip_reason) as SkipReason | null,
 });
 
 export const toRunNode = ({
@@ -108,10 +105,10 @@ export function nodeRow(runId: string, s: NodeState, at: string): WorkflowRunNod
     status: s.status,
     // A COMPUTE node's input is its `logic`, which the immutable graph version holds: not stored
     // again per run (withGraphInputs puts it back in the answer).
-    input: s.type === 'COMPUTE' ? null : json(s.input),
-    output: json(s.output),
+    input: s.type === 'COMPUTE' ? null : jsonText(s.input),
+    output: jsonText(s.output),
     error: s.error,
-    skip_reason: json(s.skip_reason),
+    skip_reason: jsonText(s.skip_reason),
     started_at: s.started_at,
     completed_at: s.completed_at,
     attempts: s.attempts,

@@ -9,7 +9,9 @@ export interface RunExportFilter {
   subscriptionId?: string;
 }
 
-const PAGE = 100;
+// A page of runs with their nodes is what the export holds at once: kept small, so a large run (big
+// event data, big outputs) still leaves the heap level.
+const PAGE = 50;
 
 /**
  * Runs as `GET /workflow_run/{id}` answers them, each with its nodes as `GET /workflow_run/{id}/node`

@@ -146,9 +146,10 @@ export function createSubscriptionService(deps: SubscriptionDeps): SubscriptionS
   }
 
   /** The subscriptions' calls as the save of `subscriptionId`'s graph checks them (graph-checks.ts). */
-  const callTargets = (subscriptionId: string) => ({
-    subscriptionId,
-    async target(id: string) {
+  const callTargets = (subscriptionId: string) => {
+    // One read per subscription per save, however many CALL nodes reach it.
+    const read = new Map<string, Promise<{ event_type: string; calls: string[] } | undefined>>();
+    const load = async (id: string) => {
       const sub = await st.get(store.db, id);
       if (!sub) return undefined;
       const graph = await st.currentGraph(store.db, id);
@@ -157,8 +158,19 @@ export function createSubscriptionService(deps: SubscriptionDeps): SubscriptionS
         return callee === undefined ? [] : [callee];
       });
       return { event_type: sub.event_type, calls };
-    },
-  });
+    };
+    return {
+      subscriptionId,
+      target(id: string) {
+        let found = read.get(id);
+        if (!found) {
+          found = load(id);
+          read.set(id, found);
+        }
+        return found;
+      },
+    };
+  };
 
   async function availablePaths(
     sub: { event_type: string },

@@ -5,6 +5,7 @@ import { type Clock, iso } from '../../lib/clock.js';
 import { newId } from '../../lib/ids.js';
 import type { CloudEvent } from '../events/cloudevent.js';
 import type { EventPublisher } from '../events/publish.js';
+import { wakeReleased } from './claim-store.js';
 import { cancelInTx } from './control.js';
 import type { GraphSource } from './graph-source.js';
 import * as items from './item-store.js';
@@ -15,7 +16,6 @@ import { newRun } from './router.js';
 import { RUN_EVENT_SOURCE } from './run-events.js';
 import type { ChildOutcome, ChildWait, Invoke } from './run-state.js';
 import * as runs from './store.js';
-import { wakeReleased } from './wait-store.js';
 
 /**
  * CALL's side outside the machine (docs/workflows.md "CALL"): a child run is checked (the

@@ -1,6 +1,6 @@
 import { sql } from 'kysely';
 import { batches, prepared } from '../../db/prepared.js';
-import type { Db } from '../../db/store.js';
+import { type Db, updatedAny } from '../../db/store.js';
 import type { WorkflowRunTable } from './tables.js';
 
 /** SQL of the engine's leases on runs: claiming due runs, renewing a lease while a run executes. */
@@ -130,4 +130,19 @@ export async function holdOrWakeRuns(
   }
   if (due.length > 0) await wakeRuns(db, due, at);
   return held;
+}
+
+/**
+ * Makes a released run due now: an event took one of its waits, or a child it waits for ended, while
+ * a worker held it.
+ */
+export async function wakeReleased(db: Db, runId: string, at: string): Promise<boolean> {
+  const res = await db
+    .updateTable('workflow_run')
+    .set({ wake_at: at, updated_at: at })
+    .where('id', '=', runId)
+    .where('status', '=', 'running')
+    .where('locked_by', 'is', null)
+    .executeTakeFirst();
+  return updatedAny(res);
 }

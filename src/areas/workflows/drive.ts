@@ -73,8 +73,9 @@ async function spawnChildren(
   children: ChildRuns,
   persist: () => Promise<void>,
 ): Promise<boolean> {
+  // Most steps start no child: no array made for them.
+  if (!invokes.some((inv) => inv.node.call !== undefined)) return false;
   const spawning = invokes.filter((inv) => inv.node.call !== undefined);
-  if (spawning.length === 0) return false;
   await Promise.all(spawning.map((inv) => children.start(machine, inv)));
   await persist();
   return true;

@@ -125,7 +125,7 @@ export function createEventWaits(deps: EventWaitsDeps): EventWaits {
       if (waiting.length === 0) return;
       const ids = waiting.map((s) => s.id);
       if (!(await waits.anyTaken(store.db, ids))) return;
-      if (await store.write((db) => waits.wakeReleased(db, runId, iso(clock.now())))) deps.woken();
+      if (await store.write((db) => claims.wakeReleased(db, runId, iso(clock.now())))) deps.woken();
     },
   };
 }

@@ -22,6 +22,7 @@ import type { CloudEvent } from '../events/cloudevent.js';
 import { ItemRun, kindOf, newItem } from './foreach.js';
 import { joinTimeout, joinVerdict } from './join.js';
 import { describeThrown, truthy } from './jsonlogic.js';
+import { FOREACH_LIMITS } from './node-config.js';
 import type { Plan, PlanNode } from './plan.js';
 import {
   type ChildOutcome,
@@ -59,7 +60,14 @@ interface CallInput {
   run_id: string | null;
 }
 
+/** A CALL waiting for its child run carries `run:<child id>` as its wait key. */
 const CHILD_WAIT = 'run:';
+
+/** The child run a running CALL waits for, or null. */
+const awaitedChild = (st: NodeState): string | null =>
+  st.status === 'running' && st.wait_key?.startsWith(CHILD_WAIT)
+    ? st.wait_key.slice(CHILD_WAIT.length)
+    : null;
 
 export class RunMachine {
   /** Node states changed since the last `takeChanges`. */
@@ -111,7 +119,7 @@ export class RunMachine {
     readonly nodes: Map<string, NodeState>,
     readonly simulate = false,
     /** FOREACH items as persisted, by node key (a resumed run). */
-    persistedItems?: ReadonlyMap<string, readonly ItemState[]>,
+    private readonly persistedItems?: ReadonlyMap<string, readonly ItemState[]>,
   ) {
     this.context = { event: eventContext(event), nodes: {} };
     this.depth = depthOf(event);
@@ -121,10 +129,7 @@ export class RunMachine {
       else if (st?.status === 'failed' && n.handlesFailure)
         this.context.nodes[n.key] = { output: null, error: nodeError(st.error) };
     }
-    this.persistedItems = persistedItems;
   }
-
-  private readonly persistedItems: ReadonlyMap<string, readonly ItemState[]> | undefined;
 
   /** Fresh pending node states for a new run (one per graph node, docs/workflows.md "States"). */
   static pendingStates(plan: Plan, ids: (node: PlanNode) => string): Map<string, NodeState> {
@@ -241,9 +246,10 @@ export class RunMachine {
   /** The child runs the run waits for (it may be released with no timer while there are any). */
   awaitedChildren(): string[] {
     const out: string[] = [];
-    for (const st of this.nodes.values())
-      if (st.status === 'running' && st.wait_key?.startsWith(CHILD_WAIT))
-        out.push(st.wait_key.slice(CHILD_WAIT.length));
+    for (const st of this.nodes.values()) {
+      const child = awaitedChild(st);
+      if (child !== null) out.push(child);
+    }
     for (const items of this.itemRuns.values())
       for (const item of items.open) if (item.child_run_id !== null) out.push(item.child_run_id);
     return out;
@@ -254,8 +260,9 @@ export class RunMachine {
     if (node.type === 'JOIN') return this.stepJoin(node, st, now, nowIso);
     if (node.type === 'FOREACH') return this.stepForEach(node, st, now, nowIso);
     if (st.status === 'running') {
-      if (node.type === 'CALL' && st.wait_key !== null) {
-        this.noteChild({ node, state: st, runId: st.wait_key.slice(CHILD_WAIT.length) });
+      const child = node.type === 'CALL' ? awaitedChild(st) : null;
+      if (child !== null) {
+        this.noteChild({ node, state: st, runId: child });
         return false;
       }
       if (st.resume_at !== null) {
@@ -587,12 +594,13 @@ export class RunMachine {
     }
     for (const st of this.nodes.values()) {
       if (st.status !== 'running') continue;
-      if (st.wait_key?.startsWith(CHILD_WAIT)) this.orphans.push(st.wait_key.slice(CHILD_WAIT.length));
+      const child = awaitedChild(st);
+      if (child !== null) this.orphans.push(child);
       st.status = 'failed';
       st.error =
         st.resume_at === null && st.type === 'ACTION'
           ? `${why}; the attempt in flight was abandoned`
-          : st.wait_key?.startsWith(CHILD_WAIT)
+          : child !== null
             ? `${why}; its child run is cancelled`
             : why;
       st.completed_at = nowIso;
@@ -903,7 +911,7 @@ export class RunMachine {
       if (inv.item.child_run_id !== runId && runId !== null) return;
       inv.item.child_run_id = null;
     } else {
-      if (runId !== null && inv.state.wait_key !== `${CHILD_WAIT}${runId}`) return;
+      if (runId !== null && awaitedChild(inv.state) !== runId) return;
       inv.state.wait_key = null;
     }
     const name = runId === null ? 'the simulated child run' : `child run ${runId}`;
@@ -966,7 +974,7 @@ export class RunMachine {
       this.attemptFailed(
         node,
         st,
-        `items: ${values.length} items, more than max_items ${each.maxItems} (at most 10000)`,
+        `items: ${values.length} items, more than max_items ${each.maxItems} (at most ${FOREACH_LIMITS.maxItems})`,
         now,
         true,
       );

@@ -105,15 +105,3 @@ export async function anyTaken(db: Db, nodeIds: readonly string[]): Promise<bool
     .executeTakeFirst();
   return row !== undefined;
 }
-
-/** Makes a released run due now (an event took one of its waits while a worker held it). */
-export async function wakeReleased(db: Db, runId: string, at: string): Promise<boolean> {
-  const res = await db
-    .updateTable('workflow_run')
-    .set({ wake_at: at, updated_at: at })
-    .where('id', '=', runId)
-    .where('status', '=', 'running')
-    .where('locked_by', 'is', null)
-    .executeTakeFirst();
-  return updatedAny(res);
-}

@@ -239,6 +239,63 @@ describe(`FOREACH (${dialectName})`, () => {
     );
   });
 
+  it('with call: cancelling the run cancels the child runs of the items in flight', async () => {
+    const child = await workflow(
+      a,
+      { nodes: [{ key: 'nap', type: 'DELAY', config: { delay_ms: 3_600_000 } }] },
+      { event_type: LINE },
+    );
+    const wf = await workflow(a, {
+      nodes: [
+        {
+          key: 'each',
+          type: 'FOREACH',
+          config: {
+            items: { var: 'event.data.items' },
+            concurrency: 2,
+            call: { subscription_id: child.id, input: { sku: { var: 'item' } } },
+          },
+        },
+      ],
+    });
+    await publish(t, { items: ['s1', 's2', 's3'] });
+    await settle(t);
+    const { run } = await onlyRun(a, wf.id);
+    const children = async () =>
+      (await a.call('GET', `/workflow_run?parent_run_id=${run.id}&sort_dir=asc`)).body.runs as Json[];
+    expect((await children()).map((k) => k.status)).toEqual(['running', 'running']);
+    expect((await a.call('POST', `/workflow_run/${run.id}/cancel`)).status).toBe(200);
+    const kids = await children();
+    expect(kids.map((k) => k.status)).toEqual(['cancelled', 'cancelled']);
+    for (const k of kids) expect(k.error).toBe(`cancelled: its parent run ${run.id} was cancelled`);
+    expect((await nodesOf(a, run.id)).each.progress).toEqual({
+      total: 3,
+      completed: 0,
+      failed: 2,
+      running: 0,
+    });
+  });
+
+  it('a retried run runs its failed FOREACH again from the first item', async () => {
+    const tag = `t${newId().slice(0, 6)}`;
+    // Each item fails the first time it asks: the first item fails the node (no retry policy).
+    const wf = await workflow(a, { nodes: [each(`/flaky/${tag}`, { concurrency: 1 })] });
+    await publish(t, { items: ['a', 'b'] });
+    await settle(t);
+    let { run, nodes } = await onlyRun(a, wf.id);
+    expect(run.status).toBe('failed');
+    expect(nodes.each.progress).toEqual({ total: 2, completed: 0, failed: 1, running: 0 });
+    expect((await a.call('POST', `/workflow_run/${run.id}/retry`)).status).toBe(200);
+    await settle(t);
+    ({ run, nodes } = await onlyRun(a, wf.id));
+    // Item a asks again (its second request succeeds); item b fails its first and the node fails again.
+    expect(hits.get(`/flaky/${tag}/a`)).toBe(2);
+    expect(hits.get(`/flaky/${tag}/b`)).toBe(1);
+    expect(run.status).toBe('failed');
+    expect(nodes.each.progress).toEqual({ total: 2, completed: 1, failed: 1, running: 0 });
+    expect(nodes.each.error).toMatch(/^WORKFLOW\.ITEM_FAILED: item 1 failed: /);
+  });
+
   it('cancel stops the rest: items not started never run', async () => {
     const tag = `x${newId().slice(0, 6)}`;
     const wf = await workflow(a, {

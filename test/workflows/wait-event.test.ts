@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { holdOrWakeRuns } from '../../src/areas/workflows/claim-store.js';
 import { manualClock } from '../../src/lib/clock.js';
 import { newId } from '../../src/lib/ids.js';
 import type { TestApp } from '../helpers/app.js';
@@ -365,5 +366,40 @@ describe(`WAIT_EVENT (${dialectName})`, () => {
     expect(byKey(timedOut.body).late.status).toBe('completed');
     // Nothing was persisted or resumed by the simulation.
     expect(await runsOf(a, wf.id)).toEqual([]);
+  });
+  it('a resume holds for the matching engine only the runs it has room for; the rest are due, a held one is left alone', async () => {
+    const wf = await workflow(a, payment());
+    for (const order of ['h1', 'h2', 'h3']) await publish(t, { order });
+    await settle(t);
+    const ids = (await runsOf(a, wf.id)).map((r) => r.id as string);
+    expect(ids).toHaveLength(3);
+    const at = clock.now().toISOString();
+    const later = new Date(clock.now().getTime() + 60_000).toISOString();
+    // A third run is held by another worker meanwhile: it is neither taken nor made due.
+    await t.ctx.store.db
+      .updateTable('workflow_run')
+      .set({ locked_by: 'other-worker', wake_at: later })
+      .where('id', '=', ids[2])
+      .execute();
+    const held = await t.ctx.store.transaction((tx) =>
+      holdOrWakeRuns(tx.db, tx.dialect, ids, { workerId: 'me', leaseUntil: later, room: 1 }, at),
+    );
+    expect(held.map((r) => r.id)).toHaveLength(1);
+    const rows = await t.ctx.store.db
+      .selectFrom('workflow_run')
+      .select(['id', 'locked_by', 'wake_at'])
+      .where('id', 'in', ids)
+      .execute();
+    const byId = new Map(rows.map((r) => [r.id, r]));
+    expect(byId.get(held[0].id)).toMatchObject({ locked_by: 'me', wake_at: later });
+    const due = ids.slice(0, 2).find((id) => id !== held[0].id) as string;
+    expect(byId.get(due)).toMatchObject({ locked_by: null, wake_at: at });
+    expect(byId.get(ids[2])).toMatchObject({ locked_by: 'other-worker', wake_at: later });
+    // Let the runs go again for the suite's other cases.
+    await t.ctx.store.db
+      .updateTable('workflow_run')
+      .set({ locked_by: null, wake_at: later })
+      .where('id', 'in', ids)
+      .execute();
   });
 });

@@ -15,6 +15,7 @@ import { createIdentityService, type IdentityService } from '../areas/identity/s
 import { createPluginMetrics } from '../areas/plugins/metrics.js';
 import { createPluginService, type PluginService } from '../areas/plugins/service.js';
 import { createQuestionnaireArea, type QuestionnaireArea } from '../areas/questionnaires/area.js';
+import { callLimitPruner } from '../areas/retention/call-limits.js';
 import { createPruneJob } from '../areas/retention/job.js';
 import { createRetentionMetrics } from '../areas/retention/metrics.js';
 import { createScheduleJob, SCHEDULES_JOB } from '../areas/schedules/job.js';
@@ -206,7 +207,7 @@ export function createServices(deps: ServiceDeps): Services {
     pluginDir: deps.config.pluginDir,
     pluginServices: deps.config.pluginServices,
     network,
-    metrics: createPluginMetrics(metrics),
+    metrics: createPluginMetrics(metrics, deps.store, deps.clock),
   });
   const auth = createAuthService({
     store: deps.store,
@@ -242,6 +243,12 @@ export function createServices(deps: ServiceDeps): Services {
     runEventWanted: async (type) =>
       (await subscriptions.namingType(type)).length > 0 || (await webhooks.wantsType(type)),
     checkEventData: (type, data) => eventTypes.checkData(type, data),
+  });
+  // A plugin instance's freed concurrency slot wakes the attempts waiting for it (docs/plugins.md "Limits").
+  plugins.onSlotFreed((holders) => {
+    workflowEngine
+      .slotFreed(holders)
+      .catch((err) => deps.log.warn({ err }, 'plugin limit waiters not woken; they ask again at their poll'));
   });
   // The drain comes last: its handlers are the areas' event consumers, complete from the start.
   const eventHandlers = [
@@ -299,6 +306,7 @@ export function createServices(deps: ServiceDeps): Services {
   const pruners = [
     workflows.pruner(deps.config.retention),
     workflows.flowWindowPruner(),
+    callLimitPruner(deps.store, deps.clock),
     webhooks.pruner(deps.config.retention.deliveriesSeconds),
     events.pruner(deps.config.retention.outboxSeconds),
   ];

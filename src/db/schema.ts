@@ -17,6 +17,7 @@ import type { SubscriptionTables } from '../areas/subscriptions/tables.js';
 import type { VaultTables } from '../areas/vault/tables.js';
 import type { WebhookTables } from '../areas/webhooks/tables.js';
 import type { WorkflowTables } from '../areas/workflows/tables.js';
+import type { CallLimitTables } from './call-limits.js';
 
 export interface Database
   extends AuthTables,
@@ -31,4 +32,5 @@ export interface Database
     SubscriptionTables,
     ScheduleTables,
     RetentionTables,
-    WorkflowTables {}
+    WorkflowTables,
+    CallLimitTables {}

@@ -67,6 +67,28 @@ export const retentionSchemas = <T extends Record<string, TSchema>>(fields: T) =
   body: Type.Optional(Type.Partial(Type.Object(fields), { additionalProperties: false })),
 });
 
+/**
+ * An outbound call rate limit (a plugin instance's, a webhook's): at most `limit` calls start in any
+ * `period_ms` (a sliding window); the rest wait their turn (src/db/call-limits.ts). Null: none.
+ */
+export const CallRateLimit = Nullable(
+  Type.Object(
+    {
+      limit: Type.Integer({ minimum: 1, maximum: 100_000 }),
+      period_ms: Type.Integer({
+        minimum: 1,
+        maximum: 86_400_000,
+        description: 'Milliseconds, at most one day.',
+      }),
+    },
+    {
+      additionalProperties: false,
+      description:
+        'At most `limit` calls start in any `period_ms` (a sliding window); the others wait their turn.',
+    },
+  ),
+);
+
 /** Any JSON object (free-form payloads, configs). */
 export const JsonObject = Type.Object({}, { additionalProperties: true });
 

@@ -1,4 +1,7 @@
-import type { Registry } from 'prom-client';
+import { Gauge, type Registry } from 'prom-client';
+import { waitingCalls } from '../../db/call-limits.js';
+import type { Store } from '../../db/store.js';
+import type { Clock } from '../../lib/clock.js';
 import { counter, histogram } from '../../lib/metrics.js';
 
 export interface PluginMetrics {
@@ -6,8 +9,22 @@ export interface PluginMetrics {
   invoked(plugin: string, action: string, outcome: string, seconds: number): void;
 }
 
-/** Plugin action invocations on /metrics (ACTION nodes and the manual invoke alike). */
-export function createPluginMetrics(registry: Registry): PluginMetrics {
+/**
+ * Plugin action invocations on /metrics (ACTION nodes and the manual invoke alike), and the calls
+ * waiting for an instance's limits (read from the store at each scrape: the whole deployment's).
+ */
+export function createPluginMetrics(registry: Registry, store: Store, clock: Clock): PluginMetrics {
+  new Gauge({
+    name: 'svc_plugin_calls_waiting',
+    help: "ACTION attempts waiting for their plugin instance's limit, by instance and limit (rate_limit, max_concurrency)",
+    labelNames: ['plugin_instance_id', 'limit'],
+    registers: [registry],
+    async collect() {
+      this.reset();
+      for (const w of await waitingCalls(store.db, 'plugin:', clock.now()))
+        this.set({ plugin_instance_id: w.scope.slice('plugin:'.length), limit: w.limit }, w.count);
+    },
+  });
   const invocations = counter(
     registry,
     'svc_plugin_invocations_total',

@@ -1,6 +1,14 @@
 import { type Static, Type } from '@sinclair/typebox';
 import { ListQuery, ListResponse, QueryBoolean, Search } from '../../http/list-schemas.js';
-import { AuditFields, Id, JsonObject, Nullable, patchBody, Timestamp } from '../../http/schemas.js';
+import {
+  AuditFields,
+  CallRateLimit,
+  Id,
+  JsonObject,
+  Nullable,
+  patchBody,
+  Timestamp,
+} from '../../http/schemas.js';
 
 const Runtime = Type.Union([Type.Literal('package'), Type.Literal('service')]);
 
@@ -66,6 +74,15 @@ const ConfigJson = Nullable(
   ),
 );
 
+/** docs/plugins.md "Limits": shared by every ACTION and invoke of the instance, in every process. */
+const MaxConcurrency = Nullable(
+  Type.Integer({
+    minimum: 1,
+    maximum: 10_000,
+    description: 'At most this many calls of the instance in flight at once; null: no limit.',
+  }),
+);
+
 export const PluginInstanceSchema = Type.Object(
   {
     id: Type.String(),
@@ -74,6 +91,8 @@ export const PluginInstanceSchema = Type.Object(
     config_json: Nullable(JsonObject),
     config_hash: Type.String({ description: 'Hex SHA-256 of config_json serialised with sorted keys' }),
     enabled: Type.Boolean(),
+    rate_limit: CallRateLimit,
+    max_concurrency: MaxConcurrency,
     ...AuditFields,
   },
   { $id: 'PluginInstance', additionalProperties: false },
@@ -85,6 +104,8 @@ export const CreateInstance = Type.Object(
     display_name: DisplayName,
     enabled: Type.Boolean(),
     config_json: Type.Optional(ConfigJson),
+    rate_limit: Type.Optional(CallRateLimit),
+    max_concurrency: Type.Optional(MaxConcurrency),
   },
   {
     examples: [

@@ -1,5 +1,6 @@
 import type { Logger } from 'pino';
 import { auditInsert, auditUpdate, softDeleted } from '../../db/audit.js';
+import { type CallLimits, hasLimits } from '../../db/call-limits.js';
 import type { Store } from '../../db/store.js';
 import { AppError } from '../../http/errors.js';
 import type { ListResult, Page } from '../../http/list.js';
@@ -16,6 +17,7 @@ import { configHash } from './config-hash.js';
 import { discoverPlugins, type LoadedPlugin } from './discovery.js';
 import { runWithTimeout, toPluginError } from './invocation.js';
 import { checkConfig, describeErrors, inputChecker, validate } from './json-schema.js';
+import { type CallPermit, createCallLimiter, type LimitAnswer, rateLimited } from './limits.js';
 import type { PluginAction } from './manifest.js';
 import type { PluginMetrics } from './metrics.js';
 import type { CreateInstance, UpdateInstance } from './schemas.js';
@@ -37,8 +39,14 @@ export interface InvokeRequest {
   signal?: AbortSignal;
   /** A workflow run's depth + 1 and its id, for requests the action makes back to the API. */
   causation?: Causation;
+  /**
+   * The call was admitted under the instance's limits (`PreparedAction.admit`). Without it, an
+   * instance with limits admits the call itself and refuses it with 429 PLUGIN.RATE_LIMITED.
+   */
+  permit?: CallPermit;
 }
 
+/** A call admitted under its instance's limits (docs/plugins.md "Limits"): released after the call. */
 export interface ActionDescription {
   idempotent: boolean;
   timeout_seconds: number;
@@ -77,10 +85,24 @@ export interface PluginService {
   prepareAction(instanceId: string, action: string): Promise<PreparedAction>;
   /** The input_schema check of an invocation, for a simulation (json-schema.ts inputChecker). */
   inputCheck(instanceId: string, action: string): Promise<(input: unknown) => string | undefined>;
+  /**
+   * Who is told the holders (`PreparedAction.admit`) a freed concurrency slot is for: the workflows
+   * area wakes their runs.
+   */
+  onSlotFreed(listener: (holders: string[]) => void): void;
 }
 
 export interface PreparedAction {
   description: ActionDescription;
+  /** Whether the instance has a rate_limit or max_concurrency. */
+  limited: boolean;
+  /**
+   * Asks the instance's limits for a call by `holder` (an attempt's idempotency key) that takes
+   * `leaseMs` at most. Refused, the holder keeps its place and asks again at `retryAt`.
+   */
+  admit(holder: string, leaseMs: number): Promise<LimitAnswer>;
+  /** A holder that waited gives up (its run ended): its place goes. */
+  forget(holder: string): Promise<void>;
   invoke(req: Omit<InvokeRequest, 'instanceId' | 'action'>): Promise<unknown>;
 }
 
@@ -96,8 +118,14 @@ export interface PluginDeps {
   metrics: PluginMetrics;
 }
 
+/** A call slot of an invocation that admitted itself (a manual invoke) is held at most this long past its deadline. */
+const LEASE_MARGIN_MS = 30_000;
+
+// Long file: the plugins area's operations share one closure over what this process loaded
+// (discover) and the instance reads an invocation makes; splitting it would pass that state around.
 export function createPluginService(deps: PluginDeps): PluginService {
   const { store, clock, log } = deps;
+  let slotFreed: (holders: string[]) => void = () => {};
   /** What this process can run, by definition name; filled by discover(). */
   let loaded = new Map<string, LoadedPlugin>();
 
@@ -145,16 +173,14 @@ export function createPluginService(deps: PluginDeps): PluginService {
 
   type Target = Awaited<ReturnType<typeof target>>;
 
-  function describeTarget({ row, actionName, action, actions }: Target): ActionDescription {
-    if (!action) throw actionNotFound(row.definition_name, actionName, actions);
-    // The schemas are the parsed definition's own, shared by every caller (hence read-only).
-    return {
-      idempotent: action.idempotent,
-      timeout_seconds: action.timeout_seconds,
-      input_schema: action.input_schema,
-      output_schema: action.output_schema,
-    };
-  }
+  const limiter = createCallLimiter({ store, clock, log, slotFreed: (holders) => slotFreed(holders) });
+  const limitsOf = (row: Target['row']): CallLimits => ({
+    rate_limit:
+      row.rate_limit === null ? null : (parseDefinitionJson(row.rate_limit) as CallLimits['rate_limit']),
+    max_concurrency: row.max_concurrency,
+  });
+  const admit = (row: Target['row'], holder: string, leaseMs: number, mode: 'wait' | 'ask') =>
+    limiter.admit(row.id, limitsOf(row), holder, leaseMs, mode);
 
   /** An invocation of the action of a target read by `target` (InvokeRequest's ids are the target's). */
   async function invokeTarget(
@@ -204,6 +230,13 @@ export function createPluginService(deps: PluginDeps): PluginService {
       1,
       Math.min(req.timeoutMs ?? Number.POSITIVE_INFINITY, action.timeout_seconds * 1000),
     );
+    // A call that was not admitted by its caller (a manual invoke) asks the limits itself.
+    let permit = req.permit;
+    if (permit === undefined && hasLimits(limitsOf(row))) {
+      const answer = await admit(row, `invoke:${newId()}`, limitMs + LEASE_MARGIN_MS, 'ask');
+      if (!answer.go) throw rateLimited(label, answer.limit, answer.retryAt, clock.now());
+      permit = answer.permit;
+    }
     let outcome = 'ok';
     try {
       const result = await runWithTimeout(plugin, action.name, label, limitMs, {
@@ -236,6 +269,8 @@ export function createPluginService(deps: PluginDeps): PluginService {
       outcome = appError.code;
       throw appError;
     } finally {
+      // Only the permit this invocation took; a caller's own permit is the caller's to release.
+      if (permit !== undefined && permit !== req.permit) await permit.release();
       const ms = performance.now() - started;
       deps.metrics.invoked(name, action.name, outcome, ms / 1000);
       // Never the payload, the config or the output: they may carry resolved vault values.
@@ -261,42 +296,7 @@ export function createPluginService(deps: PluginDeps): PluginService {
         log,
       });
       loaded = new Map(plugins.map((p) => [p.manifest.name, p]));
-      const disabled: string[] = [];
-      await store.transaction(async (tx) => {
-        const existing = new Map((await db.allDefinitions(tx.db)).map((r) => [r.name, r]));
-        const now = iso(clock.now());
-        for (const p of plugins) {
-          const m = p.manifest;
-          const fields = {
-            version: m.version,
-            runtime: p.runtime,
-            entrypoint: p.entrypoint,
-            plugin_key: p.plugin_key,
-            instance_config_schema: JSON.stringify(m.instance_config_schema),
-            actions: JSON.stringify(m.actions),
-            dist_name: m.dist_name,
-            dist_commit: m.dist_commit,
-            enabled: 1,
-          };
-          const row = existing.get(m.name);
-          if (!row) {
-            await db.insertDefinition(tx.db, {
-              id: newId(),
-              name: m.name,
-              ...fields,
-              created_at: now,
-              updated_at: now,
-            });
-          } else if (Object.entries(fields).some(([k, v]) => row[k as keyof typeof row] !== v)) {
-            await db.updateDefinition(tx.db, row.id, { ...fields, updated_at: now });
-          }
-        }
-        for (const row of existing.values()) {
-          if (loaded.has(row.name) || !row.enabled) continue;
-          await db.updateDefinition(tx.db, row.id, { enabled: 0, updated_at: now });
-          disabled.push(row.name);
-        }
-      });
+      const disabled = await store.transaction((tx) => db.syncDefinitions(tx.db, plugins, iso(clock.now())));
       const report = { loaded: [...loaded.keys()], disabled };
       log.info({ plugins: report.loaded, disabled_plugins: disabled }, 'plugins discovered');
       return report;
@@ -326,6 +326,8 @@ export function createPluginService(deps: PluginDeps): PluginService {
         config_json: config === null ? null : JSON.stringify(config),
         config_hash: configHash(config),
         enabled: input.enabled ? 1 : 0,
+        rate_limit: input.rate_limit ? JSON.stringify(input.rate_limit) : null,
+        max_concurrency: input.max_concurrency ?? null,
         ...auditInsert(now, by),
       };
       await store.transaction((tx) => db.insertInstance(tx.db, row));
@@ -343,6 +345,9 @@ export function createPluginService(deps: PluginDeps): PluginService {
       const changes: Partial<db.InstanceRow> = auditUpdate(iso(clock.now()), by);
       if (input.display_name !== undefined) changes.display_name = input.display_name;
       if (input.enabled !== undefined) changes.enabled = input.enabled ? 1 : 0;
+      if (input.rate_limit !== undefined)
+        changes.rate_limit = input.rate_limit === null ? null : JSON.stringify(input.rate_limit);
+      if (input.max_concurrency !== undefined) changes.max_concurrency = input.max_concurrency;
       if (input.config_json !== undefined) {
         const definition = await definitionRow(current.plugin_definition_id);
         checkConfig(JSON.parse(definition.instance_config_schema), input.config_json, 'config_json');
@@ -367,7 +372,17 @@ export function createPluginService(deps: PluginDeps): PluginService {
 
     async prepareAction(instanceId, actionName) {
       const found = await target(instanceId, actionName);
-      return { description: describeTarget(found), invoke: (req) => invokeTarget(found, req) };
+      return {
+        description: describeTarget(found),
+        limited: hasLimits(limitsOf(found.row)),
+        admit: (holder, leaseMs) => admit(found.row, holder, leaseMs, 'wait'),
+        forget: (holder) => limiter.forget(found.row.id, holder),
+        invoke: (req) => invokeTarget(found, req),
+      };
+    },
+
+    onSlotFreed(listener) {
+      slotFreed = listener;
     },
 
     invoke: async (req) => invokeTarget(await target(req.instanceId, req.action), req),
@@ -376,6 +391,27 @@ export function createPluginService(deps: PluginDeps): PluginService {
       const found = await target(instanceId, actionName);
       return inputChecker(`${found.row.definition_name}.${actionName}`, describeTarget(found).input_schema);
     },
+  };
+}
+
+function describeTarget({
+  row,
+  actionName,
+  action,
+  actions,
+}: {
+  row: { definition_name: string };
+  actionName: string;
+  action: PluginAction | undefined;
+  actions: PluginAction[];
+}): ActionDescription {
+  if (!action) throw actionNotFound(row.definition_name, actionName, actions);
+  // The schemas are the parsed definition's own, shared by every caller (hence read-only).
+  return {
+    idempotent: action.idempotent,
+    timeout_seconds: action.timeout_seconds,
+    input_schema: action.input_schema,
+    output_schema: action.output_schema,
   };
 }
 

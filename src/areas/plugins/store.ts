@@ -4,6 +4,8 @@ import { findActive, listActive, updateActive } from '../../db/audit.js';
 import { prepared } from '../../db/prepared.js';
 import type { Db } from '../../db/store.js';
 import { type ListResult, type Page, paginate, whereFilters } from '../../http/list.js';
+import { newId } from '../../lib/ids.js';
+import type { LoadedPlugin } from './discovery.js';
 import type { PluginDefinitionSchema, PluginInstanceSchema } from './schemas.js';
 import type { PluginDefinitionTable, PluginInstanceTable } from './tables.js';
 
@@ -27,6 +29,7 @@ export const toInstance = (r: InstanceRow): PluginInstance => ({
   ...r,
   config_json: r.config_json === null ? null : JSON.parse(r.config_json),
   enabled: Boolean(r.enabled),
+  rate_limit: r.rate_limit === null ? null : JSON.parse(r.rate_limit),
 });
 
 export interface DefinitionFilters {
@@ -102,6 +105,8 @@ const invocationTargetsStatement = prepared((db, _dialect, ids: string[]) =>
       'i.id',
       'i.config_json',
       'i.enabled',
+      'i.rate_limit',
+      'i.max_concurrency',
       'd.name as definition_name',
       'd.enabled as definition_enabled',
       'd.instance_config_schema',
@@ -135,4 +140,44 @@ export function listInstances(db: Db, page: Page, f: InstanceFilters): Promise<L
     search: { value: f.search, in: ['display_name'] },
   };
   return listActive(db, 'plugin_instance', page, filters, toInstance);
+}
+
+/**
+ * Start-up: upserts the definition of every plugin this process loaded (by name) and marks enabled
+ * definitions it did not find disabled. Answers the names it disabled.
+ */
+export async function syncDefinitions(
+  db: Db,
+  plugins: readonly LoadedPlugin[],
+  now: string,
+): Promise<string[]> {
+  const existing = new Map((await allDefinitions(db)).map((r) => [r.name, r]));
+  const loaded = new Set(plugins.map((p) => p.manifest.name));
+  for (const p of plugins) {
+    const m = p.manifest;
+    const fields = {
+      version: m.version,
+      runtime: p.runtime,
+      entrypoint: p.entrypoint,
+      plugin_key: p.plugin_key,
+      instance_config_schema: JSON.stringify(m.instance_config_schema),
+      actions: JSON.stringify(m.actions),
+      dist_name: m.dist_name,
+      dist_commit: m.dist_commit,
+      enabled: 1,
+    };
+    const row = existing.get(m.name);
+    if (!row) {
+      await insertDefinition(db, { id: newId(), name: m.name, ...fields, created_at: now, updated_at: now });
+    } else if (Object.entries(fields).some(([k, v]) => row[k as keyof typeof row] !== v)) {
+      await updateDefinition(db, row.id, { ...fields, updated_at: now });
+    }
+  }
+  const disabled: string[] = [];
+  for (const row of existing.values()) {
+    if (loaded.has(row.name) || !row.enabled) continue;
+    await updateDefinition(db, row.id, { enabled: 0, updated_at: now });
+    disabled.push(row.name);
+  }
+  return disabled;
 }

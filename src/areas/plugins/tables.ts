@@ -31,6 +31,9 @@ export interface PluginInstanceTable {
   /** Hex SHA-256 of the canonical JSON of config_json (docs/plugins.md). */
   config_hash: string;
   enabled: number;
+  /** JSON text `{limit, period_ms}` or null (docs/plugins.md "Limits"). */
+  rate_limit: string | null;
+  max_concurrency: number | null;
   created_at: string;
   updated_at: string;
   updated_by: string | null;

@@ -1,6 +1,6 @@
 import type { Static } from '@sinclair/typebox';
 import { listActive, softDeleted, updateActive } from '../../db/audit.js';
-import { jsonText, parseJsonText } from '../../db/json-text.js';
+import { parseJsonText } from '../../db/json-text.js';
 import { batches, prepared } from '../../db/prepared.js';
 import type { Db, Tx } from '../../db/store.js';
 import type { ListResult, Page } from '../../http/list.js';

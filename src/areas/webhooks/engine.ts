@@ -11,7 +11,8 @@ import type { EventPublisher } from '../events/publish.js';
 import { createAttempter } from './attempt.js';
 import * as deliveries from './delivery-store.js';
 import type { WebhookMetrics } from './metrics.js';
-import { reapDeadLeases } from './reaper.js';
+import { holdBackOverLimit } from './rate-limit.js';
+import { reapAndLog } from './reaper.js';
 import { createResultRecorder } from './results.js';
 import * as sending from './sending-store.js';
 import * as hooks from './webhook-store.js';
@@ -120,22 +121,6 @@ export function createDeliveryEngine(opts: EngineOptions): DeliveryEngine {
 
   let lastReap = Number.NEGATIVE_INFINITY;
 
-  async function reap(now: Date): Promise<void> {
-    const { reaped, exhausted, earliest } = await reapDeadLeases(
-      store,
-      now,
-      opts.backoffBaseSeconds,
-      opts.publisher,
-    );
-    if (earliest) scheduleRetryWake(earliest);
-    if (reaped > 0) {
-      log.warn({ count: reaped }, 'webhook attempts interrupted by a stopped worker; counted as failed');
-    }
-    if (exhausted > 0) {
-      log.warn({ count: exhausted }, 'webhook deliveries failed: their last attempt was interrupted');
-    }
-  }
-
   function release(webhookId: string) {
     const n = (perWebhook.get(webhookId) ?? 1) - 1;
     if (n <= 0) perWebhook.delete(webhookId);
@@ -186,22 +171,38 @@ export function createDeliveryEngine(opts: EngineOptions): DeliveryEngine {
    */
   async function startBatch(batch: (typeof ready)[number][]): Promise<void> {
     let targets: Map<string, hooks.SendingTarget> | undefined;
+    let sendable = batch;
     try {
       const ids = [...new Set(batch.map((b) => b.row.webhook_id))];
       targets = new Map((await hooks.webhooksForSending(store.db, ids)).map((h) => [h.id, h]));
+      // docs/webhooks.md "Rate limit": deliveries over their webhook's limit go back, due at their turn.
+      const held = await holdBackOverLimit(
+        store,
+        clock.now(),
+        batch.map((b) => b.row),
+        targets,
+        log,
+        (row, at) => {
+          inflight--;
+          release(row.webhook_id);
+          scheduleRetryWake(at);
+        },
+      );
+      if (held.size > 0) sendable = batch.filter((b) => !held.has(b.row.id));
     } catch (err) {
       log.error({ err, count: batch.length }, 'reading webhooks for sending failed; deliveries handed back');
+      targets = undefined;
     }
     starting = false;
     if (closed || !targets) {
-      for (const { row } of batch) release(row.webhook_id);
-      await giveBack(batch.map((b) => b.row));
-      inflight -= batch.length;
+      for (const { row } of sendable) release(row.webhook_id);
+      await giveBack(sendable.map((b) => b.row));
+      inflight -= sendable.length;
       notifySettled();
       if (!closed) opts.wake();
       return;
     }
-    for (const { row, payload } of batch) {
+    for (const { row, payload } of sendable) {
       attempt(row, payload, targets.get(row.webhook_id))
         .then((outcome) => {
           if (outcome.retryAt) scheduleRetryWake(outcome.retryAt);
@@ -258,7 +259,8 @@ export function createDeliveryEngine(opts: EngineOptions): DeliveryEngine {
       // Dead leases are looked for at most once a second: they only appear after a crash.
       if (now.getTime() - lastReap >= 1000) {
         lastReap = now.getTime();
-        await reap(now);
+        const earliest = await reapAndLog(store, now, opts.backoffBaseSeconds, log, opts.publisher);
+        if (earliest) scheduleRetryWake(earliest);
       }
       // One statement, atomic by itself (store.write: on SQLite it shares the group commit).
       const token = `${engineId}:${++claimSeq}`;

@@ -1,3 +1,4 @@
+import type { Logger } from 'pino';
 import type { Store } from '../../db/store.js';
 import { iso } from '../../lib/clock.js';
 import { newId } from '../../lib/ids.js';
@@ -85,4 +86,22 @@ export async function reapDeadLeases(
     );
     return { reaped: reaped.length, exhausted: exhausted.length, earliest };
   });
+}
+
+/** `reapDeadLeases`, with what it found logged; answers the earliest retry it scheduled. */
+export async function reapAndLog(
+  store: Store,
+  now: Date,
+  backoffBaseSeconds: number,
+  log: Logger,
+  publisher?: Pick<EventPublisher, 'publish'>,
+): Promise<Date | undefined> {
+  const { reaped, exhausted, earliest } = await reapDeadLeases(store, now, backoffBaseSeconds, publisher);
+  if (reaped > 0) {
+    log.warn({ count: reaped }, 'webhook attempts interrupted by a stopped worker; counted as failed');
+  }
+  if (exhausted > 0) {
+    log.warn({ count: exhausted }, 'webhook deliveries failed: their last attempt was interrupted');
+  }
+  return earliest;
 }

@@ -2,6 +2,7 @@ import { type Static, Type } from '@sinclair/typebox';
 import { ListQuery, ListResponse, QueryBoolean, Search, TimeRanges } from '../../http/list-schemas.js';
 import {
   AuditFields,
+  CallRateLimit,
   Description,
   Id,
   JsonObject,
@@ -49,6 +50,7 @@ const WebhookFields = {
   enabled: Type.Boolean(),
   secret_hint: Type.String({ description: 'Last 4 characters of the signing secret.' }),
   retention: DeliveryRetention.answer,
+  rate_limit: CallRateLimit,
   ...AuditFields,
   warnings: Warnings,
 };
@@ -81,6 +83,7 @@ export const CreateWebhook = Type.Object(
     description: Description,
     enabled: Type.Optional(Type.Boolean()),
     retention: DeliveryRetention.body,
+    rate_limit: Type.Optional(CallRateLimit),
   },
   {
     examples: [

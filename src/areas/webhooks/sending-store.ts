@@ -168,12 +168,20 @@ export async function claimDue(
  * Claimed deliveries this worker never sent: lease released, the claim's attempt uncounted. A manual
  * retry may have reset `attempts` to 0 meanwhile (it leaves the lease alone, so nobody claimed since):
  * that 0 is the retry's fresh count and stays; only `total_attempts` gives the claim back then.
+ * A delivery a webhook's rate_limit holds back is handed back the same way, due at its turn.
  */
-export async function releaseUnsent(db: Db, ids: readonly string[], token: string): Promise<void> {
+export async function releaseUnsent(
+  db: Db,
+  ids: readonly string[],
+  token: string,
+  /** When they are due again (a webhook's rate_limit); absent: as they were. */
+  nextAttemptAt?: string,
+): Promise<void> {
   for (let i = 0; i < ids.length; i += 500) {
     await db
       .updateTable('webhook_delivery')
       .set((eb) => ({
+        ...(nextAttemptAt === undefined ? {} : { next_attempt_at: nextAttemptAt }),
         attempts: eb
           .case()
           .when('attempts', '>', 0)

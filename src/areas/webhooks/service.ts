@@ -208,6 +208,7 @@ export function createWebhookService(deps: WebhookDeps): WebhookService {
         secret: deps.vault.seal(secret),
         secret_hint: secretHint(secret),
         retention_deliveries_seconds: input.retention?.deliveries_seconds ?? null,
+        rate_limit: input.rate_limit ? JSON.stringify(input.rate_limit) : null,
         ...auditInsert(now, by),
       };
       await store.transaction((tx) => hooks.insertWebhook(tx.db, row));
@@ -239,6 +240,8 @@ export function createWebhookService(deps: WebhookDeps): WebhookService {
       if (input.enabled !== undefined) changes.enabled = input.enabled ? 1 : 0;
       if (input.retention?.deliveries_seconds !== undefined)
         changes.retention_deliveries_seconds = input.retention.deliveries_seconds;
+      if (input.rate_limit !== undefined)
+        changes.rate_limit = input.rate_limit === null ? null : JSON.stringify(input.rate_limit);
       const updated = await store.transaction((tx) => hooks.updateWebhook(tx.db, id, changes));
       if (!updated) throw notFound('WEBHOOK.NOT_FOUND', 'Webhook');
       return { ...hooks.toWebhook(await activeWebhook(id)), ...warned(warnings) };

@@ -14,6 +14,8 @@ export interface WebhookTable {
   secret_hint: string;
   /** Seconds its finished deliveries are kept; null: SVC_RETENTION_DELIVERIES_SECONDS. */
   retention_deliveries_seconds: number | null;
+  /** JSON text `{limit, period_ms}` or null (docs/webhooks.md "Rate limit"). */
+  rate_limit: string | null;
   created_at: string;
   updated_at: string;
   updated_by: string | null;

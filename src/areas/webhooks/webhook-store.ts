@@ -20,6 +20,7 @@ const PUBLIC_COLUMNS = [
   'enabled',
   'secret_hint',
   'retention_deliveries_seconds',
+  'rate_limit',
   'created_at',
   'updated_at',
   'updated_by',
@@ -73,7 +74,11 @@ export async function subscribedWebhooks(db: Db): Promise<Pick<WebhookRow, 'id' 
  */
 export async function webhooksForSending(db: Db, ids: readonly string[]): Promise<SendingTarget[]> {
   if (ids.length === 0) return [];
-  return db.selectFrom('webhook').select(['id', 'url', 'secret']).where('id', 'in', ids).execute();
+  return db
+    .selectFrom('webhook')
+    .select(['id', 'url', 'secret', 'rate_limit'])
+    .where('id', 'in', ids)
+    .execute();
 }
 
 /**
@@ -94,7 +99,7 @@ export async function setSecret(db: Db, id: string, secret: string): Promise<voi
 }
 
 /** What an attempt needs of its webhook, read when attempts start (see webhooksForSending). */
-export type SendingTarget = Pick<WebhookRow, 'id' | 'url' | 'secret'>;
+export type SendingTarget = Pick<WebhookRow, 'id' | 'url' | 'secret' | 'rate_limit'>;
 
 export function toWebhook(row: PublicWebhookRow): Webhook {
   return {
@@ -106,6 +111,7 @@ export function toWebhook(row: PublicWebhookRow): Webhook {
     enabled: row.enabled === 1,
     secret_hint: row.secret_hint,
     retention: { deliveries_seconds: row.retention_deliveries_seconds },
+    rate_limit: row.rate_limit === null ? null : JSON.parse(row.rate_limit),
     created_at: row.created_at,
     updated_at: row.updated_at,
     updated_by: row.updated_by,

@@ -17,6 +17,16 @@ export interface ActionInvoker {
     action: string,
   ): Promise<{
     description: { idempotent: boolean; timeout_seconds: number };
+    /** Whether the instance has a rate_limit or max_concurrency (docs/plugins.md "Limits"). */
+    limited: boolean;
+    /** Asks the instance's limits for the call of `holder`; refused, it keeps its place in line. */
+    admit(
+      holder: string,
+      leaseMs: number,
+    ): Promise<
+      | { go: true; permit: { release(): Promise<void> } }
+      | { go: false; limit: 'rate_limit' | 'max_concurrency'; retryAt: Date }
+    >;
     /**
      * Calls the action: answers by `timeoutMs` at the latest (rejecting with PLUGIN.TIMEOUT, even when
      * the handler ignores its signal), and rejects at once when `signal` aborts.
@@ -27,6 +37,7 @@ export interface ActionInvoker {
       timeoutMs?: number;
       signal?: AbortSignal;
       causation?: Causation;
+      permit?: { release(): Promise<void> };
     }): Promise<unknown>;
   }>;
 }
@@ -39,6 +50,9 @@ export interface ActionCallDeps {
   /** Told when a run enters (true) and leaves (false) a plugin call: the engine's scheduling counts them. */
   calling(active: boolean): void;
 }
+
+/** A slot of an admitted call is held at most this long past the call's deadline (a crash frees it then). */
+const LEASE_MARGIN_MS = 30_000;
 
 function errorText(err: unknown): string {
   if (err instanceof AppError) return `${err.code}: ${err.message}`;
@@ -80,7 +94,7 @@ export function createActionCaller(deps: ActionCallDeps) {
     return prepared;
   }
 
-  return async function invoke(machine: RunMachine, b: Invoke, signal?: AbortSignal): Promise<void> {
+  async function invoke(machine: RunMachine, b: Invoke, signal?: AbortSignal): Promise<void> {
     const { node } = b;
     // The node's attempt, or a FOREACH item's (its action is in the node's config.action).
     const state = machine.attemptOf(b);
@@ -126,16 +140,53 @@ export function createActionCaller(deps: ActionCallDeps) {
       }
       machine.markInterrupted(b);
     }
-    machine.beginInvoke(b, deps.clock.now());
     if (!prepared) {
+      machine.beginInvoke(b, deps.clock.now());
       machine.invokeFailed(b, describeError as string, deps.clock.now());
       return;
     }
     const { description } = prepared;
-    // The attempt is durable (running, input, attempts) before the plugin can see it.
-    await deps.persistAttempt(machine);
     const actionMs = description.timeout_seconds * 1000;
     const limit = Math.max(1, Math.min(node.timeoutMs ?? Number.POSITIVE_INFINITY, actionMs));
+    const holder =
+      b.item === undefined
+        ? `${machine.run.id}:${node.key}`
+        : `${machine.run.id}:${node.key}:${b.item.index}`;
+    let permit: { release(): Promise<void> } | undefined;
+    if (prepared.limited) {
+      // docs/plugins.md "Limits": over the instance's limit the attempt waits, uncounted, holding no slot.
+      machine.askLimit(b);
+      const answer = await prepared.admit(holder, limit + LEASE_MARGIN_MS);
+      if (!answer.go) {
+        machine.limitWait(b, answer.retryAt, answer.limit, instanceId, deps.clock.now());
+        return;
+      }
+      machine.limitAdmitted(b);
+      permit = answer.permit;
+      if (!machine.wants(b)) {
+        await permit.release();
+        return;
+      }
+    }
+    machine.beginInvoke(b, deps.clock.now());
+    try {
+      // The attempt is durable (running, input, attempts) before the plugin can see it.
+      await deps.persistAttempt(machine);
+      await call(machine, b, prepared, { holder, limit, permit, signal });
+    } finally {
+      await permit?.release();
+    }
+  }
+
+  async function call(
+    machine: RunMachine,
+    b: Invoke,
+    prepared: Prepared,
+    at: { holder: string; limit: number; permit?: { release(): Promise<void> }; signal?: AbortSignal },
+  ): Promise<void> {
+    const { node } = b;
+    const state = machine.attemptOf(b);
+    const { limit } = at;
     deps.calling(true);
     try {
       // The invoker answers by `limit` at the latest (PLUGIN.TIMEOUT, even from a handler that ignores
@@ -145,12 +196,10 @@ export function createActionCaller(deps: ActionCallDeps) {
         // Vault references resolve inside the invocation, which keeps their values out of the
         // output the run node stores and out of every error (docs/vault.md "References").
         payload: state.input ?? {},
-        idempotencyKey:
-          b.item === undefined
-            ? `${machine.run.id}:${node.key}`
-            : `${machine.run.id}:${node.key}:${b.item.index}`,
+        idempotencyKey: at.holder,
         timeoutMs: limit,
-        signal,
+        permit: at.permit,
+        signal: at.signal,
         // What this call causes in svc is one level deeper than the run (the loop guard).
         causation: { depth: machine.depth + 1, id: machine.run.id },
       });
@@ -160,7 +209,7 @@ export function createActionCaller(deps: ActionCallDeps) {
       const message = pluginTimeout
         ? `attempt ${state.attempts} timed out after ${limit} ms (effective timeout: the smaller of timeout_ms ${
             node.timeoutMs ?? 'unset'
-          } and the action's timeout_seconds ${description.timeout_seconds})`
+          } and the action's timeout_seconds ${prepared.description.timeout_seconds})`
         : errorText(err);
       const retryAfterMs =
         err instanceof AppError
@@ -176,5 +225,7 @@ export function createActionCaller(deps: ActionCallDeps) {
     } finally {
       deps.calling(false);
     }
-  };
+  }
+
+  return invoke;
 }

@@ -1,6 +1,7 @@
 import { sql } from 'kysely';
 import { batches, prepared } from '../../db/prepared.js';
 import { type Db, updatedAny } from '../../db/store.js';
+import { LIMIT_WAIT } from './run-state.js';
 import type { WorkflowRunTable } from './tables.js';
 
 /** SQL of the engine's leases on runs: claiming due runs, renewing a lease while a run executes. */
@@ -145,4 +146,37 @@ export async function wakeReleased(db: Db, runId: string, at: string): Promise<b
     .where('locked_by', 'is', null)
     .executeTakeFirst();
   return updatedAny(res);
+}
+
+/**
+ * Slots of a plugin instance's concurrency freed for these holders (attempts' idempotency keys,
+ * `<run>:<node>` or `<run>:<node>:<item>`): each waiting attempt asks again now, and its run, when no
+ * worker holds it, is due now. A run a worker holds asks at its own poll (docs/plugins.md "Limits").
+ */
+export async function wakeLimitWaiters(db: Db, holders: readonly string[], at: string): Promise<void> {
+  for (const holder of holders) {
+    const [runId, nodeKey, index] = holder.split(':');
+    if (runId === undefined || nodeKey === undefined) continue;
+    if (index === undefined) {
+      await db
+        .updateTable('workflow_run_node')
+        .set({ resume_at: at, updated_at: at })
+        .where('workflow_run_id', '=', runId)
+        .where('node_key', '=', nodeKey)
+        .where('status', '=', 'running')
+        .where('wait_key', 'like', `${LIMIT_WAIT}%`)
+        .execute();
+    } else {
+      await db
+        .updateTable('workflow_run_item')
+        .set({ resume_at: at, updated_at: at })
+        .where('workflow_run_id', '=', runId)
+        .where('node_key', '=', nodeKey)
+        .where('item_index', '=', Number(index))
+        .where('status', '=', 'running')
+        .where('resume_at', 'is not', null)
+        .execute();
+    }
+    await wakeReleased(db, runId, at);
+  }
 }

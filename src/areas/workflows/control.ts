@@ -1,3 +1,4 @@
+import { forgetRun } from '../../db/call-limits.js';
 import type { Db, Store, Tx } from '../../db/store.js';
 import { AppError } from '../../http/errors.js';
 import { type Clock, iso } from '../../lib/clock.js';
@@ -89,6 +90,8 @@ export async function cancelInTx(
 ): Promise<boolean> {
   if (!(await control.cancelRun(tx.db, row.id, at, reason))) return false;
   await releaseFlow(tx, deps.wake, row.id, at);
+  // Places its attempts held in a plugin instance's lines go (docs/plugins.md "Limits").
+  await forgetRun(tx.db, row.id);
   const ended = runEndedEvent(
     { id: row.id, status: 'cancelled', error: reason, started_at: row.started_at, completed_at: at },
     {

@@ -40,6 +40,8 @@ export interface DriveDeps {
   notify(): void;
   /** ACTION nodes of one run in flight at once (SVC_WORKFLOW_RUN_PARALLELISM). */
   runParallelism: number;
+  /** The run ended with attempts that waited for a plugin instance's limit: their places go. */
+  forgetLimitWaits(runId: string): Promise<void>;
 }
 
 /** A run with no ACTION in flight (most steps): one set, not one per step. */
@@ -105,13 +107,17 @@ export function createDrive(deps: DriveDeps) {
   const actionSlots = deps.slots;
   const invoke = deps.invoke;
   const heartbeat = deps.heartbeat;
+  /** Each run driven now, by id, and how to wake its drive loop (a limit an attempt waits for freed). */
+  const driving = new Map<string, { machine: RunMachine; wake: () => void }>();
+  /** The release of each run whose drive is letting it go, by id (a wake through the store waits for it). */
+  const releases = new Map<string, Promise<void>>();
   /**
    * Drives one run until it ends or only timers are left: every ready ACTION starts at once (up to
    * `runParallelism` per run and `workerParallelism` in this worker), side-effect-free nodes run as
    * soon as they are ready, and the run is written before each wait. The run's lease is renewed
    * throughout. When the run ends, calls still in flight are abandoned (their nodes are stopped).
    */
-  return async function drive(machine: RunMachine): Promise<void> {
+  async function drive(machine: RunMachine): Promise<void> {
     const calls = new Map<string, Promise<void>>();
     // Made when the first call starts: most runs of side-effect-free nodes never need them, and an
     // AbortController (its abort builds a DOMException) or a heartbeat timer per run costs throughput.
@@ -128,6 +134,7 @@ export function createDrive(deps: DriveDeps) {
       signalled = true;
       wakeDrive?.();
     };
+    driving.set(machine.run.id, { machine, wake: wakeRun });
     try {
       for (;;) {
         // A new run whose first write did not create it stops here (its failed attempt included).
@@ -142,6 +149,7 @@ export function createDrive(deps: DriveDeps) {
           await writes.persist(machine, { wake_at: null, locked_by: null });
           reportRunFinished(machine, log, deps.metrics);
           await children.cancelOrphans(machine);
+          if (machine.waitedForLimit) await deps.forgetLimitWaits(machine.run.id);
           return;
         }
         if (step.timeouts.length > 0) {
@@ -192,7 +200,23 @@ export function createDrive(deps: DriveDeps) {
             reserved = true;
             continue;
           }
-          await release(machine, step.wakeAt, { writes, dueTimer, ...outside });
+          // A limit an attempt waited for freed since the step: step again instead of releasing.
+          if (signalled) {
+            signalled = false;
+            continue;
+          }
+          // From here a limit's wake goes through the store, after this release is written.
+          driving.delete(machine.run.id);
+          const releasing = release(machine, step.wakeAt, { writes, dueTimer, ...outside });
+          const settled = releasing.then(
+            () => {},
+            () => {},
+          );
+          releases.set(machine.run.id, settled);
+          void settled.then(() => {
+            if (releases.get(machine.run.id) === settled) releases.delete(machine.run.id);
+          });
+          await releasing;
           return;
         }
         // Side-effect-free progress is written before waiting; each attempt writes its own start, and
@@ -216,11 +240,30 @@ export function createDrive(deps: DriveDeps) {
       reportStopped(log, writes, machine, err);
       ended?.abort();
     } finally {
+      if (driving.get(machine.run.id)?.machine === machine) driving.delete(machine.run.id);
       writes.abandon(machine, new Error('the run stopped before its first write'));
       if (reserved) actionSlots.give();
       stopBeat?.();
       // Calls abandoned above settle on their own; the slots they hold are given back then.
       if (calls.size > 0) await Promise.allSettled([...calls.values()]);
     }
-  };
+  }
+
+  /**
+   * A slot of a limit freed for the attempt of `nodeKey` (item `index`) of run `runId`: when this
+   * process drives the run, the attempt asks again at once (true); otherwise false.
+   */
+  function limitFreed(runId: string, nodeKey: string, index: number | undefined): boolean {
+    const driven = driving.get(runId);
+    if (!driven?.machine.limitFreed(nodeKey, index, clock.now())) return false;
+    driven.wake();
+    return true;
+  }
+
+  /** Settles once the release of run `runId` (if one is under way here) is written. */
+  function released(runId: string): Promise<void> {
+    return releases.get(runId) ?? Promise.resolve();
+  }
+
+  return { drive, limitFreed, released };
 }

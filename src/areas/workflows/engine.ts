@@ -19,6 +19,7 @@
  *   last persisted node. An ACTION attempt found in flight is re-run only if the action is idempotent.
  */
 import type { Logger } from 'pino';
+import { forgetRun } from '../../db/call-limits.js';
 import type { Store } from '../../db/store.js';
 import { type Clock, iso } from '../../lib/clock.js';
 import { ClaimGate } from '../../worker/claim-gate.js';
@@ -93,6 +94,8 @@ export interface WorkflowEngine {
   planOf(subscriptionId: string, version: number): Promise<Plan>;
   /** Written in `locked_by` of the runs this engine holds. */
   workerId: string;
+  /** A plugin instance's concurrency slots freed for these attempts (docs/plugins.md "Limits"). */
+  slotFreed(holders: readonly string[]): Promise<void>;
 }
 
 /** The waits of runs on what happens outside them: events (WAIT_EVENT) and child runs (CALL). */
@@ -221,7 +224,7 @@ export function createWorkflowEngine(deps: EngineDeps): WorkflowEngine {
     calling: (active) => (invoking += active ? 1 : -1),
   });
 
-  const drive = createDrive({
+  const driver = createDrive({
     clock,
     log,
     metrics: deps.metrics,
@@ -234,7 +237,9 @@ export function createWorkflowEngine(deps: EngineDeps): WorkflowEngine {
     held,
     notify,
     runParallelism,
+    forgetLimitWaits: (runId) => store.write((db) => forgetRun(db, runId)),
   });
+  const drive = driver.drive;
 
   const hydrate = (rows: WorkflowRunTable[]) =>
     resumeRuns(rows, { store, clock, log, planOf, writeRun: (w) => writeRun(w) });
@@ -332,5 +337,33 @@ export function createWorkflowEngine(deps: EngineDeps): WorkflowEngine {
 
   const job: Job = { name: WORKFLOWS_JOB, intervalMs: pollMs, run: step, stop };
 
-  return { router, waits: eventWaits.handler, job, planOf, workerId };
+  /**
+   * Concurrency slots of a plugin instance freed for these attempts (docs/plugins.md "Limits"):
+   * those of runs driven here ask again at once, the others through the store.
+   */
+  function slotFreed(holders: readonly string[]): Promise<void> {
+    const elsewhere: string[] = [];
+    const releasing: Promise<void>[] = [];
+    for (const holder of holders) {
+      // `<run>:<node>` or `<run>:<node>:<item>` (action-call.ts): node keys hold no colon.
+      const [runId, nodeKey, index] = holder.split(':') as [string, string, string | undefined];
+      if (driver.limitFreed(runId, nodeKey, index === undefined ? undefined : Number(index))) continue;
+      elsewhere.push(holder);
+      releasing.push(driver.released(runId));
+    }
+    if (elsewhere.length === 0) return Promise.resolve();
+    // In flight like a run: the job's step and a graceful stop wait for the wake to be written. A
+    // run this process is releasing is written first, so the wake finds it released.
+    const waking: Promise<void> = Promise.all(releasing)
+      .then(() => store.write((db) => claimStore.wakeLimitWaiters(db, elsewhere, iso(clock.now()))))
+      .then(notify)
+      .finally(() => {
+        inFlight.delete(waking);
+        runEnded();
+      });
+    inFlight.add(waking);
+    return waking;
+  }
+
+  return { router, waits: eventWaits.handler, job, planOf, workerId, slotFreed };
 }

@@ -1,4 +1,5 @@
 import type { Logger } from 'pino';
+import { takeLocks } from '../../db/locks.js';
 import type { Store } from '../../db/store.js';
 import { AppError } from '../../http/errors.js';
 import { depthOf } from '../../lib/causation.js';
@@ -30,7 +31,7 @@ import type { WorkflowRunNodeTable, WorkflowRunTable } from './tables.js';
  * whether a run starts now, waits (in the queue of its reason and key), is folded into a debounced
  * run, or is refused by a rate limit; and, when a waiting run comes due, whether it starts.
  *
- * Each decision is made in one transaction under per-key locks (flow-store.ts lockKeys), against what
+ * Each decision is made in one transaction under per-key locks (src/db/locks.ts), against what
  * the store holds: the running runs of a concurrency key, the window of a throttle or rate limit, the
  * queue of waiting runs. A queue's head is the only run of it with a wake time; starting it wakes
  * the next, and a run that ends under a concurrency key wakes that queue's head (store.ts writeRuns),
@@ -109,7 +110,7 @@ export function createFlowGate(deps: FlowGateDeps): FlowGate {
     });
     const started: Array<{ row: WorkflowRunTable; machine: RunMachine }> = [];
     await store.transaction(async (tx) => {
-      await flows.lockKeys(
+      await takeLocks(
         tx.db,
         items.flatMap((i) => i.locks),
       );
@@ -260,7 +261,7 @@ export function createFlowGate(deps: FlowGateDeps): FlowGate {
             }
           }
         }
-        await flows.lockKeys(tx.db, names);
+        await takeLocks(tx.db, names);
         const d = shapesRuns(flow) ? new Decisions(tx.db, cache, subId, flow, now) : undefined;
         await d?.prefetch(
           group.filter((r) => !keyProblem.has(r.id)).map((r) => events.get(r.id) as CloudEvent),

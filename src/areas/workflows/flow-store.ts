@@ -1,5 +1,6 @@
 import { sql } from 'kysely';
-import { batches, dialectOf } from '../../db/prepared.js';
+import { takeLocks } from '../../db/locks.js';
+import { batches } from '../../db/prepared.js';
 import { type Db, updatedAny } from '../../db/store.js';
 import { newId } from '../../lib/ids.js';
 import type { PendingReason } from './flow-control.js';
@@ -14,21 +15,6 @@ import type { WorkflowRunNodeTable, WorkflowRunTable } from './tables.js';
  * The terms a partial index of migration 0019 is defined by (status, reason) are written as literals:
  * SQLite uses a partial index only for a query whose WHERE names the values of its predicate.
  */
-
-/**
- * Serialises decisions on these keys until the transaction ends. PostgreSQL: transaction-scoped
- * advisory locks, taken in one order so two transactions never wait on each other in a cycle.
- * SQLite: its one writer already runs write transactions one at a time.
- */
-export async function lockKeys(db: Db, keys: Iterable<string>): Promise<void> {
-  if (dialectOf(db) !== 'postgres') return;
-  const sorted = [...new Set(keys)].sort();
-  if (sorted.length === 0) return;
-  // One statement; hashtextextended's 64-bit hash is the lock's key, locked in the order given.
-  await sql`select pg_advisory_xact_lock(hashtextextended(k, 0)) from unnest(${sorted}::text[]) with ordinality as t(k, n) order by n`.execute(
-    db,
-  );
-}
 
 /** The lock name of one key of one part of a subscription. */
 export const lockName = (subscriptionId: string, part: string, key: string) =>
@@ -267,7 +253,7 @@ export async function releaseConcurrency(
 ): Promise<boolean> {
   if (ended.length === 0) return false;
   const unique = new Map(ended.map((e) => [lockName(e.subscriptionId, 'concurrency', e.key), e]));
-  await lockKeys(db, unique.keys());
+  await takeLocks(db, unique.keys());
   let woke = false;
   for (const e of unique.values())
     if (await wakeHead(db, e.subscriptionId, 'concurrency', e.key, at)) woke = true;

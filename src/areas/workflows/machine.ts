@@ -33,6 +33,7 @@ import {
   type ItemState,
   invokeKey,
   isFinished,
+  LIMIT_WAIT,
   type NodeState,
   nodeError,
   nodeRetryPolicy,
@@ -109,6 +110,10 @@ export class RunMachine {
   private readonly childrenSeen = new Set<string>();
   /** Awaited child runs left in flight when the run ended: the engine cancels them. */
   readonly orphans: string[] = [];
+  /** Whether an attempt of the run waited for a plugin instance's limit (its end gives up its place). */
+  waitedForLimit = false;
+  /** Attempts asking their instance's limits now, by invoke key: true once a slot freed for one meanwhile. */
+  private readonly askingLimit = new Map<string, boolean>();
   /** What the engine has in flight in the current `advance`. */
   private inFlightNow: ReadonlySet<string> = NONE;
 
@@ -447,6 +452,7 @@ export class RunMachine {
   beginInvoke(inv: Invoke, now: Date): void {
     const item = inv.item;
     if (item === undefined) {
+      if (inv.state.wait_key?.startsWith(LIMIT_WAIT)) inv.state.wait_key = null;
       this.beginAttempt(inv.state, now);
       return;
     }
@@ -456,6 +462,68 @@ export class RunMachine {
     item.started_at ??= now.toISOString();
     item.resume_at = null;
     this.markItem(inv.node, item);
+  }
+
+  /** The attempt asks its plugin instance's limits (a slot freed meanwhile is remembered). */
+  askLimit(inv: Invoke): void {
+    this.askingLimit.set(invokeKey(inv), false);
+  }
+
+  /** The attempt may start: its limits admitted it. */
+  limitAdmitted(inv: Invoke): void {
+    this.askingLimit.delete(invokeKey(inv));
+  }
+
+  /**
+   * The attempt may not start yet: its plugin instance's `limit` is reached (docs/plugins.md
+   * "Limits"). It waits until `until` (now, when a slot freed for it while it asked) and counts no
+   * attempt; the node says which limit it waits for.
+   */
+  limitWait(inv: Invoke, until: Date, limit: string, instanceId: string, now: Date): void {
+    const key = invokeKey(inv);
+    const freed = this.askingLimit.get(key) === true;
+    this.askingLimit.delete(key);
+    this.ready.delete(key);
+    if (!this.wants(inv)) return;
+    this.waitedForLimit = true;
+    const at = (freed ? now : until).toISOString();
+    if (inv.item !== undefined) {
+      inv.item.resume_at = at;
+      this.markItem(inv.node, inv.item);
+      return;
+    }
+    const st = inv.state;
+    st.status = 'running';
+    st.resume_at = at;
+    st.wait_key = `${LIMIT_WAIT}${limit}:${instanceId}`;
+    this.dirty.add(st);
+  }
+
+  /**
+   * A slot of the limit the attempt of node `nodeKey` (item `index` of a FOREACH) waits for freed:
+   * it asks again now. False when it does not wait (any more).
+   */
+  limitFreed(nodeKey: string, index: number | undefined, now: Date): boolean {
+    const asking = index === undefined ? nodeKey : `${nodeKey}#${index}`;
+    if (this.askingLimit.has(asking)) {
+      this.askingLimit.set(asking, true);
+      return true;
+    }
+    const st = this.nodes.get(nodeKey);
+    if (!st || !this.accepts(st)) return false;
+    const at = now.toISOString();
+    if (index === undefined) {
+      if (st.resume_at === null || !st.wait_key?.startsWith(LIMIT_WAIT)) return false;
+      st.resume_at = at;
+      this.dirty.add(st);
+      return true;
+    }
+    const node = this.plan.nodes.find((n) => n.key === nodeKey);
+    const item = node && [...(this.itemRuns.get(nodeKey)?.open ?? [])].find((i) => i.index === index);
+    if (!node || !item || item.resume_at === null) return false;
+    item.resume_at = at;
+    this.markItem(node, item);
+    return true;
   }
 
   markInterrupted(inv: Invoke): void {

@@ -47,9 +47,25 @@ export interface NodeState {
   resume_at: string | null;
   /**
    * A WAIT_EVENT waiting: the key an event takes it by (event-waits.ts); a CALL waiting for its child
-   * run: `run:<child run id>`; null otherwise.
+   * run: `run:<child run id>`; an ACTION waiting for its plugin instance's limit: `limit:...`
+   * (LIMIT_WAIT); null otherwise.
    */
   wait_key: string | null;
+}
+
+/**
+ * An ACTION waiting for its plugin instance's limit carries `limit:<limit>:<instance id>` as its wait
+ * key (docs/plugins.md "Limits").
+ */
+export const LIMIT_WAIT = 'limit:';
+
+/** The limit an ACTION's wait key says it waits for, or undefined (run nodes' `waiting_for_limit`). */
+export function limitWaitOf(
+  waitKey: string | null,
+): { limit: 'rate_limit' | 'max_concurrency'; plugin_instance_id: string } | undefined {
+  if (!waitKey?.startsWith(LIMIT_WAIT)) return undefined;
+  const [limit, instanceId] = waitKey.slice(LIMIT_WAIT.length).split(':');
+  return { limit: limit as 'rate_limit' | 'max_concurrency', plugin_instance_id: instanceId as string };
 }
 
 export interface RunState {

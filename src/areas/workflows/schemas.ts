@@ -88,6 +88,18 @@ export const RunNode = Type.Object(
     completed_at: Nullable(Timestamp),
     attempts: Type.Integer(),
     resume_at: Nullable(Timestamp),
+    waiting_for_limit: Type.Optional(
+      Type.Object(
+        {
+          limit: Type.Union([Type.Literal('rate_limit'), Type.Literal('max_concurrency')]),
+          plugin_instance_id: Type.String(),
+        },
+        {
+          description:
+            'An ACTION waiting for its plugin instance\'s limit (docs/plugins.md "Limits"): no attempt is counted; `resume_at` is when it asks again.',
+        },
+      ),
+    ),
     progress: Type.Optional(
       Type.Object(
         {

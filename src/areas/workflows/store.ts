@@ -10,7 +10,7 @@ import type { EventInput } from '../events/publish.js';
 import { wakeRuns } from './claim-store.js';
 import { releaseConcurrency } from './flow-store.js';
 import { itemRow, upsertItemsStatement } from './item-store.js';
-import type { ItemState, NodeState, RunState, SkipReason } from './run-state.js';
+import { type ItemState, limitWaitOf, type NodeState, type RunState, type SkipReason } from './run-state.js';
 import type { Run, RunNode } from './schemas.js';
 import type { WorkflowRunItemTable, WorkflowRunNodeTable, WorkflowRunTable } from './tables.js';
 
@@ -71,13 +71,15 @@ const nodeDocuments = (r: Pick<WorkflowRunNodeTable, 'input' | 'output' | 'skip_
 
 export const toRunNode = ({
   interruptions: _i,
-  wait_key: _w,
+  wait_key,
   updated_at: _u,
   ...r
-}: WorkflowRunNodeTable): WorkflowRunNode => ({
-  ...r,
-  ...nodeDocuments(r),
-});
+}: WorkflowRunNodeTable): WorkflowRunNode => {
+  const node: WorkflowRunNode = { ...r, ...nodeDocuments(r) };
+  const waiting = r.status === 'running' ? limitWaitOf(wait_key) : undefined;
+  if (waiting) node.waiting_for_limit = waiting;
+  return node;
+};
 
 /** A run-node row as the machine's state. */
 export const toNodeState = ({

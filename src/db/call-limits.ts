@@ -333,14 +333,14 @@ async function insertEntry(
   return id;
 }
 
-/** When the oldest entry that counts for nothing any more began (null: none). */
+/** When the oldest entry that counts for nothing any more stopped counting (null: none). */
 export async function oldestSpentEntry(db: Db, now: Date): Promise<string | null> {
   const row = await db
     .selectFrom('call_limit_entry')
-    .select('at')
+    .select('until')
     .where('until', '<', now.toISOString())
     .orderBy('until')
     .limit(1)
     .executeTakeFirst();
-  return row?.at ?? null;
+  return row?.until ?? null;
 }

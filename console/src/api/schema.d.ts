@@ -2570,6 +2570,12 @@ export interface components {
             /** @description Hex SHA-256 of config_json serialised with sorted keys */
             config_hash: string;
             enabled: boolean;
+            rate_limit: {
+                limit: number;
+                /** @description Milliseconds, at most one day. */
+                period_ms: number;
+            } | null;
+            max_concurrency: number | null;
             /** Format: date-time */
             created_at: string;
             /** Format: date-time */
@@ -2589,6 +2595,11 @@ export interface components {
             retention: {
                 deliveries_seconds: number | null;
             };
+            rate_limit: {
+                limit: number;
+                /** @description Milliseconds, at most one day. */
+                period_ms: number;
+            } | null;
             /** Format: date-time */
             created_at: string;
             /** Format: date-time */
@@ -2614,6 +2625,11 @@ export interface components {
             retention: {
                 deliveries_seconds: number | null;
             };
+            rate_limit: {
+                limit: number;
+                /** @description Milliseconds, at most one day. */
+                period_ms: number;
+            } | null;
             /** Format: date-time */
             created_at: string;
             /** Format: date-time */
@@ -3144,6 +3160,11 @@ export interface components {
             completed_at: string | null;
             attempts: number;
             resume_at: string | null;
+            /** @description An ACTION waiting for its plugin instance's limit (docs/plugins.md "Limits"): no attempt is counted; `resume_at` is when it asks again. */
+            waiting_for_limit?: {
+                limit: "rate_limit" | "max_concurrency";
+                plugin_instance_id: string;
+            };
             /** @description A FOREACH that started: its items done of total (docs/workflows.md "FOREACH"). */
             progress?: {
                 total: number;
@@ -6735,6 +6756,12 @@ export interface operations {
                     config_json?: {
                         [key: string]: unknown;
                     } | null;
+                    rate_limit?: {
+                        limit: number;
+                        /** @description Milliseconds, at most one day. */
+                        period_ms: number;
+                    } | null;
+                    max_concurrency?: number | null;
                 };
             };
         };
@@ -6931,6 +6958,12 @@ export interface operations {
                     config_json?: {
                         [key: string]: unknown;
                     } | null;
+                    rate_limit?: {
+                        limit: number;
+                        /** @description Milliseconds, at most one day. */
+                        period_ms: number;
+                    } | null;
+                    max_concurrency?: number | null;
                 };
             };
         };
@@ -7190,6 +7223,11 @@ export interface operations {
                     retention?: {
                         deliveries_seconds?: number | null;
                     };
+                    rate_limit?: {
+                        limit: number;
+                        /** @description Milliseconds, at most one day. */
+                        period_ms: number;
+                    } | null;
                 };
             };
         };
@@ -7379,6 +7417,11 @@ export interface operations {
                     retention?: {
                         deliveries_seconds?: number | null;
                     };
+                    rate_limit?: {
+                        limit: number;
+                        /** @description Milliseconds, at most one day. */
+                        period_ms: number;
+                    } | null;
                 };
             };
         };

@@ -22,7 +22,7 @@ export function createRetentionMetrics(
   ]);
   new Gauge({
     name: 'svc_retention_oldest_age_seconds',
-    help: 'Age of the oldest finished record of each kind still stored (runs, deliveries, outbox_tasks); 0 when there is none',
+    help: 'Age of the oldest finished record of each kind still stored (runs, deliveries, outbox_tasks, call_limits); 0 when there is none',
     labelNames: ['kind'],
     registers: [registry],
     async collect() {

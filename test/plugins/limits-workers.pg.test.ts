@@ -32,7 +32,7 @@ describePg('plugin instance limits with two `svc worker` processes', () => {
     const arrivals: number[] = [];
     let inFlight = 0;
     let most = 0;
-    const server: Server = createServer((req, res) => {
+    const server: Server = createServer((_req, res) => {
       arrivals.push(Date.now());
       inFlight++;
       most = Math.max(most, inFlight);

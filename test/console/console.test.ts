@@ -427,6 +427,8 @@ describe.skipIf(!hasBrowser)('the console at /console', () => {
     await form.getByLabel('URL').fill(`${receiverUrl}/hook`);
     await form.getByLabel(/^Event types/).fill(EVENT_TYPE);
     await form.getByLabel(/^Keep finished deliveries/).fill('2');
+    await form.getByLabel(/^Rate limit: calls/).fill('50');
+    await form.getByLabel(/^per seconds/).fill('1');
     await form.getByRole('button', { name: 'Create webhook' }).click();
     const secret = page
       .getByRole('region', { name: 'Signing secret (Standard Webhooks form)' })
@@ -437,14 +439,20 @@ describe.skipIf(!hasBrowser)('the console at /console', () => {
     // The secret is not shown again: not on the webhook's page, not in its answer.
     const whsec = await page.evaluate('document.body.innerText.match(/whsec_\\S+/)');
     expect(whsec).toBeNull();
-    // Its retention, set at creation, changed here.
-    const keep = page.getByRole('form', { name: 'retention' }).getByLabel(/^Keep finished deliveries/);
+    // Its retention and rate limit, set at creation, changed here.
+    const settings = page.getByRole('form', { name: 'settings' });
+    const keep = settings.getByLabel(/^Keep finished deliveries/);
+    const calls = settings.getByLabel(/^Rate limit: calls/);
     await expect.poll(() => keep.inputValue()).toBe('2');
+    await expect.poll(() => calls.inputValue()).toBe('50');
     await keep.fill('0.5');
-    await page.getByRole('button', { name: 'Save retention' }).click();
-    await page.getByRole('form', { name: 'retention' }).getByText('Saved').waitFor();
+    await calls.fill('20');
+    await page.getByRole('button', { name: 'Save settings' }).click();
+    await settings.getByText('Saved').waitFor();
     await page.reload();
     await expect.poll(() => keep.inputValue()).toBe('0.5');
+    await expect.poll(() => calls.inputValue()).toBe('20');
+    expect(await settings.getByLabel(/^per seconds/).inputValue()).toBe('1');
 
     await page.getByRole('button', { name: 'Send test event' }).click();
     const row = page.getByRole('table', { name: 'deliveries' }).locator('tr[data-delivery]').first();
@@ -544,6 +552,94 @@ describe.skipIf(!hasBrowser)('the console at /console', () => {
     expect(received).toContain('GET /ping');
     await page.screenshot({ path: join(SHOTS, 'plugin.png'), fullPage: true });
     await page.close();
+  });
+
+  it("sets a plugin instance's limits and a subscription's flow control; says why a run is pending and an ACTION waits", {
+    timeout: 90_000,
+  }, async () => {
+    const defs = await server.api('GET', '/plugin_definition?name=http');
+    const instance = await server.api('POST', '/plugin_instance', {
+      plugin_definition_id: defs.body.plugin_definitions[0].id,
+      display_name: 'Limited receiver',
+      enabled: true,
+      config_json: { base_url: receiverUrl },
+    });
+    expect(instance.status).toBe(200);
+    const sub = await server.api('POST', '/event_subscription', { name: 'limited', event_type: EVENT_TYPE });
+    const graph = {
+      nodes: [
+        {
+          key: 'ping',
+          type: 'ACTION',
+          config: {
+            plugin_instance_id: instance.body.id,
+            plugin_action: 'request',
+            input_mapping: { method: 'GET', url: '/ping' },
+          },
+        },
+      ],
+      edges: [],
+    };
+    expect((await server.api('PUT', `/event_subscription/${sub.body.id}/graph`, graph)).status).toBe(200);
+
+    const { page } = await openPage();
+    await signIn(page);
+    // One call an hour, typed as calls per seconds.
+    await page.goto(`${server.base}/console/plugins/instances/${instance.body.id}`);
+    const limits = page.getByRole('form', { name: 'limits' });
+    await limits.getByLabel(/^Rate limit: calls/).fill('1');
+    await limits.getByLabel(/^per seconds/).fill('3600');
+    await limits.getByRole('button', { name: 'Save limits' }).click();
+    await limits.getByText('Saved').waitFor();
+    expect((await server.api('GET', `/plugin_instance/${instance.body.id}`)).body).toMatchObject({
+      rate_limit: { limit: 1, period_ms: 3_600_000 },
+      max_concurrency: null,
+    });
+    // Half a limit is refused before it is sent.
+    await limits.getByLabel(/^per seconds/).fill('');
+    await limits.getByRole('button', { name: 'Save limits' }).click();
+    await expect.poll(() => page.getByRole('alert').innerText()).toContain('needs both');
+    await page.goto(`${server.base}/console/plugins`);
+    const row = page
+      .getByRole('table', { name: 'plugin instances' })
+      .locator('tr', { hasText: 'Limited receiver' });
+    await expect.poll(() => row.innerText()).toContain('1 calls per 3600 s');
+
+    // One run of the subscription at a time, set in its form.
+    await page.goto(`${server.base}/console/subscriptions/${sub.body.id}`);
+    const form = page.getByRole('form', { name: 'subscription' });
+    await form.getByLabel(/^Flow control/).fill('{"concurrency": {"limit": 1}}');
+    await form.getByRole('button', { name: 'Save' }).click();
+    await form.getByText('Saved').waitFor();
+    expect((await server.api('GET', `/event_subscription/${sub.body.id}`)).body.flow_control).toMatchObject({
+      concurrency: { limit: 1 },
+    });
+
+    // The first run makes the hour's call; the second waits for the limit; the third for the second.
+    for (const id of ['limited-1', 'limited-2', 'limited-3']) {
+      const event = { specversion: '1.0', id, source: '/shop', type: EVENT_TYPE, data: { total: 3 } };
+      expect((await server.api('POST', '/event', event)).status).toBe(202);
+    }
+    const runsOf = async (status: string) =>
+      (await server.api('GET', `/workflow_run?event_subscription_id=${sub.body.id}&status=${status}`)).body
+        .runs;
+    await expect.poll(async () => (await runsOf('completed')).length, { timeout: 30_000 }).toBe(1);
+    await expect.poll(async () => (await runsOf('pending')).length, { timeout: 30_000 }).toBe(1);
+    const [waiting] = await runsOf('running');
+    await page.goto(`${server.base}/console/runs?event_subscription_id=${sub.body.id}`);
+    const runs = page.getByRole('table', { name: 'runs' });
+    await expect.poll(() => runs.locator('.status-pending').count()).toBe(1);
+    await expect.poll(() => runs.innerText()).toContain('waiting: concurrency');
+    await page.goto(`${server.base}/console/runs/${waiting.id}`);
+    await expect
+      .poll(() => page.locator('[data-node-note="ping"]').first().innerText(), { timeout: 30_000 })
+      .toContain("waits for its plugin instance's rate limit");
+    await page.screenshot({ path: join(SHOTS, 'limits.png'), fullPage: true });
+    await page.close();
+    const cancelled = await server.api('POST', '/workflow_run/cancel', {
+      event_subscription_id: sub.body.id,
+    });
+    expect(cancelled.body.cancelled).toHaveLength(2);
   });
 
   it('lists event types with their schema and examples, and the outbox tasks', async () => {

@@ -84,14 +84,20 @@ interface NotedNode {
   status: string;
   input?: unknown;
   progress?: { total: number; completed: number; failed: number; running: number };
+  waiting_for_limit?: { limit: string; plugin_instance_id: string };
 }
 
 /**
  * A WAIT_EVENT's event type, key and deadline while it waits; a FOREACH's items done of total; a
- * CALL's child run (docs/workflows.md "WAIT_EVENT", "FOREACH", "CALL"). Null for other nodes.
+ * CALL's child run; an ACTION waiting for its plugin instance's limit (docs/workflows.md
+ * "WAIT_EVENT", "FOREACH", "CALL", "ACTION"). Null for other nodes.
  */
 export function nodeNote(node: NotedNode): NodeNote | null {
   const input = (node.input ?? {}) as Record<string, unknown>;
+  if (node.waiting_for_limit) {
+    const limit = node.waiting_for_limit.limit === 'rate_limit' ? 'rate limit' : 'max concurrency';
+    return { text: `waits for its plugin instance's ${limit}` };
+  }
   if (node.node_type === 'WAIT_EVENT' && node.status === 'running' && typeof input.event_type === 'string') {
     const key =
       input.correlation_key === null || input.correlation_key === undefined

@@ -3,6 +3,7 @@ import { useCan } from '../access';
 import { api, ok } from '../api/client';
 import { href, navigate } from '../router';
 import { ErrorNote, Json, Panel, when } from '../ui/bits';
+import { type RateLimit, RateLimitField, rateLimitOf } from '../ui/fields';
 import { Table } from '../ui/list';
 import { SchemaForm } from '../ui/SchemaForm';
 import { useAction } from '../ui/use-action';
@@ -41,7 +42,7 @@ export function Plugins() {
       </Panel>
       <Panel title="Instances">
         <ErrorNote error={instances.error} />
-        <Table label="plugin instances" head={['Name', 'Plugin', 'State', 'Updated']}>
+        <Table label="plugin instances" head={['Name', 'Plugin', 'State', 'Limits', 'Updated']}>
           {instances.data?.plugin_instances.map((i) => (
             <tr key={i.id}>
               <td>
@@ -49,6 +50,7 @@ export function Plugins() {
               </td>
               <td>{names.get(i.plugin_definition_id) ?? i.plugin_definition_id}</td>
               <td>{i.enabled ? 'enabled' : 'disabled'}</td>
+              <td>{limitsText(i.rate_limit, i.max_concurrency)}</td>
               <td>{when(i.updated_at)}</td>
             </tr>
           ))}
@@ -59,6 +61,14 @@ export function Plugins() {
       </Panel>
     </>
   );
+}
+
+/** An instance's limits in words (docs/plugins.md "Limits"). */
+export function limitsText(rate: RateLimit | null, max: number | null): string {
+  const parts = [];
+  if (rate) parts.push(`${rate.limit} calls per ${rate.period_ms / 1000} s`);
+  if (max !== null) parts.push(`at most ${max} at once`);
+  return parts.length === 0 ? 'none' : parts.join(', ');
 }
 
 /** A definition: its config schema and actions, and a form generated from the schema for a new instance. */
@@ -145,6 +155,7 @@ export function PluginInstance({ id }: { id: string }) {
   const can = useCan();
   const [error, run] = useAction();
   const [saved, setSaved] = useState(false);
+  const [limitsSaved, setLimitsSaved] = useState(false);
   const [action, setAction] = useState<string | null>(null);
   const [output, setOutput] = useState<{ value: unknown } | null>(null);
   const view = useAsync(async () => {
@@ -168,6 +179,22 @@ export function PluginInstance({ id }: { id: string }) {
         }),
       );
       setSaved(true);
+      view.reload();
+    });
+  };
+  const saveLimits = (ev: Event) => {
+    ev.preventDefault();
+    const form = new FormData(ev.currentTarget as HTMLFormElement);
+    setLimitsSaved(false);
+    return run(async () => {
+      const max = String(form.get('max_concurrency') ?? '').trim();
+      await ok(
+        api.PATCH('/api/v1/plugin_instance/{id}', {
+          params: { path: { id } },
+          body: { rate_limit: rateLimitOf(form, 'rate'), max_concurrency: max === '' ? null : Number(max) },
+        }),
+      );
+      setLimitsSaved(true);
       view.reload();
     });
   };
@@ -202,6 +229,32 @@ export function PluginInstance({ id }: { id: string }) {
             disabled={!can('PATCH /api/v1/plugin_instance/{id}')}
           />
           {saved && <p class="muted">Saved</p>}
+        </Panel>
+        <Panel title="Limits">
+          <p class="muted">
+            Shared by every ACTION and invoke of this instance, in every process: over them an ACTION waits
+            its turn and an invoke is refused (429).
+          </p>
+          <form onSubmit={saveLimits} aria-label="limits">
+            <fieldset
+              disabled={!can('PATCH /api/v1/plugin_instance/{id}')}
+              style={{ border: 0, padding: 0, margin: 0 }}
+            >
+              <RateLimitField name="rate" value={instance.rate_limit} />
+              <label>
+                Max concurrency (empty: no limit)
+                <input
+                  name="max_concurrency"
+                  type="number"
+                  min={1}
+                  step={1}
+                  defaultValue={instance.max_concurrency === null ? '' : String(instance.max_concurrency)}
+                />
+              </label>
+              <button type="submit">Save limits</button>
+              {limitsSaved && <span class="muted"> Saved</span>}
+            </fieldset>
+          </form>
         </Panel>
         {can('POST /api/v1/plugin_instance/{id}/invoke') && chosen && (
           <Panel title="Invoke">

@@ -4,7 +4,7 @@ import { api, ok } from '../api/client';
 import { href } from '../router';
 import { ErrorNote, Json, Panel, Status, when } from '../ui/bits';
 import { ShownOnce } from '../ui/copy';
-import { RetentionField, retentionSeconds, SelectFilter } from '../ui/fields';
+import { RateLimitField, RetentionField, rateLimitOf, retentionSeconds, SelectFilter } from '../ui/fields';
 import { Pager, Table } from '../ui/list';
 import { useAction } from '../ui/use-action';
 import { useAsync } from '../ui/use-async';
@@ -56,7 +56,7 @@ export function WebhookDetail({ id }: { id: string }) {
     });
   const canEdit = can('PATCH /api/v1/webhook/{id}');
   const [kept, setKept] = useState(false);
-  const saveRetention = (ev: Event) => {
+  const saveSettings = (ev: Event) => {
     ev.preventDefault();
     const form = new FormData(ev.currentTarget as HTMLFormElement);
     setKept(false);
@@ -64,7 +64,10 @@ export function WebhookDetail({ id }: { id: string }) {
       await ok(
         api.PATCH('/api/v1/webhook/{id}', {
           params: { path: { id } },
-          body: { retention: { deliveries_seconds: retentionSeconds(form, 'deliveries') } },
+          body: {
+            retention: { deliveries_seconds: retentionSeconds(form, 'deliveries') },
+            rate_limit: rateLimitOf(form, 'rate'),
+          },
         }),
       );
       setKept(true);
@@ -118,14 +121,15 @@ export function WebhookDetail({ id }: { id: string }) {
         </p>
         {w.description && <p class="muted">{w.description}</p>}
         {!secret && <SignatureSnippet />}
-        <form onSubmit={saveRetention} aria-label="retention" class="row">
+        <form onSubmit={saveSettings} aria-label="settings" class="row">
           <fieldset disabled={!canEdit} style={{ border: 0, padding: 0, margin: 0 }}>
             <RetentionField
               label="Keep finished deliveries"
               name="deliveries"
               seconds={w.retention.deliveries_seconds}
             />
-            {canEdit && <button type="submit">Save retention</button>}
+            <RateLimitField name="rate" value={w.rate_limit} />
+            {canEdit && <button type="submit">Save settings</button>}
             {kept && <span class="muted">Saved</span>}
           </fieldset>
         </form>

@@ -4,7 +4,14 @@ import { api, ok, type Schemas } from '../api/client';
 import { href } from '../router';
 import { CreateForm, ErrorNote, Panel, when } from '../ui/bits';
 import { ShownOnce } from '../ui/copy';
-import { RetentionField, retentionSeconds, SearchForm, TextField } from '../ui/fields';
+import {
+  RateLimitField,
+  RetentionField,
+  rateLimitOf,
+  retentionSeconds,
+  SearchForm,
+  TextField,
+} from '../ui/fields';
 import { Pager, Table } from '../ui/list';
 import { useAction } from '../ui/use-action';
 import { useAsync } from '../ui/use-async';
@@ -41,6 +48,7 @@ export function Webhooks() {
             description: String(data.get('description') ?? '').trim() || null,
             enabled: data.get('enabled') === 'on',
             retention: { deliveries_seconds: retentionSeconds(data, 'deliveries') },
+            rate_limit: rateLimitOf(data, 'rate'),
           },
         }),
       );
@@ -128,6 +136,7 @@ export function Webhooks() {
               <input type="checkbox" name="enabled" defaultChecked /> Enabled
             </label>
             <RetentionField label="Keep finished deliveries" name="deliveries" seconds={null} />
+            <RateLimitField name="rate" value={null} />
           </div>
         </CreateForm>
       )}

@@ -176,3 +176,50 @@ export function retentionSeconds(form: FormData, name: string): number | null {
   const text = String(form.get(name) ?? '').trim();
   return text === '' ? null : Math.round(Number(text) * DAY_S);
 }
+
+/** A `rate_limit` of the API (a plugin instance's, a webhook's): `limit` calls per `period_ms`. */
+export interface RateLimit {
+  limit: number;
+  period_ms: number;
+}
+
+/**
+ * A `rate_limit` typed as "calls per seconds": both empty for no limit. Read back with
+ * `rateLimitOf`.
+ */
+export function RateLimitField({ name, value }: { name: string; value: RateLimit | null }) {
+  return (
+    <fieldset class="row" style={{ border: 0, padding: 0, margin: 0 }}>
+      <label>
+        Rate limit: calls (empty: no limit)
+        <input
+          name={`${name}_limit`}
+          type="number"
+          min={1}
+          step={1}
+          defaultValue={value ? String(value.limit) : ''}
+        />
+      </label>
+      <label>
+        per seconds
+        <input
+          name={`${name}_period`}
+          type="number"
+          min={0.001}
+          step="any"
+          defaultValue={value ? String(value.period_ms / 1000) : ''}
+        />
+      </label>
+    </fieldset>
+  );
+}
+
+/** A RateLimitField's value: null when both are empty; one without the other is an error. */
+export function rateLimitOf(form: FormData, name: string): RateLimit | null {
+  const limit = String(form.get(`${name}_limit`) ?? '').trim();
+  const period = String(form.get(`${name}_period`) ?? '').trim();
+  if (limit === '' && period === '') return null;
+  if (limit === '' || period === '')
+    throw new Error('a rate limit needs both its number of calls and its period');
+  return { limit: Number(limit), period_ms: Math.round(Number(period) * 1000) };
+}

@@ -230,15 +230,23 @@ export function createOutboxJob(deps: OutboxDeps, options: OutboxOptions): Outbo
       // The store is asked when it may hold due tasks this drain was not handed (a wake: an event
       // written due, another process's NOTIFY or commit, the due-timer; a retry of this drain's come
       // due; housekeeping; nothing in memory). Tasks born claimed need no claim.
-      const retryDue = knownDueAt !== null && knownDueAt <= nowMs;
-      const askStore = claims.shouldAsk(nowMs, housekeeping || retryDue || local.length === 0);
       // A task waiting in memory is this drain's until its lease runs out; with less than half of it
-      // left it is not started from memory (it may not be ours by the time it settles): the lease is
-      // left to run out, and the reaper hands it back as an interruption, to any worker.
-      const mine = local
-        .splice(0, askStore ? Math.ceil(batchSize / 2) : batchSize)
-        .filter((t) => t.leaseUntil - nowMs > lease.ms / 2)
-        .map((t) => t.row);
+      // left it is not started from memory (it may not be ours by the time it settles): it is handed
+      // back at once, due now, its attempt given back, and claimed again like any due task.
+      const isLate = (t: (typeof local)[number]) => t.leaseUntil - nowMs <= lease.ms / 2;
+      // In arrival order, so the oldest is first: none is late unless it is.
+      const late = local.length > 0 && isLate(local[0]) ? local.filter(isLate) : [];
+      if (late.length > 0) {
+        const ids = new Set(late.map((t) => t.row.id));
+        local.splice(0, local.length, ...local.filter((t) => !ids.has(t.row.id)));
+        await release([...ids]);
+      }
+      const retryDue = knownDueAt !== null && knownDueAt <= nowMs;
+      const askStore = claims.shouldAsk(
+        nowMs,
+        housekeeping || retryDue || local.length === 0 || late.length > 0,
+      );
+      const mine = local.splice(0, askStore ? Math.ceil(batchSize / 2) : batchSize).map((t) => t.row);
       let tasks = mine;
       if (askStore) {
         const limit = batchSize - mine.length;

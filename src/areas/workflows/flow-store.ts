@@ -254,9 +254,18 @@ export async function releaseConcurrency(
   if (ended.length === 0) return false;
   const unique = new Map(ended.map((e) => [lockName(e.subscriptionId, 'concurrency', e.key), e]));
   await takeLocks(db, unique.keys());
+  // Most ends leave no queue behind: one read per subscription finds the keys that have one.
+  const keysBySub = new Map<string, Set<string>>();
+  for (const e of unique.values()) {
+    const keys = keysBySub.get(e.subscriptionId) ?? new Set<string>();
+    keys.add(e.key);
+    keysBySub.set(e.subscriptionId, keys);
+  }
   let woke = false;
-  for (const e of unique.values())
-    if (await wakeHead(db, e.subscriptionId, 'concurrency', e.key, at)) woke = true;
+  for (const [subscriptionId, keys] of keysBySub) {
+    for (const key of await queuedKeys(db, subscriptionId, 'concurrency', [...keys]))
+      if (await wakeHead(db, subscriptionId, 'concurrency', key, at)) woke = true;
+  }
   return woke;
 }
 

@@ -2,10 +2,9 @@ import { createHmac } from 'node:crypto';
 import { Webhook as StandardWebhook } from 'standardwebhooks';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { standardWebhooksSecret } from '../../src/areas/webhooks/signing.js';
-import { manualClock } from '../../src/lib/clock.js';
 import { outboxEvents } from '../events/helpers.js';
-import { startTestApp, type TestApp } from '../helpers/app.js';
-import { admin, type TestPrincipal } from '../helpers/auth.js';
+import type { TestApp } from '../helpers/app.js';
+import type { TestPrincipal } from '../helpers/auth.js';
 import { dialectName } from '../helpers/store.js';
 import {
   cloudEvent,
@@ -14,33 +13,22 @@ import {
   delivery,
   dispatch,
   type Receiver,
-  receiver,
+  startWebhookApp,
+  type WebhookApp,
 } from './helpers.js';
 
 const S = 1000;
-// Long-lived access tokens: tests move the clock by many minutes.
-const ENV = {
-  SVC_ALLOW_PRIVATE_NETWORKS: 'true',
-  SVC_WEBHOOK_TIMEOUT_MS: '400',
-  SVC_ACCESS_TOKEN_TTL_SECONDS: '86400',
-};
-
 describe(`webhook delivery (${dialectName})`, () => {
+  let app: WebhookApp;
   let t: TestApp;
   let who: TestPrincipal;
   let rx: Receiver;
-  let clock: ReturnType<typeof manualClock>;
+  let clock: WebhookApp['clock'];
   beforeEach(async () => {
-    // Close to real time, so the Standard Webhooks library's 5-minute tolerance accepts timestamps.
-    clock = manualClock(new Date(Math.floor(Date.now() / 1000) * 1000));
-    t = await startTestApp({ clock, env: ENV });
-    who = await admin(t);
-    rx = await receiver();
+    app = await startWebhookApp({ SVC_WEBHOOK_TIMEOUT_MS: '400' });
+    ({ t, who, rx, clock } = app);
   });
-  afterEach(async () => {
-    await rx.close();
-    await t.close();
-  });
+  afterEach(() => app.close());
   const engine = () => t.ctx.services.webhookEngine;
 
   it('down, then 500, then hang past the timeout, then recovered: SUCCESS, webhook-id stable, none lost', async () => {

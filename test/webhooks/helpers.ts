@@ -2,7 +2,9 @@ import { randomUUID } from 'node:crypto';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { CloudEvent } from '../../src/areas/events/cloudevent.js';
-import type { TestApp } from '../helpers/app.js';
+import { manualClock } from '../../src/lib/clock.js';
+import { startTestApp, type TestApp } from '../helpers/app.js';
+import { admin, type TestPrincipal } from '../helpers/auth.js';
 
 export interface Received {
   method: string;
@@ -197,4 +199,35 @@ export async function eventually<T>(check: () => Promise<T | undefined | false>,
     if (Date.now() > until) throw new Error('condition not reached in time');
     await new Promise((r) => setTimeout(r, 20));
   }
+}
+
+/** An app whose clock the test moves, an admin, and a receiver: the delivery suites' start. */
+export interface WebhookApp {
+  t: TestApp;
+  who: TestPrincipal;
+  rx: Receiver;
+  clock: ReturnType<typeof manualClock>;
+  close(): Promise<void>;
+}
+
+export async function startWebhookApp(env: Record<string, string> = {}): Promise<WebhookApp> {
+  // Close to real time, so the Standard Webhooks library's 5-minute tolerance accepts timestamps.
+  const clock = manualClock(new Date(Math.floor(Date.now() / 1000) * 1000));
+  const t = await startTestApp({
+    clock,
+    // Long-lived access tokens: tests move the clock by many minutes.
+    env: { SVC_ALLOW_PRIVATE_NETWORKS: 'true', SVC_ACCESS_TOKEN_TTL_SECONDS: '86400', ...env },
+  });
+  const who = await admin(t);
+  const rx = await receiver();
+  return {
+    t,
+    who,
+    rx,
+    clock,
+    async close() {
+      await rx.close();
+      await t.close();
+    },
+  };
 }

@@ -1,32 +1,30 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { manualClock } from '../../src/lib/clock.js';
-import { startTestApp, type TestApp } from '../helpers/app.js';
-import { admin, type TestPrincipal } from '../helpers/auth.js';
+import type { TestApp } from '../helpers/app.js';
+import type { TestPrincipal } from '../helpers/auth.js';
 import { dialectName } from '../helpers/store.js';
-import { cloudEvent, createHook, deliveries, dispatch, type Receiver, receiver } from './helpers.js';
+import {
+  cloudEvent,
+  createHook,
+  deliveries,
+  dispatch,
+  type Receiver,
+  startWebhookApp,
+  type WebhookApp,
+} from './helpers.js';
 
 const S = 1000;
-const ENV = {
-  SVC_ALLOW_PRIVATE_NETWORKS: 'true',
-  SVC_WEBHOOK_TIMEOUT_MS: '2000',
-  SVC_ACCESS_TOKEN_TTL_SECONDS: '86400',
-};
 
 describe(`webhook rate_limit (${dialectName})`, () => {
+  let app: WebhookApp;
   let t: TestApp;
   let who: TestPrincipal;
   let rx: Receiver;
-  let clock: ReturnType<typeof manualClock>;
+  let clock: WebhookApp['clock'];
   beforeEach(async () => {
-    clock = manualClock(new Date(Math.floor(Date.now() / 1000) * 1000));
-    t = await startTestApp({ clock, env: ENV });
-    who = await admin(t);
-    rx = await receiver();
+    app = await startWebhookApp({ SVC_WEBHOOK_TIMEOUT_MS: '2000' });
+    ({ t, who, rx, clock } = app);
   });
-  afterEach(async () => {
-    await rx.close();
-    await t.close();
-  });
+  afterEach(() => app.close());
   const engine = () => t.ctx.services.webhookEngine;
 
   it('create, PATCH and the answer carry rate_limit; bad limits are 400', async () => {

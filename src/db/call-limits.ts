@@ -235,16 +235,6 @@ export async function release(
   return next.map((r) => r.holder);
 }
 
-/** A waiting caller gave up (its run was cancelled or ended): its place and reservation go. */
-export async function forget(db: Db, scope: string, holder: string): Promise<void> {
-  await db
-    .deleteFrom('call_limit_entry')
-    .where('scope', '=', scope)
-    .where('holder', '=', holder)
-    .where('kind', '!=', 'call')
-    .execute();
-}
-
 /**
  * A run ended or was cancelled: the places its attempts held in lines go (holders `<run id>:...`,
  * docs/plugins.md "Limits"); its calls in flight keep their slots until they end.

@@ -65,10 +65,6 @@ export function createCallLimiter(deps: {
         },
       };
     },
-
-    /** A holder that waited gives up: its place goes. */
-    forget: (instanceId: string, holder: string) =>
-      store.transaction((tx) => limits.forget(tx.db, `plugin:${instanceId}`, holder)),
   };
 }
 

@@ -46,7 +46,6 @@ export interface InvokeRequest {
   permit?: CallPermit;
 }
 
-/** A call admitted under its instance's limits (docs/plugins.md "Limits"): released after the call. */
 export interface ActionDescription {
   idempotent: boolean;
   timeout_seconds: number;
@@ -98,11 +97,9 @@ export interface PreparedAction {
   limited: boolean;
   /**
    * Asks the instance's limits for a call by `holder` (an attempt's idempotency key) that takes
-   * `leaseMs` at most. Refused, the holder keeps its place and asks again at `retryAt`.
+   * `callMs` at most. Refused, the holder keeps its place and asks again at `retryAt`.
    */
-  admit(holder: string, leaseMs: number): Promise<LimitAnswer>;
-  /** A holder that waited gives up (its run ended): its place goes. */
-  forget(holder: string): Promise<void>;
+  admit(holder: string, callMs: number): Promise<LimitAnswer>;
   invoke(req: Omit<InvokeRequest, 'instanceId' | 'action'>): Promise<unknown>;
 }
 
@@ -118,7 +115,7 @@ export interface PluginDeps {
   metrics: PluginMetrics;
 }
 
-/** A call slot of an invocation that admitted itself (a manual invoke) is held at most this long past its deadline. */
+/** A call's concurrency slot is held at most this long past the call's deadline (a crash frees it then). */
 const LEASE_MARGIN_MS = 30_000;
 
 // Long file: the plugins area's operations share one closure over what this process loaded
@@ -375,8 +372,7 @@ export function createPluginService(deps: PluginDeps): PluginService {
       return {
         description: describeTarget(found),
         limited: hasLimits(limitsOf(found.row)),
-        admit: (holder, leaseMs) => admit(found.row, holder, leaseMs, 'wait'),
-        forget: (holder) => limiter.forget(found.row.id, holder),
+        admit: (holder, callMs) => admit(found.row, holder, callMs + LEASE_MARGIN_MS, 'wait'),
         invoke: (req) => invokeTarget(found, req),
       };
     },

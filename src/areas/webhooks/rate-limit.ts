@@ -34,17 +34,30 @@ export async function holdBackOverLimit(
       if (!answer.go) held.set(row.id, answer.retryAt);
     }
   });
+  // Uncounted, due at their turn (their claims' leases released): one write per turn and claimer.
+  const byTurn = new Map<string, DeliveryRow[]>();
   for (const row of limited) {
     const at = held.get(row.id);
     if (at === undefined) continue;
-    // Uncounted, due at its turn (its claim's lease is released).
+    const turn = JSON.stringify([at.toISOString(), row.locked_by ?? '']);
+    byTurn.set(turn, [...(byTurn.get(turn) ?? []), row]);
+  }
+  for (const [turn, rows] of byTurn) {
+    const [at, lockedBy] = JSON.parse(turn) as [string, string];
     try {
-      await store.write((db) => releaseUnsent(db, [row.id], row.locked_by ?? '', at.toISOString()));
+      await store.write((db) =>
+        releaseUnsent(
+          db,
+          rows.map((r) => r.id),
+          lockedBy,
+          at,
+        ),
+      );
     } catch (err) {
-      // Its lease expires instead; the reaper then counts one attempt too many, nothing worse.
-      log.error({ err, delivery_id: row.id }, 'returning a rate-limited webhook delivery failed');
+      // Their leases expire instead; the reaper then counts one attempt too many, nothing worse.
+      log.error({ err, deliveries: rows.length }, 'returning rate-limited webhook deliveries failed');
     }
-    onHeld(row, at);
+    for (const row of rows) onHeld(row, held.get(row.id) as Date);
   }
   return held;
 }

@@ -22,7 +22,7 @@ export interface ActionInvoker {
     /** Asks the instance's limits for the call of `holder`; refused, it keeps its place in line. */
     admit(
       holder: string,
-      leaseMs: number,
+      callMs: number,
     ): Promise<
       | { go: true; permit: { release(): Promise<void> } }
       | { go: false; limit: 'rate_limit' | 'max_concurrency'; retryAt: Date }
@@ -50,9 +50,6 @@ export interface ActionCallDeps {
   /** Told when a run enters (true) and leaves (false) a plugin call: the engine's scheduling counts them. */
   calling(active: boolean): void;
 }
-
-/** A slot of an admitted call is held at most this long past the call's deadline (a crash frees it then). */
-const LEASE_MARGIN_MS = 30_000;
 
 function errorText(err: unknown): string {
   if (err instanceof AppError) return `${err.code}: ${err.message}`;
@@ -156,7 +153,7 @@ export function createActionCaller(deps: ActionCallDeps) {
     if (prepared.limited) {
       // docs/plugins.md "Limits": over the instance's limit the attempt waits, uncounted, holding no slot.
       machine.askLimit(b);
-      const answer = await prepared.admit(holder, limit + LEASE_MARGIN_MS);
+      const answer = await prepared.admit(holder, limit);
       if (!answer.go) {
         machine.limitWait(b, answer.retryAt, answer.limit, instanceId, deps.clock.now());
         return;

@@ -208,15 +208,16 @@ export function createDrive(deps: DriveDeps) {
           // From here a limit's wake goes through the store, after this release is written.
           driving.delete(machine.run.id);
           const releasing = release(machine, step.wakeAt, { writes, dueTimer, ...outside });
-          const settled = releasing.then(
-            () => {},
-            () => {},
+          releases.set(
+            machine.run.id,
+            releasing.catch(() => {}),
           );
-          releases.set(machine.run.id, settled);
-          void settled.then(() => {
-            if (releases.get(machine.run.id) === settled) releases.delete(machine.run.id);
-          });
-          await releasing;
+          try {
+            await releasing;
+          } finally {
+            // This process can drive the run again only once its release is written.
+            releases.delete(machine.run.id);
+          }
           return;
         }
         // Side-effect-free progress is written before waiting; each attempt writes its own start, and

@@ -25,6 +25,7 @@ import { describeThrown, truthy } from './jsonlogic.js';
 import { FOREACH_LIMITS } from './node-config.js';
 import type { Plan, PlanNode } from './plan.js';
 import {
+  attemptKey,
   type ChildOutcome,
   type ChildWait,
   type ExpressionContext,
@@ -237,7 +238,7 @@ export class RunMachine {
     }
     for (const [key, items] of this.itemRuns) {
       for (const item of items.open) {
-        if (item.resume_at !== null && !inFlight.has(`${key}#${item.index}`)) earliest(item.resume_at);
+        if (item.resume_at !== null && !inFlight.has(attemptKey(key, item.index))) earliest(item.resume_at);
       }
     }
     return {
@@ -504,7 +505,7 @@ export class RunMachine {
    * it asks again now. False when it does not wait (any more).
    */
   limitFreed(nodeKey: string, index: number | undefined, now: Date): boolean {
-    const asking = index === undefined ? nodeKey : `${nodeKey}#${index}`;
+    const asking = attemptKey(nodeKey, index);
     if (this.askingLimit.has(asking)) {
       this.askingLimit.set(asking, true);
       return true;

@@ -134,8 +134,12 @@ export interface Invoke {
 }
 
 /** What the engine keys an attempt in flight by: the node, or the node and the item. */
+/** The key of a node's attempt, or of item `index` of a FOREACH node: `<node>` or `<node>#<index>`. */
+export const attemptKey = (nodeKey: string, index?: number): string =>
+  index === undefined ? nodeKey : `${nodeKey}#${index}`;
+
 export const invokeKey = (inv: Pick<Invoke, 'node' | 'item'>): string =>
-  inv.item === undefined ? inv.node.key : `${inv.node.key}#${inv.item.index}`;
+  attemptKey(inv.node.key, inv.item?.index);
 
 /** A child run a CALL or a FOREACH item waits for, whose end the engine has not seen yet. */
 export interface ChildWait {

@@ -15,6 +15,7 @@
 import { parseArgs } from 'node:util';
 import { type Call, client, postEvents, counter as receiver, until } from '../lib/api.js';
 import { median } from '../lib/load.js';
+import { cpuSeconds, postgresCpuSeconds, storeActivity } from '../lib/process.js';
 import { startSvc } from '../pipeline/harness.js';
 
 const { values } = parseArgs({
@@ -73,17 +74,43 @@ const post = (call: Call, from: number, total: number) =>
     data: { total: i, customer: `c${(from + i) % CUSTOMERS}` },
   }));
 
-/** Executions per second of EVENTS events, with `flow` on the subscription. */
-async function throughput(flow: unknown): Promise<number> {
+/** What one round costs per execution: svc's CPU, the PostgreSQL server's, statements, transactions. */
+interface Cost {
+  cpuMs: number;
+  serverMs: number;
+  statements: number;
+  transactions: number;
+}
+
+/** Executions per second of EVENTS events, with `flow` on the subscription, and their cost. */
+async function throughput(flow: unknown): Promise<{ rate: number; cost: Cost }> {
   const rx = await receiver();
   const svc = await startSvc(values.store as string);
+  const onPostgres = values.store === 'postgres';
   try {
     const call = await client(svc.url);
     await subscription(call, rx.url, flow);
+    const pid = svc.processes[0].pid as number;
+    const [cpu0, server0, activity0] = [
+      cpuSeconds(pid),
+      onPostgres ? postgresCpuSeconds() : 0,
+      await storeActivity(svc.url),
+    ];
     const t0 = performance.now();
     await post(call, 0, EVENTS);
     await until(() => rx.count() >= EVENTS, 600_000);
-    return EVENTS / ((performance.now() - t0) / 1000);
+    const rate = EVENTS / ((performance.now() - t0) / 1000);
+    const activity = await storeActivity(svc.url);
+    const per = (x: number) => x / EVENTS;
+    return {
+      rate,
+      cost: {
+        cpuMs: per(1000 * (cpuSeconds(pid) - cpu0)),
+        serverMs: onPostgres ? per(1000 * (postgresCpuSeconds() - server0)) : 0,
+        statements: per(activity.statements - activity0.statements),
+        transactions: per(activity.transactions - activity0.transactions),
+      },
+    };
   } finally {
     await svc.stop();
     rx.close();
@@ -117,20 +144,32 @@ async function startRate(waiting: number): Promise<number> {
 const FLOW = { concurrency: { limit: 50, key: { var: 'event.data.customer' } } };
 const plain: number[] = [];
 const shaped: number[] = [];
+const costs: Record<'plain' | 'shaped', Cost[]> = { plain: [], shaped: [] };
 for (let r = 0; r < ROUNDS; r++) {
-  plain.push(await throughput(null));
-  shaped.push(await throughput(FLOW));
+  const without = await throughput(null);
+  const withFlow = await throughput(FLOW);
+  plain.push(without.rate);
+  shaped.push(withFlow.rate);
+  costs.plain.push(without.cost);
+  costs.shaped.push(withFlow.cost);
   console.log(
     `round ${r + 1}: without ${plain[r].toFixed(0)}/s, concurrency 50 per customer ${shaped[r].toFixed(0)}/s`,
   );
 }
 const range = (xs: number[]) => `${Math.min(...xs).toFixed(0)}-${Math.max(...xs).toFixed(0)}`;
+/** Medians of a round's cost per execution: CPU ms of svc / of the server, statements / transactions. */
+const costLine = (cs: Cost[]) => {
+  const m = (f: (c: Cost) => number, digits: number) => median(cs.map(f)).toFixed(digits);
+  return `CPU ms ${m((c) => c.cpuMs, 2)} svc / ${m((c) => c.serverMs, 2)} server, statements ${m((c) => c.statements, 1)} / transactions ${m((c) => c.transactions, 2)} per execution`;
+};
 console.log(
   `\n${values.store}: ${EVENTS} events, ${CUSTOMERS} customers; executions/s median (min-max)\n` +
     `  without flow control (ceiling)        ${median(plain).toFixed(0)} (${range(plain)})\n` +
     `  concurrency {limit: 50, key: customer} ${median(shaped).toFixed(0)} (${range(shaped)})  = ${(
       (100 * median(shaped)) / median(plain)
-    ).toFixed(0)}% of the ceiling (target >= 70%)`,
+    ).toFixed(0)}% of the ceiling (target >= 70%)\n` +
+    `  without: ${costLine(costs.plain)}\n` +
+    `  with:    ${costLine(costs.shaped)}`,
 );
 
 const rates = new Map<number, number>();

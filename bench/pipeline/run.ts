@@ -21,11 +21,12 @@
  * one SQLite file (the worker woken by the file's write-ahead log). Prints figures; never fails.
  */
 import { spawn } from 'node:child_process';
-import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import autocannon from 'autocannon';
+import { cpuSeconds, postgresCpuSeconds, rssMiB, storeActivity } from '../lib/process.js';
 import { COUNTED_NODE_ARGS, startCounting, stopCounting, underCallgrind, WARM_UP } from './callgrind.js';
 import { ceiling } from './ceiling.js';
 import { ROOT, receiver, SUBMIT, setUp, startSvc } from './harness.js';
@@ -70,45 +71,6 @@ if (!existsSync(join(ROOT, 'dist/cli/svc.js'))) {
  */
 const IDLE_WAIT_MS = 1000 * Number(values['idle-seconds']);
 const IDLE_SAMPLE_MS = 5_000;
-
-const rssMiB = (pid: number) => {
-  const m = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
-  return m ? Number(m[1]) / 1024 : 0;
-};
-const cpuSeconds = (pid: number) => {
-  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
-  return (Number(fields[11]) + Number(fields[12])) / 100;
-};
-
-/**
- * CPU seconds of every PostgreSQL server process on this machine (backends, WAL writer,
- * checkpointer): the benchmark's server is local, and on two shared cores its work is as much part
- * of an execution's cost as svc's. Not a figure for a remote server.
- */
-const postgresCpuSeconds = () => {
-  let sum = 0;
-  for (const entry of readdirSync('/proc')) {
-    if (!/^\d+$/.test(entry)) continue;
-    try {
-      if (!readFileSync(`/proc/${entry}/comm`, 'utf8').startsWith('postgres')) continue;
-      sum += cpuSeconds(Number(entry));
-    } catch {
-      // The process ended between the listing and the read.
-    }
-  }
-  return sum;
-};
-
-/** The store's statement and transaction counters of one process, from its /metrics. */
-async function storeActivity(base: string | undefined) {
-  if (!base) return { statements: 0, transactions: 0 };
-  const text = await (await fetch(`${base}/metrics`)).text();
-  const read = (name: string) => Number(new RegExp(`^${name} (\\d+)`, 'm').exec(text)?.[1] ?? 0);
-  return {
-    statements: read('svc_store_statements_total'),
-    transactions: read('svc_store_transactions_total'),
-  };
-}
 
 interface Figures {
   /** The window and its backlog, seconds. */

@@ -24,6 +24,7 @@ import { RunMachine } from './machine.js';
 import type { WorkflowMetrics } from './metrics.js';
 import type { Plan } from './plan.js';
 import { newRun, skippedRun } from './router.js';
+import { insertRuns } from './store.js';
 import type { WorkflowRunNodeTable, WorkflowRunTable } from './tables.js';
 
 /**
@@ -210,7 +211,8 @@ export function createFlowGate(deps: FlowGateDeps): FlowGate {
         }
         writes.push({ run: row, nodes });
       }
-      const created = await flows.insertFlowRuns(tx.db, writes);
+      const inserted = await insertRuns(tx.db, writes);
+      const created = new Set(writes.filter((_, i) => inserted[i]).map((w) => w.run.id));
       for (const w of writes) {
         if (!created.has(w.run.id)) continue;
         if (w.run.status === 'pending') {

@@ -1,10 +1,9 @@
 import { sql } from 'kysely';
 import { takeLocks } from '../../db/locks.js';
-import { batches } from '../../db/prepared.js';
 import { type Db, updatedAny } from '../../db/store.js';
 import { newId } from '../../lib/ids.js';
 import type { PendingReason } from './flow-control.js';
-import type { WorkflowRunNodeTable, WorkflowRunTable } from './tables.js';
+import type { WorkflowRunTable } from './tables.js';
 
 /**
  * SQL of flow control (docs/workflows.md "Flow control"): the queues of waiting runs (migration 0019's
@@ -131,27 +130,6 @@ export async function fold(
     .where('locked_by', 'is', null)
     .executeTakeFirst();
   return updatedAny(res);
-}
-
-/** Inserts runs a flow decision made, skipping any that exist (the event was handed over before). */
-export async function insertFlowRuns(
-  db: Db,
-  items: Array<{ run: WorkflowRunTable; nodes: WorkflowRunNodeTable[] }>,
-): Promise<Set<string>> {
-  const created = new Set<string>();
-  for (const batch of batches(db, items, 100)) {
-    const rows = await db
-      .insertInto('workflow_run')
-      .values(batch.map((x) => x.run))
-      .onConflict((oc) => oc.doNothing())
-      .returning('id')
-      .execute();
-    for (const r of rows) created.add(r.id);
-  }
-  const nodes = items.filter((i) => created.has(i.run.id)).flatMap((i) => i.nodes);
-  for (const batch of batches(db, nodes, 500))
-    await db.insertInto('workflow_run_node').values(batch).execute();
-  return created;
 }
 
 /** A claimed waiting run starts: running under `concurrencyKey`, held by the worker that claimed it. */

@@ -14,6 +14,11 @@ import { createPostgresDatabase } from '../../test/helpers/database.js';
 import { COUNTED_NODE_ARGS } from './callgrind.js';
 
 export const ROOT = fileURLToPath(new URL('../../', import.meta.url));
+/**
+ * The checkout whose built `dist/` the benchmarks run: this one, or with SVC_BENCH_BUILD another
+ * (a `git worktree` of an older commit, `npm ci` run in it) to compare two builds under one harness.
+ */
+export const BUILD = process.env.SVC_BENCH_BUILD ?? ROOT;
 const ANSWERS = { score: 7, q1: 'yes', q2: 3, q3: ['a', 'b'], comment: 'fine' };
 const PG_BASE = process.env.SVC_BENCH_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
 export const EMAIL = 'bench-admin@example.test';
@@ -119,7 +124,7 @@ export async function startSvc(variant: string, options: SvcOptions = {}): Promi
   const [command, ...prefix] = [...wrap, process.execPath];
   const run = (role: string, extra: Record<string, string> = {}) =>
     spawn(command, [...prefix, ...nodeArgs, 'dist/cli/svc.js', role], {
-      cwd: ROOT,
+      cwd: BUILD,
       env: { ...env, ...extra },
       stdio: options.captureOutput ? ['ignore', 'pipe', 'pipe'] : 'ignore',
     });

@@ -10,7 +10,7 @@
  *   npm run build && npm run bench -- pipeline [--store sqlite|postgres|<store>-thread|<store>-main|split|split-sqlite] [--connections 10,50]
  *     [--seconds 15] [--reps 3] [--request-only]
  *   npm run bench -- pipeline --cost-model [--store sqlite,postgres] [--seconds 5]
- *   npm run bench -- pipeline --instructions 1000 [--store sqlite] [--reps 3]   (callgrind.ts)
+ *   npm run bench -- pipeline --instructions 1000 [--store sqlite] [--reps 3] [--counted-concurrency 1]   (callgrind.ts)
  *   npm run bench -- pipeline --storage 10000 [--store sqlite,postgres]   (bytes per execution, storage.ts)
  *
  * `sqlite` and `postgres` run `svc serve` as it starts by default (SVC_WORKER=auto: on a SQLite file
@@ -29,7 +29,7 @@ import autocannon from 'autocannon';
 import { cpuSeconds, postgresCpuSeconds, rssMiB, storeActivity } from '../lib/process.js';
 import { COUNTED_NODE_ARGS, startCounting, stopCounting, underCallgrind, WARM_UP } from './callgrind.js';
 import { ceiling } from './ceiling.js';
-import { ROOT, receiver, SUBMIT, setUp, startSvc } from './harness.js';
+import { BUILD, ROOT, receiver, SUBMIT, setUp, startSvc } from './harness.js';
 import { perExecution, storeSizes } from './storage.js';
 
 const { values } = parseArgs({
@@ -46,6 +46,8 @@ const { values } = parseArgs({
     'cost-model': { type: 'boolean', default: false },
     // Instructions per execution counted by callgrind over this many executions (callgrind.ts).
     instructions: { type: 'string' },
+    // Submissions in flight while instructions are counted: 1 makes every execution its own batch.
+    'counted-concurrency': { type: 'string', default: '10' },
     // Bytes stored per execution, table by table, over this many executions (storage.ts).
     storage: { type: 'string' },
   },
@@ -54,7 +56,7 @@ const SECONDS = Number(values.seconds);
 const REQUEST_ONLY = values['request-only'];
 const REPS = Number(values.reps);
 
-if (!existsSync(join(ROOT, 'dist/cli/svc.js'))) {
+if (!existsSync(join(BUILD, 'dist/cli/svc.js'))) {
   console.error('bench/pipeline runs the built CLI: npm run build first');
   process.exit(2);
 }
@@ -200,9 +202,12 @@ async function costModel(kind: string) {
 
 /**
  * Instructions per execution (callgrind.ts): svc and the ceiling each under callgrind, `n` executions
- * at concurrency 10 counted after WARM_UP uncounted ones (set-up, JIT warm-up), REPS times.
+ * at `--counted-concurrency` (10) counted after WARM_UP uncounted ones (set-up, JIT warm-up), REPS
+ * times. At concurrency 1 no two executions share a batch, so the count repeats from run to run: the
+ * way to compare two builds' cost per execution within a few per cent (SVC_BENCH_BUILD).
  */
 async function instructions(n: number) {
+  const inFlight = Number(values['counted-concurrency']);
   const dir = mkdtempSync(join(tmpdir(), 'svc-callgrind-'));
   const ceilingProcess = spawn(
     underCallgrind(dir)[0],
@@ -227,13 +232,13 @@ async function instructions(n: number) {
     request: { headers: Record<string, string>; body: string },
   ) => {
     for (const pid of pids) startCounting(pid);
-    await preload(url, request, n, 10);
+    await preload(url, request, n, inFlight);
     let sum = 0;
     for (const pid of pids) sum += await stopCounting(pid, dir);
     return sum / n;
   };
   console.log(
-    `pipeline instructions: ${n} executions at concurrency 10 counted by callgrind, ${REPS} repetitions\n`,
+    `pipeline instructions: ${n} executions at concurrency ${inFlight} counted by callgrind, ${REPS} repetitions\n`,
   );
   console.log(
     '| store | svc: instructions per exec (millions) | ceiling: instructions per exec (millions) | svc / ceiling | statements / transactions per exec |',

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { systemClock } from '../../src/lib/clock.js';
+import { manualClock, systemClock } from '../../src/lib/clock.js';
 import { DueTimer } from '../../src/worker/due-timer.js';
 
 /** The due timer wakes its job at each armed time in turn, a later one kept while an earlier is armed. */
@@ -29,5 +29,23 @@ describe('DueTimer', () => {
     timer.clear();
     await new Promise((r) => setTimeout(r, 100));
     expect(woken).toEqual(['wake']);
+  });
+
+  it('a wake-up that fires before its time by the job\'s clock stays armed, and is due when the clock gets there', async () => {
+    const clock = manualClock(new Date('2026-03-01T10:00:00.000Z'));
+    const woken: string[] = [];
+    const timer = new DueTimer(clock, () => woken.push('wake'));
+    const at = clock.now().getTime() + 30;
+    timer.arm(at);
+    // 30 ms of real time pass; the job's clock stands still.
+    await new Promise((r) => setTimeout(r, 80));
+    expect(woken).toEqual([]);
+    expect(timer.isDue(clock.now().getTime())).toBe(false);
+    clock.advance(30);
+    expect(timer.isDue(clock.now().getTime())).toBe(true);
+    await new Promise((r) => setTimeout(r, 80));
+    expect(woken).toEqual(['wake']);
+    expect(timer.isDue(clock.now().getTime())).toBe(false);
+    timer.clear();
   });
 });

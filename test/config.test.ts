@@ -15,6 +15,48 @@ describe('configuration', () => {
     expect(c.heapGrowingPercent).toBe(100);
   });
 
+  it('tracing: off without an endpoint; the OTEL_* variables as the specification reads them', () => {
+    expect(load({}).tracing).toBe(null);
+    const on = load({
+      OTEL_EXPORTER_OTLP_ENDPOINT: 'http://collector:4318/',
+      OTEL_EXPORTER_OTLP_HEADERS: 'x-key=a%20b,other=2',
+      OTEL_RESOURCE_ATTRIBUTES: 'deployment.environment=prod',
+      OTEL_TRACES_SAMPLER: 'parentbased_traceidratio',
+      OTEL_TRACES_SAMPLER_ARG: '0.25',
+    }).tracing;
+    expect(on).toMatchObject({
+      url: 'http://collector:4318/v1/traces',
+      protocol: 'http/protobuf',
+      headers: { 'x-key': 'a b', other: '2' },
+      serviceName: 'svc',
+      resourceAttributes: { 'deployment.environment': 'prod' },
+      sampler: 'parentbased_traceidratio',
+      ratio: 0.25,
+    });
+    // The traces-only variables win; OTEL_SDK_DISABLED turns it all off.
+    expect(
+      load({
+        OTEL_EXPORTER_OTLP_ENDPOINT: 'http://collector:4318',
+        OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: 'https://traces.example/in',
+        OTEL_EXPORTER_OTLP_TRACES_PROTOCOL: 'http/json',
+      }).tracing,
+    ).toMatchObject({ url: 'https://traces.example/in', protocol: 'http/json' });
+    expect(load({ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://c:4318', OTEL_SDK_DISABLED: 'true' }).tracing).toBe(
+      null,
+    );
+    expect(() =>
+      load({ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://c:4318', OTEL_TRACES_SAMPLER_ARG: '2' }),
+    ).toThrow('OTEL_TRACES_SAMPLER_ARG must be a ratio from 0 to 1, got "2"');
+    expect(() => load({ OTEL_EXPORTER_OTLP_ENDPOINT: 'ftp://c' })).toThrow(/OTEL_EXPORTER_OTLP_ENDPOINT/);
+    expect(() => load({ OTEL_EXPORTER_OTLP_PROTOCOL: 'grpc' })).toThrow(/OTEL_EXPORTER_OTLP_PROTOCOL/);
+    expect(load({ SVC_TRACE_URL_TEMPLATE: 'https://t.example/trace/{trace_id}' }).traceUrlTemplate).toBe(
+      'https://t.example/trace/{trace_id}',
+    );
+    expect(() => load({ SVC_TRACE_URL_TEMPLATE: 'https://t.example/trace' })).toThrow(
+      'SVC_TRACE_URL_TEMPLATE must contain {trace_id}',
+    );
+  });
+
   it('SVC_HEAP_GROWING_PERCENT takes 0 (V8 chooses) to 300 (a factor of 4, the most V8 chooses)', () => {
     expect(load({ SVC_HEAP_GROWING_PERCENT: '0' }).heapGrowingPercent).toBe(0);
     expect(load({ SVC_HEAP_GROWING_PERCENT: '300' }).heapGrowingPercent).toBe(300);

@@ -12,10 +12,12 @@ import { AppError } from '../http/errors.js';
 import { hardenedJsonParser, nulCharacter } from '../http/json-body.js';
 import { describeOperation, docsPageOptions, openapiOptions } from '../http/openapi.js';
 import { ErrorBody } from '../http/schemas.js';
-import { causationFromHeaders } from '../lib/causation.js';
+import { causationFromHeaders, withTrace } from '../lib/causation.js';
+import { contextOf } from '../lib/tracing.js';
 import { registerConsole } from './console.js';
 import { handleClientError, handleError, handleFrameworkError } from './errors.js';
 import { registerHttpMetrics } from './metrics.js';
+import { traceRequests } from './request-tracing.js';
 import { registerAreaRoutes } from './routes.js';
 import type { AppContext } from './types.js';
 import { compileValidator, lazySerializers } from './validation.js';
@@ -91,6 +93,8 @@ export async function buildApp(ctx: AppContext, options: BuildAppOptions = {}): 
   });
 
   app.decorateRequest('principal', undefined as never);
+  app.decorateRequest('span', null);
+  if (ctx.tracer.enabled) traceRequests(app as never, ctx.tracer);
   app.addHook('onRequest', async (request) => {
     const access = request.routeOptions.config.access;
     if (!access || access.kind === 'public') return;
@@ -112,8 +116,12 @@ export async function buildApp(ctx: AppContext, options: BuildAppOptions = {}): 
         mode: scoped.mode,
       });
     }
-    // A request a workflow run's HTTP call made carries its depth: events it publishes inherit it.
-    const causation = causationFromHeaders(request.headers);
+    // A request a workflow run's HTTP call made carries its depth: events it publishes inherit it,
+    // and, with tracing on, the request's span.
+    const causation = withTrace(
+      causationFromHeaders(request.headers),
+      request.span ? contextOf(request.span) : undefined,
+    );
     request.principal = causation ? { ...principal, causation } : principal;
   });
 

@@ -9,6 +9,7 @@ import { withDevSecrets } from './dev-secrets.js';
 import { loggerOptions } from './logger.js';
 import { createServices } from './services.js';
 import { runStartup } from './startup.js';
+import { createTracer } from './tracing.js';
 import type { AppContext } from './types.js';
 
 export interface RuntimeOptions {
@@ -42,15 +43,17 @@ export async function createContext(config: Config, options: RuntimeOptions = {}
     });
   await migrateToLatest(store);
   const clock = options.clock ?? systemClock;
+  const tracer = await createTracer(fullConfig.tracing, log);
   const services = createServices({
     config: fullConfig,
     store,
     clock,
     log,
+    tracer,
     extraEventHandlers: options.eventHandlers,
     workerOnly: options.workerOnly,
   });
-  const ctx: AppContext = { config: fullConfig, store, clock, log, services };
+  const ctx: AppContext = { config: fullConfig, store, clock, log, tracer, services };
   if (options.startup !== false) await runStartup(ctx);
   return ctx;
 }
@@ -68,4 +71,6 @@ export async function closeContext(ctx: AppContext): Promise<void> {
   await ctx.services.auth.close();
   await ctx.services.identity.close();
   await ctx.store.close();
+  // Last: the spans of everything closed above are exported before the process ends.
+  await ctx.tracer.shutdown();
 }

@@ -37,6 +37,7 @@ import type { Store } from '../db/store.js';
 import type { Authenticator } from '../http/access.js';
 import type { Clock } from '../lib/clock.js';
 import { type GuardOptions, lookupFor } from '../lib/net-guard.js';
+import { NO_TRACING, type Tracer } from '../lib/tracing.js';
 import { Wakeups } from '../worker/wakeups.js';
 import type { Job } from '../worker/worker.js';
 import { createMetricsRegistry, registerStoreMetrics } from './metrics.js';
@@ -98,6 +99,8 @@ export interface ServiceDeps {
   store: Store;
   clock: Clock;
   log: Logger;
+  /** Spans of runs, nodes, plugin calls and webhook attempts (NO_TRACING when off). */
+  tracer?: Tracer;
   /** Handlers the drain calls after the areas' own (a test's or a benchmark's probe). */
   extraEventHandlers?: readonly EventHandler[];
   /** This process runs the worker alone (`svc worker`): every event comes from other processes. */
@@ -105,6 +108,7 @@ export interface ServiceDeps {
 }
 
 export function createServices(deps: ServiceDeps): Services {
+  const tracer = deps.tracer ?? NO_TRACING;
   const wakeups = new Wakeups();
   const metrics = createMetricsRegistry();
   registerStoreMetrics(metrics, deps.store.activity);
@@ -198,6 +202,7 @@ export function createServices(deps: ServiceDeps): Services {
     metrics: createWebhookMetrics(metrics),
     secrets: vault,
     publisher: events,
+    tracer,
   });
   const plugins = createPluginService({
     store: deps.store,
@@ -208,6 +213,7 @@ export function createServices(deps: ServiceDeps): Services {
     pluginServices: deps.config.pluginServices,
     network,
     metrics: createPluginMetrics(metrics, deps.store, deps.clock),
+    tracer,
   });
   const auth = createAuthService({
     store: deps.store,
@@ -243,6 +249,7 @@ export function createServices(deps: ServiceDeps): Services {
     runEventWanted: async (type) =>
       (await subscriptions.namingType(type)).length > 0 || (await webhooks.wantsType(type)),
     checkEventData: (type, data) => eventTypes.checkData(type, data),
+    tracer,
   });
   // A plugin instance's freed concurrency slot wakes the attempts waiting for it (docs/plugins.md "Limits").
   plugins.onSlotFreed((holders) => {
@@ -284,6 +291,7 @@ export function createServices(deps: ServiceDeps): Services {
     metrics: createScheduleMetrics(metrics, deps.store, deps.clock),
     pollIntervalMs: deps.config.schedulePollIntervalMs,
     wake: () => wakeups.wake(SCHEDULES_JOB),
+    tracer,
   });
   const workflows = createWorkflowService({
     store: deps.store,
@@ -292,6 +300,8 @@ export function createServices(deps: ServiceDeps): Services {
     planOf: workflowEngine.planOf,
     enrich: enrichEventData,
     actions: plugins,
+    tracer,
+    traceUrlTemplate: deps.config.traceUrlTemplate,
   });
   const runControl = createRunControlService({
     store: deps.store,
@@ -301,6 +311,7 @@ export function createServices(deps: ServiceDeps): Services {
     wake: () => wakeups.wake(WORKFLOWS_JOB),
     publisher: events,
     pastEvents: (type, from, to, limit) => events.eventsBetween(type, from, to, limit),
+    tracer,
   });
   // Retention (docs/reliability.md "Retention"): each area removes its own finished records.
   const pruners = [

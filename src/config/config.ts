@@ -8,8 +8,12 @@ import dns from 'node:dns';
 import type { TSchema } from '@sinclair/typebox';
 import { isEmailAddress, MIN_PASSWORD_LENGTH } from '../lib/email.js';
 import { configVariables, type DecodedEnv } from './schema.js';
+import { type TracingConfig, traceUrlTemplate, tracingConfig } from './tracing.js';
+import { ConfigError, list, url } from './values.js';
 
-export class ConfigError extends Error {}
+export type { TracingConfig } from './tracing.js';
+
+export { ConfigError } from './values.js';
 
 /** The server's retention of finished records, in seconds; 0 keeps them for ever. */
 export interface RetentionDefaults {
@@ -19,7 +23,12 @@ export interface RetentionDefaults {
   outboxSeconds: number;
 }
 
+/** Tracing with OpenTelemetry (docs/observability.md): null when no OTLP endpoint is set. */
 export interface Config {
+  /** Tracing (OTEL_*), null when off. */
+  tracing: TracingConfig | null;
+  /** SVC_TRACE_URL_TEMPLATE: a trace's link in the user's tracing tool, `{trace_id}` replaced. */
+  traceUrlTemplate: string | undefined;
   nodeEnv: string;
   production: boolean;
   port: number;
@@ -140,21 +149,6 @@ export function decodeEnv(env: Env): DecodedEnv {
   return out as DecodedEnv;
 }
 
-function url(name: string, raw: string | undefined, protocols: string[]): string | undefined {
-  if (raw === undefined) return undefined;
-  let parsed: URL;
-  try {
-    parsed = new URL(raw);
-  } catch {
-    // The value may carry credentials (smtp://user:password@host): never echo them.
-    throw new ConfigError(`${name} must be a URL, got "${raw.replace(/\/\/[^/@]*@/, '//***@')}"`);
-  }
-  if (!protocols.includes(parsed.protocol)) {
-    throw new ConfigError(`${name} must use ${protocols.join(' or ')}, got "${parsed.protocol}"`);
-  }
-  return raw;
-}
-
 function databaseUrl(raw: string): string {
   if (raw.startsWith('sqlite:') && raw.length > 'sqlite:'.length) return raw;
   if (raw.startsWith('postgres://') || raw.startsWith('postgresql://')) return raw;
@@ -162,13 +156,6 @@ function databaseUrl(raw: string): string {
     `SVC_DATABASE_URL must be sqlite:<path>, sqlite::memory: or postgres://..., got "${raw.replace(/:[^:@/]*@/, ':***@')}"`,
   );
 }
-
-/** A comma-separated list, blanks dropped. */
-const list = (raw: string | undefined): string[] =>
-  (raw ?? '')
-    .split(',')
-    .map((s) => s.trim())
-    .filter(Boolean);
 
 /** Settings of the sign-in flows (src/areas/auth); every one is documented in docs/auth.md. */
 export interface AuthSettings {
@@ -288,6 +275,8 @@ export function loadConfig(env: Env = process.env): Config {
     SVC_OIDC_JWKS_URL: v.SVC_OIDC_JWKS_URL,
   });
   return {
+    tracing: tracingConfig(v),
+    traceUrlTemplate: traceUrlTemplate(v.SVC_TRACE_URL_TEMPLATE),
     nodeEnv: v.NODE_ENV,
     production,
     port: v.PORT,

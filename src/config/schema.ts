@@ -223,6 +223,54 @@ export const CONFIG_SCHEMA = Type.Object({
   SVC_ANALYTICS_DASHBOARD_ID: str('the dashboard to embed (letters, digits, `_` or `-`)'),
   SVC_ANALYTICS_EMBED_TTL_SECONDS: int(600, 60, 86_400, 'lifetime of a signed embed URL'),
   SVC_BODY_LIMIT_BYTES: int(1_048_576, 1024, 1_073_741_824, 'largest request body; larger ones get 413'),
+  OTEL_EXPORTER_OTLP_ENDPOINT: str(
+    'OTLP/HTTP collector base URL (`/v1/traces` is added); set, or `OTEL_EXPORTER_OTLP_TRACES_ENDPOINT`, tracing is on (docs/observability.md)',
+    { defaultText: 'unset: tracing off, the SDK not loaded' },
+  ),
+  OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: str(
+    'the full URL spans are posted to; wins over `OTEL_EXPORTER_OTLP_ENDPOINT`',
+  ),
+  OTEL_EXPORTER_OTLP_PROTOCOL: oneOf(
+    ['http/protobuf', 'http/json'] as const,
+    'http/protobuf',
+    'how spans are sent: `http/protobuf` or `http/json`',
+  ),
+  OTEL_EXPORTER_OTLP_TRACES_PROTOCOL: Type.Optional(
+    Type.Union([Type.Literal('http/protobuf'), Type.Literal('http/json')], {
+      description: 'the same for traces alone; wins over `OTEL_EXPORTER_OTLP_PROTOCOL`',
+    }),
+  ),
+  OTEL_EXPORTER_OTLP_HEADERS: str(
+    "headers of every export, `key=value,key2=value2` (a collector's API key: never logged)",
+  ),
+  OTEL_EXPORTER_OTLP_TRACES_HEADERS: str('the same for traces alone, added to `OTEL_EXPORTER_OTLP_HEADERS`'),
+  OTEL_EXPORTER_OTLP_TIMEOUT: int(10_000, 1, 600_000, 'how long one export may take, ms'),
+  OTEL_SERVICE_NAME: Type.String({ default: 'svc', description: 'the `service.name` of every span' }),
+  OTEL_RESOURCE_ATTRIBUTES: str('more resource attributes, `key=value,key2=value2` (percent-encoded values)'),
+  OTEL_TRACES_SAMPLER: oneOf(
+    [
+      'parentbased_always_on',
+      'parentbased_always_off',
+      'parentbased_traceidratio',
+      'always_on',
+      'always_off',
+      'traceidratio',
+    ] as const,
+    'parentbased_always_on',
+    "which traces are recorded: `always_on`, `always_off`, `traceidratio`, or `parentbased_` one of them (follow the caller's choice)",
+  ),
+  OTEL_TRACES_SAMPLER_ARG: str('the ratio of `traceidratio` samplers, 0 to 1', { defaultText: '1' }),
+  OTEL_BSP_SCHEDULE_DELAY: int(5000, 0, MAX_TIMER_MS, 'ms between two exports of the batch span processor'),
+  OTEL_BSP_EXPORT_TIMEOUT: int(30_000, 1, MAX_TIMER_MS, 'ms an export of the batch span processor may take'),
+  OTEL_BSP_MAX_QUEUE_SIZE: int(2048, 1, 1_000_000, 'spans queued for export; more are dropped (counted)'),
+  OTEL_BSP_MAX_EXPORT_BATCH_SIZE: int(512, 1, 1_000_000, 'spans per export, at most the queue size'),
+  OTEL_SDK_DISABLED: Type.Boolean({
+    default: false,
+    description: '`true` turns tracing off whatever else is set',
+  }),
+  SVC_TRACE_URL_TEMPLATE: str(
+    "a link to a trace in your tracing tool, `{trace_id}` replaced (e.g. `https://tracing.example/trace/{trace_id}`); the console's run view shows it",
+  ),
   SVC_LOG_LEVEL: oneOf(
     ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const,
     'info',

@@ -46,7 +46,10 @@ export interface Principal extends Acting {
   deviceId?: string;
   /** The store's authz version this principal's scopes were computed at (lets caches skip a query). */
   authzVersion?: number;
-  /** Set when a workflow run's HTTP call made this request (src/lib/causation.ts): the loop guard. */
+  /**
+   * Set when a workflow run's HTTP call made this request (src/lib/causation.ts): the loop guard; and,
+   * with tracing on, the request's span, which what it publishes carries.
+   */
   causation?: Causation;
 }
 

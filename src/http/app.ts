@@ -36,5 +36,7 @@ declare module 'fastify' {
   interface FastifyRequest {
     /** Set by the auth hook on every non-public route. */
     principal: Principal;
+    /** The request's server span (null when tracing is off or the path is not traced). */
+    span: import('../lib/tracing.js').Span | null;
   }
 }

@@ -7,6 +7,7 @@ import { account, bearer, type Call, call, codeAt, expectTokens, login } from '.
 import { startSmtp, tokenIn } from '../auth/smtp.js';
 import { startTestApp, type TestApp } from '../helpers/app.js';
 import { admin, apiKey } from '../helpers/auth.js';
+import { OtlpReceiver } from '../helpers/otlp-receiver.js';
 import { dialectName } from '../helpers/store.js';
 import { receiver } from '../webhooks/helpers.js';
 import { type Json, settle } from '../workflows/helpers.js';
@@ -59,8 +60,8 @@ async function everyStoredRow(t: TestApp): Promise<string> {
  * external IdP's tokens, vault SECRET values resolved into plugin calls (an ACTION whose receiver
  * echoes them back in several encodings, a manual invoke, the email action), webhook signing secrets
  * (create, rotate, deliveries, the test send) and the SMTP password in SVC_SMTP_URL — with logging
- * at trace level in production mode. Then the captured log, every response and every row of every
- * table are searched for each secret in each spelling. Only the answer that hands a secret out may
+ * at trace level in production mode and every span exported. Then the captured log, every response,
+ * every row of every table and every exported span are searched for each secret in each spelling. Only the answer that hands a secret out may
  * hold it.
  */
 describe(`secrets never leak: every flow, logs, answers and stored rows (${dialectName})`, () => {
@@ -89,9 +90,13 @@ describe(`secrets never leak: every flow, logs, answers and stored rows (${diale
     const jwks = createServer((_req, res) => res.end(JSON.stringify({ keys: [jwk] })));
     await new Promise<void>((r) => jwks.listen(0, '127.0.0.1', r));
     const clock = manualClock();
+    // Every span is exported to a receiver of the test's, and searched too; the collector's key too.
+    const otlp = await new OtlpReceiver().start();
+    const COLLECTOR_KEY = 'collector-Canary-5b0e77';
     const t = await startTestApp({
       clock,
       env: {
+        ...otlp.env({ OTEL_EXPORTER_OTLP_HEADERS: `x-collector-key=${COLLECTOR_KEY}` }),
         NODE_ENV: 'production',
         SVC_LOG_LEVEL: 'trace',
         SVC_SMTP_URL: smtp.url.replace('smtp://', `smtp://mailer:${SMTP_PASSWORD}@`),
@@ -116,6 +121,7 @@ describe(`secrets never leak: every flow, logs, answers and stored rows (${diale
       for (const v of values) if (typeof v === 'string') secrets.push([v, [res]]);
     };
     try {
+      secrets.push([COLLECTOR_KEY, []]);
       const boss = await apiKey(t, ['auth:manage']);
       secrets.push([boss.token, []]);
       const a = await account(t);
@@ -313,6 +319,7 @@ describe(`secrets never leak: every flow, logs, answers and stored rows (${diale
       // The event that drives the run and the delivery.
       await ops('POST', '/folder', { name: 'go' });
       await settle(t);
+      await t.ctx.services.webhookEngine.deliverDue();
       const runs = await ops('GET', `/workflow_run?event_subscription_id=${sub.body.id}`);
       expect(
         runs.body.runs.map((r: { status: string }) => r.status),
@@ -339,11 +346,17 @@ describe(`secrets never leak: every flow, logs, answers and stored rows (${diale
       expect(logs.length).toBeGreaterThan(1000);
       const stored = await everyStoredRow(t);
       expect(stored).toContain('workflow_run_node');
+      // Every span recorded so far, exported.
+      await t.ctx.tracer.shutdown();
+      const spans = otlp.bodies.join('\n');
+      expect(otlp.spans.filter((s) => s.name === 'plugin http.request').length).toBeGreaterThanOrEqual(2);
+      expect(otlp.spans.some((s) => s.name === 'webhook.deliver')).toBe(true);
       for (const [secret, allowed] of secrets) {
         for (const spelling of spellings(secret)) {
           const what = `${secret.slice(0, 10)}… as ${spelling.slice(0, 10)}…`;
           expect(logs.includes(spelling), `the log holds ${what}`).toBe(false);
           expect(stored.includes(spelling), `a stored row holds ${what}`).toBe(false);
+          expect(spans.includes(spelling), `an exported span holds ${what}`).toBe(false);
           for (const res of responses) {
             if (allowed.includes(res)) continue;
             expect(res.raw.includes(spelling), `answer ${res.raw.slice(0, 80)} holds ${what}`).toBe(false);
@@ -352,6 +365,7 @@ describe(`secrets never leak: every flow, logs, answers and stored rows (${diale
       }
     } finally {
       await t.close();
+      await otlp.close();
       await smtp.close();
       await echo.close();
       await new Promise<void>((r) => jwks.close(() => r()));

@@ -31,7 +31,7 @@ describe('DueTimer', () => {
     expect(woken).toEqual(['wake']);
   });
 
-  it('a wake-up that fires before its time by the job\'s clock stays armed, and is due when the clock gets there', async () => {
+  it("a wake-up that fires before its time by the job's clock stays armed, and is due when the clock gets there", async () => {
     const clock = manualClock(new Date('2026-03-01T10:00:00.000Z'));
     const woken: string[] = [];
     const timer = new DueTimer(clock, () => woken.push('wake'));

@@ -3129,6 +3129,8 @@ export interface components {
             debounced_events: number | null;
             parent_run_id: string | null;
             parent_node_key: string | null;
+            trace_id?: string | null;
+            trace_url?: string | null;
             /** Format: date-time */
             created_at: string;
             /** Format: date-time */

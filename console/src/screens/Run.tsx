@@ -131,6 +131,19 @@ export function RunScreen({ id }: { id: string }) {
               (node <code>{run.parent_node_key}</code>)
             </>
           )}
+          {run.trace_id && (
+            <>
+              {' '}
+              · trace{' '}
+              {run.trace_url ? (
+                <a href={run.trace_url} target="_blank" rel="noopener noreferrer" data-trace={run.trace_id}>
+                  <code>{run.trace_id}</code>
+                </a>
+              ) : (
+                <code data-trace={run.trace_id}>{run.trace_id}</code>
+              )}
+            </>
+          )}
         </p>
         {run.error && <p class="error">{run.error}</p>}
       </Panel>

@@ -16,6 +16,9 @@ export interface CloudEvent<D = Record<string, unknown>> {
   svcdepth?: number;
   /** The run that caused the event, with `svcdepth`. */
   causationid?: string;
+  /** The span the event was made under (CloudEvents Distributed Tracing), when tracing is on. */
+  traceparent?: string;
+  tracestate?: string;
 }
 
 export interface CloudEventError {

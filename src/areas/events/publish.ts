@@ -1,5 +1,5 @@
 import type { Tx } from '../../db/store.js';
-import type { Causation } from '../../lib/causation.js';
+import { type Causation, traceAttributes } from '../../lib/causation.js';
 import { type Clock, iso } from '../../lib/clock.js';
 import { newId } from '../../lib/ids.js';
 import type { CloudEvent } from './cloudevent.js';
@@ -105,6 +105,7 @@ export function createEventPublisher(deps: {
         event.svcdepth = input.causation.depth;
         if (input.causation.id) event.causationid = input.causation.id;
       }
+      if (input.causation?.trace) Object.assign(event, traceAttributes(input.causation));
       const held = deps.drain?.claim() ?? null;
       const row = taskRow(event, now, held);
       await insertTask(tx.db, row);

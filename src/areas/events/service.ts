@@ -2,6 +2,7 @@ import type { Store } from '../../db/store.js';
 import type { Acting } from '../../http/access.js';
 import { AppError } from '../../http/errors.js';
 import type { ListResult, Page } from '../../http/list.js';
+import { traceAttributes } from '../../lib/causation.js';
 import { type Clock, iso } from '../../lib/clock.js';
 import type { Pruner } from '../retention/job.js';
 import { type CloudEvent, validateCloudEvent } from './cloudevent.js';
@@ -155,7 +156,8 @@ const idConflict = (e: CloudEvent<unknown>, source: string) =>
 /**
  * An event as svc keeps it: the producer's attributes unchanged, `time` filled with the receipt time
  * when absent, `datacontenttype` application/json for JSON data without one. Causation comes from
- * the request (a workflow's call), never from the producer's own svcdepth/causationid.
+ * the request (a workflow's call), never from the producer's own svcdepth/causationid; the
+ * producer's `traceparent` is kept, and an event without one gets the request's (tracing on).
  */
 function received(event: Record<string, unknown>, acting: Acting, now: string): CloudEvent<unknown> {
   const { svcdepth: _d, causationid: _c, ...rest } = event;
@@ -168,5 +170,7 @@ function received(event: Record<string, unknown>, acting: Acting, now: string): 
     out.svcdepth = causation.depth;
     if (causation.id) out.causationid = causation.id;
   }
+  // An event that carries a trace of its own stays in it; any other joins the request's.
+  if (out.traceparent === undefined) Object.assign(out, traceAttributes(causation));
   return out as unknown as CloudEvent<unknown>;
 }

@@ -165,6 +165,8 @@ export function registerPluginRoutes(api: App, { plugins }: { plugins: PluginSer
         action: request.body.action,
         payload: request.body.payload,
         idempotencyKey: request.headers['idempotency-key'],
+        // The request's span is the call's parent (docs/observability.md "Spans").
+        causation: request.principal.causation,
       }),
     }),
   );

@@ -9,10 +9,11 @@ import { type Clock, iso } from '../../lib/clock.js';
 import { coalescing } from '../../lib/coalesce.js';
 import { newId } from '../../lib/ids.js';
 import type { GuardOptions } from '../../lib/net-guard.js';
+import { NO_TRACING, type Tracer } from '../../lib/tracing.js';
 import { maskSecrets, secretValues } from '../vault/references.js';
 import { corePlugin } from './builtins/core.js';
 import { emailPlugin } from './builtins/email.js';
-import { httpPlugin } from './builtins/http.js';
+import { httpCallAttributes, httpPlugin } from './builtins/http.js';
 import { configHash } from './config-hash.js';
 import { discoverPlugins, type LoadedPlugin } from './discovery.js';
 import { runWithTimeout, toPluginError } from './invocation.js';
@@ -113,6 +114,8 @@ export interface PluginDeps {
   /** SVC_ALLOW_PRIVATE_NETWORKS and SVC_DNS_SERVERS, for the built-in http and email plugins. */
   network: GuardOptions;
   metrics: PluginMetrics;
+  /** A client span per call (docs/observability.md "Spans"). */
+  tracer?: Tracer;
 }
 
 /** A call's concurrency slot is held at most this long past the call's deadline (a crash frees it then). */
@@ -122,6 +125,7 @@ const LEASE_MARGIN_MS = 30_000;
 // (discover) and the instance reads an invocation makes; splitting it would pass that state around.
 export function createPluginService(deps: PluginDeps): PluginService {
   const { store, clock, log } = deps;
+  const tracer = deps.tracer ?? NO_TRACING;
   let slotFreed: (holders: string[]) => void = () => {};
   /** What this process can run, by definition name; filled by discover(). */
   let loaded = new Map<string, LoadedPlugin>();
@@ -235,15 +239,30 @@ export function createPluginService(deps: PluginDeps): PluginService {
       permit = answer.permit;
     }
     let outcome = 'ok';
+    // The call's client span: a child of the ACTION's node span (or of the request, for a manual
+    // invoke); what the action sends out carries it (the `http` action's traceparent header).
+    const span = tracer.enabled
+      ? tracer.start(`plugin ${label}`, {
+          kind: 'client',
+          parent: req.causation?.trace,
+          attributes: {
+            'svc.plugin.name': name,
+            'svc.plugin.action': action.name,
+            'svc.plugin_instance.id': row.id,
+          },
+        })
+      : undefined;
+    let output: unknown;
     try {
       const result = await runWithTimeout(plugin, action.name, label, limitMs, {
         config,
         input,
         idempotencyKey: req.idempotencyKey,
-        causation: req.causation,
+        causation: span
+          ? { depth: req.causation?.depth ?? 0, id: req.causation?.id ?? null, trace: span.context }
+          : req.causation,
         signal: req.signal,
       });
-      let output: unknown;
       try {
         output = result === undefined ? null : JSON.parse(JSON.stringify(result));
       } catch {
@@ -264,8 +283,18 @@ export function createPluginService(deps: PluginDeps): PluginService {
     } catch (err) {
       const appError = toPluginError(err, label, secrets);
       outcome = appError.code;
+      span?.fail(`${appError.code}: ${appError.message}`);
       throw appError;
     } finally {
+      if (span) {
+        span.set({
+          'svc.plugin.outcome': outcome,
+          ...(name === 'http'
+            ? httpCallAttributes(config, input, output, (text) => maskSecrets(text, secrets))
+            : {}),
+        });
+        span.end();
+      }
       // Only the permit this invocation took; a caller's own permit is the caller's to release.
       if (permit !== undefined && permit !== req.permit) await permit.release();
       const ms = performance.now() - started;

@@ -3,6 +3,7 @@ import type { Logger } from 'pino';
 import type { Store } from '../../db/store.js';
 import { type Clock, iso } from '../../lib/clock.js';
 import { newId } from '../../lib/ids.js';
+import { NO_TRACING, type Tracer } from '../../lib/tracing.js';
 import { DueTimer } from '../../worker/due-timer.js';
 import type { Job } from '../../worker/worker.js';
 import { newWorkerId } from '../../worker/worker-id.js';
@@ -34,6 +35,8 @@ export interface ScheduleJobDeps {
   pollIntervalMs: number;
   /** Wakes this job (its timer). */
   wake(): void;
+  /** Each fire starts a trace of its own (docs/observability.md "Spans"). */
+  tracer?: Tracer;
 }
 
 /**
@@ -46,6 +49,7 @@ export function createScheduleJob(deps: ScheduleJobDeps): Job {
   const { store, clock, log } = deps;
   const timer = new DueTimer(clock, deps.wake);
   const workerId = newWorkerId();
+  const tracer = deps.tracer ?? NO_TRACING;
 
   /**
    * The fire times of `row` to fire now, oldest first: those in [next_fire_at, now] less than
@@ -100,6 +104,23 @@ export function createScheduleJob(deps: ScheduleJobDeps): Job {
           created_at: iso(now),
         });
         if (!mine) continue;
+        // The fire is the root of its event's trace: the runs it starts join it.
+        const span = tracer.enabled
+          ? tracer.start('schedule.fire', {
+              kind: 'producer',
+              attributes: {
+                'svc.schedule.id': row.id,
+                'svc.schedule.fire_time': fireTime,
+                'svc.event.id': event.id,
+                'svc.event.type': row.event_type,
+              },
+            })
+          : undefined;
+        if (span) {
+          event.traceparent = span.context.traceparent;
+          if (error) span.fail(error);
+          span.end();
+        }
         if (!error) await deps.publisher.enqueue(tx, [event]);
         fired.push(time);
         last = fireTime;

@@ -1,8 +1,18 @@
 import type { Logger } from 'pino';
 import type { Dispatcher } from 'undici';
+import { causationHeaders, withTrace } from '../../lib/causation.js';
 import { type Clock, iso } from '../../lib/clock.js';
 import { newId } from '../../lib/ids.js';
 import type { GuardOptions } from '../../lib/net-guard.js';
+import {
+  contextOf,
+  eventTrace,
+  NO_SPAN,
+  type Span,
+  safeUrl,
+  type TraceContext,
+  type Tracer,
+} from '../../lib/tracing.js';
 import { VERSION } from '../../version.js';
 import type { EventInput } from '../events/publish.js';
 import { afterAttemptFailure } from './backoff.js';
@@ -30,6 +40,8 @@ export interface AttemptOptions {
   secrets: { open(token: string): string };
   /** The guarded HTTP client of the engine (net-guard.ts), made on first use. */
   http(): Dispatcher;
+  /** A client span per attempt, in the trace its event carries (docs/observability.md). */
+  tracer: Tracer;
 }
 
 /** One attempt's result, to be written: the delivery's new state and its attempt-log row. */
@@ -40,6 +52,31 @@ export interface AttemptOutcome {
   failure?: EventInput;
   /** When the delivery is due again, if it failed with attempts left. */
   retryAt?: Date;
+}
+
+/**
+ * The client span of an attempt: a child of the span its event was published under (the event's
+ * `traceparent`), or a trace of its own. The receiver gets the span as its `traceparent` header.
+ */
+function attemptSpan(tracer: Tracer, row: deliveries.DeliveryRow, url: string, payload: string): Span {
+  let parent: TraceContext | null = null;
+  try {
+    parent = eventTrace(JSON.parse(payload) as Record<string, unknown>);
+  } catch {
+    // Not JSON (cannot happen for a stored event): a trace of its own.
+  }
+  return tracer.start('webhook.deliver', {
+    kind: 'client',
+    parent,
+    attributes: {
+      'http.request.method': 'POST',
+      'url.full': safeUrl(url),
+      'svc.webhook.id': row.webhook_id,
+      'svc.webhook_delivery.id': row.id,
+      'svc.webhook_delivery.attempt': row.attempts,
+      'svc.event.type': row.event_type,
+    },
+  });
 }
 
 /**
@@ -121,12 +158,22 @@ export function createAttempter(
         timestamp: signedAt,
         body: payload,
       });
+      const span = opts.tracer.enabled ? attemptSpan(opts.tracer, row, hook.url, payload) : NO_SPAN;
       result = await sendAttempt(opts.http(), {
         url: hook.url,
-        headers: { ...headers, 'user-agent': USER_AGENT },
+        headers: {
+          ...headers,
+          'user-agent': USER_AGENT,
+          ...causationHeaders(withTrace(undefined, contextOf(span))),
+        },
         body: payload,
         timeoutMs: opts.timeoutMs,
       });
+      if (span !== NO_SPAN) {
+        span.set({ 'http.response.status_code': result.httpStatus ?? undefined });
+        if (!result.success) span.fail(result.error ?? `HTTP ${result.httpStatus}`);
+        span.end();
+      }
     }
     const finished = opts.clock.now();
     const now = iso(finished);

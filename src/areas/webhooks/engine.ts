@@ -3,6 +3,7 @@ import type { Dispatcher } from 'undici';
 import type { Store } from '../../db/store.js';
 import { type Clock, iso } from '../../lib/clock.js';
 import { type GuardOptions, guardedDispatcher } from '../../lib/net-guard.js';
+import { NO_TRACING, type Tracer } from '../../lib/tracing.js';
 import { DueTimer } from '../../worker/due-timer.js';
 import { createLease } from '../../worker/lease.js';
 import type { Job } from '../../worker/worker.js';
@@ -42,6 +43,8 @@ export interface EngineOptions {
   secrets: { open(token: string): string };
   /** Publishes svc.webhook.delivery_failed when a delivery uses up its attempts. */
   publisher?: Pick<EventPublisher, 'publish'>;
+  /** Spans of delivery attempts (docs/observability.md); none without it. */
+  tracer?: Tracer;
 }
 
 export interface DeliveryEngine {
@@ -117,7 +120,7 @@ export function createDeliveryEngine(opts: EngineOptions): DeliveryEngine {
   }
 
   const results = createResultRecorder(store, log, notifySettled, opts.publisher);
-  const attempt = createAttempter({ ...opts, http });
+  const attempt = createAttempter({ ...opts, http, tracer: opts.tracer ?? NO_TRACING });
 
   let lastReap = Number.NEGATIVE_INFINITY;
 

@@ -229,6 +229,6 @@ export function registerWebhookRoutes(api: App, { webhooks }: { webhooks: Webhoo
         response: { 200: Delivery, ...errorAnswers(404) },
       },
     },
-    (request) => webhooks.sendTest(request.params.id, request.body ?? {}),
+    (request) => webhooks.sendTest(request.params.id, request.body ?? {}, request.principal.causation),
   );
 }

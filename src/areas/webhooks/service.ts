@@ -4,6 +4,7 @@ import type { Store } from '../../db/store.js';
 import type { Collection } from '../../http/collection.js';
 import { AppError, notFound } from '../../http/errors.js';
 import type { ListResult, Page } from '../../http/list.js';
+import { type Causation, traceAttributes } from '../../lib/causation.js';
 import { type Clock, iso } from '../../lib/clock.js';
 import { newId, timeOrderedIds } from '../../lib/ids.js';
 import { assertAllowedUrl, ForbiddenTargetError, type GuardOptions } from '../../lib/net-guard.js';
@@ -47,7 +48,8 @@ export interface WebhookService
   /** Seals signing keys an earlier version stored in plaintext (a start-up task); answers how many. */
   sealPlaintextSecrets(): Promise<number>;
   /** Queues the example event of a registered type to this webhook only (POST /webhook/{id}/test). */
-  sendTest(webhookId: string, input: TestWebhookBody): Promise<Delivery>;
+  /** `causation`: the request's, whose trace the test event joins. */
+  sendTest(webhookId: string, input: TestWebhookBody, causation?: Causation): Promise<Delivery>;
   /** docs/webhooks.md "Deliveries": the drain's handler creating one delivery per matching webhook. */
   dispatcher: EventHandler;
   /** Enabled webhooks naming this event type (not `*`), described: an event type in use is not deleted. */
@@ -331,7 +333,7 @@ export function createWebhookService(deps: WebhookDeps): WebhookService {
       });
     },
 
-    async sendTest(webhookId, input) {
+    async sendTest(webhookId, input, causation) {
       const hook = await activeWebhook(webhookId);
       const types = JSON.parse(hook.event_types) as string[];
       const type = input.event_type ?? types.find((t) => t !== '*') ?? 'svc.user.created';
@@ -344,7 +346,13 @@ export function createWebhookService(deps: WebhookDeps): WebhookService {
       }
       const now = iso(clock.now());
       // A receiver can tell a test from a real event by the `svctest` extension attribute.
-      const event = { ...example, id: newId(), time: now, svctest: true } as unknown as CloudEvent;
+      const event = {
+        ...example,
+        id: newId(),
+        time: now,
+        svctest: true,
+        ...traceAttributes(causation),
+      } as unknown as CloudEvent;
       const row = deliveries.deliveryRow(hook.id, event, now);
       const created = await store.transaction(async (tx) => {
         await deliveries.insertEvents(tx.db, [{ eventId: event.id, payload: JSON.stringify(event) }]);

@@ -5,6 +5,7 @@ import { interruptionIsFree } from '../../worker/retry-policy.js';
 import { describeThrown } from './jsonlogic.js';
 import type { RunMachine } from './machine.js';
 import { type Invoke, nodeRetryPolicy } from './run-state.js';
+import type { RunTracing } from './run-tracing.js';
 
 /** What ACTION nodes need of the plugins area (services.plugins). */
 export interface ActionInvoker {
@@ -49,6 +50,8 @@ export interface ActionCallDeps {
   persistAttempt(machine: RunMachine): Promise<void>;
   /** Told when a run enters (true) and leaves (false) a plugin call: the engine's scheduling counts them. */
   calling(active: boolean): void;
+  /** The node's span context, the parent of the call's client span (run-tracing.ts). */
+  tracing: RunTracing;
 }
 
 function errorText(err: unknown): string {
@@ -198,7 +201,12 @@ export function createActionCaller(deps: ActionCallDeps) {
         permit: at.permit,
         signal: at.signal,
         // What this call causes in svc is one level deeper than the run (the loop guard).
-        causation: { depth: machine.depth + 1, id: machine.run.id },
+        // With tracing on, the node's span is the parent of the call's.
+        causation: {
+          depth: machine.depth + 1,
+          id: machine.run.id,
+          trace: deps.tracing.node(machine.run.id, machine.event, b.node.key),
+        },
       });
       machine.invokeSucceeded(b, output, deps.clock.now());
     } catch (err) {

@@ -1,6 +1,7 @@
 import type { Logger } from 'pino';
 import type { Store } from '../../db/store.js';
 import { AppError } from '../../http/errors.js';
+import { traceAttributes } from '../../lib/causation.js';
 import { type Clock, iso } from '../../lib/clock.js';
 import { newId } from '../../lib/ids.js';
 import type { CloudEvent } from '../events/cloudevent.js';
@@ -15,6 +16,7 @@ import type { Plan } from './plan.js';
 import { newRun } from './router.js';
 import { RUN_EVENT_SOURCE } from './run-events.js';
 import type { ChildOutcome, ChildWait, Invoke } from './run-state.js';
+import type { RunTracing } from './run-tracing.js';
 import * as runs from './store.js';
 
 /**
@@ -37,6 +39,8 @@ export interface ChildRunsDeps {
   publisher?: Pick<EventPublisher, 'publish'>;
   /** Runs were made due (a cancelled child's parent): the engine's next claim takes them. */
   woken(): void;
+  /** The CALL node's span context: the child's trigger event carries it, so the child joins the trace. */
+  tracing: RunTracing;
 }
 
 const errorText = (err: unknown) =>
@@ -83,6 +87,11 @@ export function createChildRuns(deps: ChildRunsDeps) {
           data: data as Record<string, unknown>,
           svcdepth: depth,
           causationid: machine.run.id,
+          ...traceAttributes({
+            depth,
+            id: machine.run.id,
+            trace: deps.tracing.node(machine.run.id, machine.event, inv.node.key),
+          }),
         };
         const child = newRun(plan, event, at, null, {
           runId: machine.run.id,
@@ -124,7 +133,14 @@ export function createChildRuns(deps: ChildRunsDeps) {
       await store.transaction(async (tx) => {
         for (const id of machine.orphans) {
           const row = await runs.getRun(tx.db, id);
-          if (row) await cancelInTx(tx, { publisher: deps.publisher, wake: deps.woken }, row, reason, at);
+          if (row)
+            await cancelInTx(
+              tx,
+              { publisher: deps.publisher, wake: deps.woken, tracing: deps.tracing },
+              row,
+              reason,
+              at,
+            );
         }
       });
       machine.orphans.length = 0;

@@ -2,6 +2,7 @@ import { forgetRun } from '../../db/call-limits.js';
 import type { Db, Store, Tx } from '../../db/store.js';
 import { AppError } from '../../http/errors.js';
 import { type Clock, iso } from '../../lib/clock.js';
+import type { Tracer } from '../../lib/tracing.js';
 import type { CloudEvent } from '../events/cloudevent.js';
 import type { EventPublisher } from '../events/publish.js';
 import { wakeRuns } from './claim-store.js';
@@ -13,6 +14,8 @@ import type { Plan } from './plan.js';
 import { newRun } from './router.js';
 import { routingOf } from './routing.js';
 import { runEndedEvent } from './run-events.js';
+import type { RunState } from './run-state.js';
+import { createRunTracing, type RunTracing } from './run-tracing.js';
 import * as runs from './store.js';
 import { toRun, type WorkflowRun } from './store.js';
 import type { WorkflowRunTable } from './tables.js';
@@ -27,6 +30,8 @@ export interface RunControlDeps {
   wake(): void;
   /** Publishes svc.workflow_run.cancelled with the cancel. */
   publisher?: Pick<EventPublisher, 'publish'>;
+  /** The span of a run cancelled here (docs/observability.md). */
+  tracer?: Tracer;
   /** The events area's past events of a type in a time range (replay), oldest first. */
   pastEvents?(
     eventType: string,
@@ -83,7 +88,7 @@ export async function requireRun(db: Db, id: string): Promise<WorkflowRunTable> 
  */
 export async function cancelInTx(
   tx: Tx,
-  deps: { publisher?: Pick<EventPublisher, 'publish'>; wake(): void },
+  deps: { publisher?: Pick<EventPublisher, 'publish'>; wake(): void; tracing: RunTracing },
   row: WorkflowRunTable,
   reason: string,
   at: string,
@@ -92,16 +97,24 @@ export async function cancelInTx(
   await releaseFlow(tx, deps.wake, row.id, at);
   // Places its attempts held in a plugin instance's lines go (docs/plugins.md "Limits").
   await forgetRun(tx.db, row.id);
-  const ended = runEndedEvent(
-    { id: row.id, status: 'cancelled', error: reason, started_at: row.started_at, completed_at: at },
-    {
-      subscriptionId: row.event_subscription_id,
-      graphVersion: row.graph_version,
-      event: JSON.parse(row.trigger_event) as CloudEvent,
-      rerunOf: row.rerun_of,
-    },
-  );
+  const state: RunState = {
+    id: row.id,
+    status: 'cancelled',
+    error: reason,
+    started_at: row.started_at,
+    completed_at: at,
+  };
+  const event = JSON.parse(row.trigger_event) as CloudEvent;
+  const facts = {
+    subscriptionId: row.event_subscription_id,
+    graphVersion: row.graph_version,
+    event,
+    rerunOf: row.rerun_of,
+    trace: deps.tracing.run(row.id, event),
+  };
+  const ended = runEndedEvent(state, facts);
   if (ended) await deps.publisher?.publish(tx, ended);
+  if (deps.tracing.enabled) tx.afterCommit(() => deps.tracing.runEnded(state, facts));
   if (row.parent_run_id !== null && row.awaited_by_parent === 1) {
     await wakeRuns(tx.db, [row.parent_run_id], at);
     tx.afterCommit(deps.wake);
@@ -138,7 +151,7 @@ export function createRunControlService(deps: RunControlDeps): RunControlService
   const expressions = new CompiledCache(100);
   const runOrThrow = (id: string) => requireRun(deps.store.db, id);
 
-  const cancelDeps = { publisher: deps.publisher, wake: deps.wake };
+  const cancelDeps = { publisher: deps.publisher, wake: deps.wake, tracing: createRunTracing(deps.tracer) };
   const cancelIn = (tx: Tx, userId: string, row: WorkflowRunTable, at: string) =>
     cancelInTx(tx, cancelDeps, row, `cancelled by user ${userId}`, at);
 

@@ -1,5 +1,6 @@
 import type { Logger } from 'pino';
 import type { Clock } from '../../lib/clock.js';
+import { logFields, NO_SPAN } from '../../lib/tracing.js';
 import type { DueTimer } from '../../worker/due-timer.js';
 import type { Slots } from '../../worker/slots.js';
 import type { ChildRuns } from './children.js';
@@ -9,6 +10,7 @@ import type { WorkflowMetrics } from './metrics.js';
 import { reportRunFinished } from './reporting.js';
 import { Dropped, LeaseLost, type RunPersister } from './run-persister.js';
 import { type Invoke, invokeKey } from './run-state.js';
+import type { RunTracing } from './run-tracing.js';
 
 /**
  * The engine's drive of one run (docs/workflows.md "Durability"): the machine's steps, the attempts
@@ -42,6 +44,8 @@ export interface DriveDeps {
   runParallelism: number;
   /** The run ended with attempts that waited for a plugin instance's limit: their places go. */
   forgetLimitWaits(runId: string): Promise<void>;
+  /** A segment span per drive (run-tracing.ts). */
+  tracing: RunTracing;
 }
 
 /** A run with no ACTION in flight (most steps): one set, not one per step. */
@@ -118,6 +122,15 @@ export function createDrive(deps: DriveDeps) {
    * throughout. When the run ends, calls still in flight are abandoned (their nodes are stopped).
    */
   async function drive(machine: RunMachine): Promise<void> {
+    const segment = deps.tracing.enabled
+      ? deps.tracing.segment(machine.run, {
+          subscriptionId: machine.plan.subscriptionId,
+          graphVersion: machine.plan.version,
+          event: machine.event,
+        })
+      : NO_SPAN;
+    /** How this stretch ended, for its span: ended, released (it waits), or stopped (see the log). */
+    let outcome = 'stopped';
     const calls = new Map<string, Promise<void>>();
     // Made when the first call starts: most runs of side-effect-free nodes never need them, and an
     // AbortController (its abort builds a DOMException) or a heartbeat timer per run costs throughput.
@@ -147,6 +160,7 @@ export function createDrive(deps: DriveDeps) {
           // Only calls still in flight need stopping (an abort builds a DOMException, stack and all).
           if (calls.size > 0) ended?.abort();
           await writes.persist(machine, { wake_at: null, locked_by: null });
+          outcome = 'ended';
           reportRunFinished(machine, log, deps.metrics);
           await children.cancelOrphans(machine);
           if (machine.waitedForLimit) await deps.forgetLimitWaits(machine.run.id);
@@ -214,6 +228,7 @@ export function createDrive(deps: DriveDeps) {
           );
           try {
             await releasing;
+            outcome = 'released';
           } finally {
             // This process can drive the run again only once its release is written.
             releases.delete(machine.run.id);
@@ -238,9 +253,17 @@ export function createDrive(deps: DriveDeps) {
         signalled = false;
       }
     } catch (err) {
-      reportStopped(log, writes, machine, err);
+      reportStopped(segment === NO_SPAN ? log : log.child(logFields(segment)), writes, machine, err);
       ended?.abort();
     } finally {
+      if (segment !== NO_SPAN) {
+        segment.set({
+          'svc.workflow_run.segment.outcome': outcome,
+          'svc.workflow_run.status': machine.run.status,
+        });
+        if (outcome === 'stopped') segment.fail('the drive stopped before the run ended or was released');
+        segment.end();
+      }
       if (driving.get(machine.run.id)?.machine === machine) driving.delete(machine.run.id);
       writes.abandon(machine, new Error('the run stopped before its first write'));
       if (reserved) actionSlots.give();

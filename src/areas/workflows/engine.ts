@@ -22,6 +22,7 @@ import type { Logger } from 'pino';
 import { forgetRun } from '../../db/call-limits.js';
 import type { Store } from '../../db/store.js';
 import { type Clock, iso } from '../../lib/clock.js';
+import type { Tracer } from '../../lib/tracing.js';
 import { ClaimGate } from '../../worker/claim-gate.js';
 import { DueTimer } from '../../worker/due-timer.js';
 import { createLease } from '../../worker/lease.js';
@@ -46,6 +47,7 @@ import { resumeRuns } from './resume.js';
 import { createRouter } from './router.js';
 import { runEventPolicy } from './run-events.js';
 import { createRunPersister } from './run-persister.js';
+import { createRunTracing, type RunTracing } from './run-tracing.js';
 import { createRunWriter } from './run-writer.js';
 import type { WorkflowRunTable } from './tables.js';
 
@@ -79,6 +81,8 @@ export interface EngineDeps {
   /** The data check of a CALL's child trigger event against its type's data schema (events area). */
   checkEventData?: (eventType: string, data: unknown) => Promise<void>;
   workerId?: string;
+  /** Spans of runs and their nodes (docs/observability.md); none without it. */
+  tracer?: Tracer;
 }
 
 export const WORKFLOWS_JOB = 'workflows';
@@ -104,6 +108,7 @@ function createOutsideWaits(
   planOf: (subscriptionId: string, version: number) => Promise<Plan>,
   notify: () => void,
   engine: EventWaitsDeps['engine'],
+  tracing: RunTracing,
 ) {
   const { store, clock, log } = deps;
   return {
@@ -118,6 +123,7 @@ function createOutsideWaits(
       maxDepth: deps.maxDepth ?? 8,
       publisher: deps.publisher,
       woken: notify,
+      tracing,
     }),
   };
 }
@@ -127,7 +133,8 @@ export function createWorkflowEngine(deps: EngineDeps): WorkflowEngine {
   const workerId = deps.workerId ?? newWorkerId();
   const { createRun, writeRun } = createRunWriter(store, workerId, deps.publisher, () => notify());
   const publishesEnd = runEventPolicy(deps.runEventWanted ?? (async () => false));
-  const writes = createRunPersister({ clock, metrics: deps.metrics, writeRun, publishesEnd });
+  const tracing = createRunTracing(deps.tracer);
+  const writes = createRunPersister({ clock, metrics: deps.metrics, writeRun, publishesEnd, tracing });
   const plans = new PlanCache();
   const batchSize = deps.batchSize ?? 64;
   let stopping = false;
@@ -153,27 +160,33 @@ export function createWorkflowEngine(deps: EngineDeps): WorkflowEngine {
   /** Wakes the job when a released run (DELAY, retry backoff) comes due. */
   const dueTimer = new DueTimer(clock, notify);
 
-  const outside = createOutsideWaits(deps, (id, v) => planOf(id, v), notify, {
-    workerId,
-    leaseUntil: () => lease.until(),
-    room: () => (stopping ? 0 : handedCapacity - handedInFlight),
-    drive: (rows) => {
-      // In flight from the hold on: the job's step (and a graceful stop) waits for the load too.
-      const loading: Promise<void> = hydrate(rows)
-        .then(
-          (machines) => {
-            for (const m of machines) launch(m, 'handed');
-          },
-          (err) =>
-            log.error({ err }, 'workflow engine: resumed runs not loaded; they resume after their lease'),
-        )
-        .finally(() => {
-          inFlight.delete(loading);
-          runEnded();
-        });
-      inFlight.add(loading);
+  const outside = createOutsideWaits(
+    deps,
+    (id, v) => planOf(id, v),
+    notify,
+    {
+      workerId,
+      leaseUntil: () => lease.until(),
+      room: () => (stopping ? 0 : handedCapacity - handedInFlight),
+      drive: (rows) => {
+        // In flight from the hold on: the job's step (and a graceful stop) waits for the load too.
+        const loading: Promise<void> = hydrate(rows)
+          .then(
+            (machines) => {
+              for (const m of machines) launch(m, 'handed');
+            },
+            (err) =>
+              log.error({ err }, 'workflow engine: resumed runs not loaded; they resume after their lease'),
+          )
+          .finally(() => {
+            inFlight.delete(loading);
+            runEnded();
+          });
+        inFlight.add(loading);
+      },
     },
-  });
+    tracing,
+  );
   const { eventWaits } = outside;
 
   function planOf(subscriptionId: string, version: number): Promise<Plan> {
@@ -194,6 +207,7 @@ export function createWorkflowEngine(deps: EngineDeps): WorkflowEngine {
       leaseUntil: () => lease.until(),
       planOf,
       subscriptions: deps.subscriptions,
+      tracing,
     }),
     { launch: (m) => launch(m, 'handed'), notify, dueTimer, metrics: deps.metrics },
   );
@@ -210,6 +224,7 @@ export function createWorkflowEngine(deps: EngineDeps): WorkflowEngine {
     startNow,
     createdDue: notify,
     routeFlow: flow.route,
+    tracing,
   });
 
   const heartbeat = (runId: string) =>
@@ -222,6 +237,7 @@ export function createWorkflowEngine(deps: EngineDeps): WorkflowEngine {
     actions: deps.actions,
     persistAttempt: (machine) => writes.persist(machine, held()),
     calling: (active) => (invoking += active ? 1 : -1),
+    tracing,
   });
 
   const driver = createDrive({
@@ -238,11 +254,12 @@ export function createWorkflowEngine(deps: EngineDeps): WorkflowEngine {
     notify,
     runParallelism,
     forgetLimitWaits: (runId) => store.write((db) => forgetRun(db, runId)),
+    tracing,
   });
   const drive = driver.drive;
 
   const hydrate = (rows: WorkflowRunTable[]) =>
-    resumeRuns(rows, { store, clock, log, planOf, writeRun: (w) => writeRun(w) });
+    resumeRuns(rows, { store, clock, log, planOf, writeRun: (w) => writeRun(w), tracing });
 
   /** Runs being driven by this process. */
   const inFlight = new Set<Promise<void>>();

@@ -24,6 +24,7 @@ import { RunMachine } from './machine.js';
 import type { WorkflowMetrics } from './metrics.js';
 import type { Plan } from './plan.js';
 import { newRun, skippedRun } from './router.js';
+import type { RunTracing } from './run-tracing.js';
 import { insertRuns } from './store.js';
 import type { WorkflowRunNodeTable, WorkflowRunTable } from './tables.js';
 
@@ -47,6 +48,8 @@ export interface FlowGateDeps {
   leaseUntil(): string;
   planOf(subscriptionId: string, version: number): Promise<Plan>;
   subscriptions: Pick<GraphSource, 'getActive'>;
+  /** The span of a run a rate limit skipped. */
+  tracing: RunTracing;
 }
 
 export interface FlowRouted {
@@ -215,6 +218,8 @@ export function createFlowGate(deps: FlowGateDeps): FlowGate {
       const created = new Set(writes.filter((_, i) => inserted[i]).map((w) => w.run.id));
       for (const w of writes) {
         if (!created.has(w.run.id)) continue;
+        if (w.run.status === 'skipped' && deps.tracing.enabled)
+          tx.afterCommit(() => deps.tracing.skipped(w.run, JSON.parse(w.run.trigger_event) as CloudEvent));
         if (w.run.status === 'pending') {
           out.counts.waiting++;
           out.nextWake = earliest(out.nextWake, w.run.wake_at);

@@ -8,6 +8,7 @@ import { RunMachine } from './machine.js';
 import type { Plan } from './plan.js';
 import { runEndedEvent } from './run-events.js';
 import type { NodeState } from './run-state.js';
+import type { RunTracing } from './run-tracing.js';
 import * as runs from './store.js';
 import { type RunWrite, toNodeState } from './store.js';
 import type { WorkflowRunTable } from './tables.js';
@@ -19,6 +20,8 @@ export interface ResumeDeps {
   planOf(subscriptionId: string, version: number): Promise<Plan>;
   /** The engine's batched run write (it checks this worker holds the run). */
   writeRun(write: RunWrite): Promise<boolean>;
+  /** The spans of a run failed here. */
+  tracing: RunTracing;
 }
 
 /**
@@ -90,13 +93,16 @@ export async function resumeRuns(rows: WorkflowRunTable[], deps: ResumeDeps): Pr
             wait_key: null,
           }),
         );
-      const ended = runEndedEvent(failed, {
+      const event = JSON.parse(row.trigger_event) as CloudEvent;
+      const facts = {
         subscriptionId: row.event_subscription_id,
         graphVersion: row.graph_version,
-        event: JSON.parse(row.trigger_event) as CloudEvent,
+        event,
         rerunOf: row.rerun_of,
-      });
-      await writeRun({
+        trace: deps.tracing.run(row.id, event),
+      };
+      const ended = runEndedEvent(failed, facts);
+      const written = await writeRun({
         run: failed,
         lease: { wake_at: null, locked_by: null },
         nodes: closed,
@@ -106,6 +112,10 @@ export async function resumeRuns(rows: WorkflowRunTable[], deps: ResumeDeps): Pr
           ? { wakeParent: row.parent_run_id }
           : {}),
       });
+      if (written) {
+        deps.tracing.nodesEnded(failed, facts, closed);
+        deps.tracing.runEnded(failed, facts);
+      }
       log.error({ run_id: row.id, err }, 'workflow engine: run failed, its graph could not be loaded');
     }
   }

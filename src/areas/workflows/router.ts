@@ -12,6 +12,7 @@ import type { WorkflowMetrics } from './metrics.js';
 import type { Plan } from './plan.js';
 import type { Allowance, RateGuard } from './rate-guard.js';
 import { routingOf } from './routing.js';
+import type { RunTracing } from './run-tracing.js';
 import { nodeRow } from './store.js';
 import type { WorkflowRunNodeTable, WorkflowRunTable } from './tables.js';
 
@@ -44,6 +45,8 @@ export interface RouterDeps {
   maxDepth: number;
   /** Pauses a subscription that starts too many runs a minute (docs/workflows.md "Loop safety"). */
   rateGuard: RateGuard;
+  /** The span of a run a guard skipped. */
+  tracing: RunTracing;
 }
 
 /** The parent fields of a run no CALL started. */
@@ -151,8 +154,10 @@ export function createRouter(deps: RouterDeps): EventHandler {
     reason: string,
   ): Promise<void> {
     const at = iso(deps.clock.now());
-    const inserted = await deps.createRun({ run: skippedRun(sub, event, at, reason), nodes: [] });
+    const run = skippedRun(sub, event, at, reason);
+    const inserted = await deps.createRun({ run, nodes: [] });
     if (!inserted) return;
+    deps.tracing.skipped(run, event);
     deps.metrics.runRefused(sub.id, guard);
     deps.log.warn(
       { subscription_id: sub.id, event_id: event.id, guard, caused_by: event.causationid },

@@ -1,4 +1,5 @@
 import { depthOf } from '../../lib/causation.js';
+import type { TraceContext } from '../../lib/tracing.js';
 import type { CloudEvent } from '../events/cloudevent.js';
 import type { EventInput } from '../events/publish.js';
 import type { RunState } from './run-state.js';
@@ -11,6 +12,8 @@ export interface RunFacts {
   graphVersion: number;
   event: CloudEvent;
   rerunOf?: string | null;
+  /** The run's span context (run-tracing.ts): its end event carries it. */
+  trace?: TraceContext;
 }
 
 /**
@@ -36,7 +39,11 @@ export function runEndedEvent(run: RunState, facts: RunFacts): EventInput | unde
       completed_at: run.completed_at,
       ...(facts.rerunOf !== undefined ? { rerun_of: facts.rerunOf } : {}),
     },
-    causation: { depth: depthOf(facts.event) + 1, id: run.id },
+    causation: {
+      depth: depthOf(facts.event) + 1,
+      id: run.id,
+      ...(facts.trace ? { trace: facts.trace } : {}),
+    },
   };
 }
 

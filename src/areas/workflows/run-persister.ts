@@ -3,6 +3,7 @@ import type { RunMachine } from './machine.js';
 import type { WorkflowMetrics } from './metrics.js';
 import { countFinishedNodes } from './reporting.js';
 import { runEndedEvent } from './run-events.js';
+import type { RunTracing } from './run-tracing.js';
 import type { RunWrite } from './store.js';
 import type { WorkflowRunTable } from './tables.js';
 
@@ -30,6 +31,8 @@ export interface RunPersisterDeps {
   writeRun(item: RunWrite): Promise<boolean>;
   /** Whether a run that ended with `status` publishes its end event (run-events.ts). */
   publishesEnd(status: string): Promise<boolean>;
+  /** Spans of the nodes and runs whose end a write made durable. */
+  tracing: RunTracing;
 }
 
 /**
@@ -51,15 +54,16 @@ export function createRunPersister(deps: RunPersisterDeps) {
   }
 
   async function write(machine: RunMachine, lease: Lease) {
+    const facts = {
+      subscriptionId: machine.plan.subscriptionId,
+      graphVersion: machine.plan.version,
+      event: machine.event,
+      trace: deps.tracing.run(machine.run.id, machine.event),
+    };
+    const over = machine.run.status !== 'running';
     // Decided before the write's transaction (the interest check may read the store).
     const ended =
-      machine.run.status !== 'running' && (await deps.publishesEnd(machine.run.status))
-        ? runEndedEvent(machine.run, {
-            subscriptionId: machine.plan.subscriptionId,
-            graphVersion: machine.plan.version,
-            event: machine.event,
-          })
-        : undefined;
+      over && (await deps.publishesEnd(machine.run.status)) ? runEndedEvent(machine.run, facts) : undefined;
     const changes = machine.takeChanges();
     const at = iso(deps.clock.now());
     if (dropped.has(machine)) throw new Dropped();
@@ -93,6 +97,10 @@ export function createRunPersister(deps: RunPersisterDeps) {
     }
     if (!ok) throw new LeaseLost(`run ${machine.run.id} is no longer held by this worker`);
     countFinishedNodes(changes.nodes, deps.metrics);
+    if (deps.tracing.enabled) {
+      deps.tracing.nodesEnded(machine.run, facts, changes.nodes);
+      if (over) deps.tracing.runEnded(machine.run, facts);
+    }
   }
 
   return {

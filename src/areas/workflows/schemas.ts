@@ -48,6 +48,22 @@ export const Run = Type.Object(
     parent_node_key: Nullable(
       Type.String({ description: 'A child run: the key of the node that started it.' }),
     ),
+    trace_id: Type.Optional(
+      Nullable(
+        Type.String({
+          description:
+            "The OpenTelemetry trace the run's spans are in (docs/observability.md); null when this svc does not trace.",
+        }),
+      ),
+    ),
+    trace_url: Type.Optional(
+      Nullable(
+        Type.String({
+          description:
+            'The trace in your tracing UI: SVC_TRACE_URL_TEMPLATE with the trace id; null without it.',
+        }),
+      ),
+    ),
     created_at: Timestamp,
     updated_at: Timestamp,
   },

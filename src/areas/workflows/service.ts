@@ -3,6 +3,7 @@ import type { Store } from '../../db/store.js';
 import { AppError } from '../../http/errors.js';
 import type { ListResult, Page } from '../../http/list.js';
 import { type Clock, iso } from '../../lib/clock.js';
+import { type Tracer, traceIdOf } from '../../lib/tracing.js';
 import type { CloudEvent } from '../events/cloudevent.js';
 import type { EventEnricher } from '../events/publish.js';
 import type { Pruner } from '../retention/job.js';
@@ -17,6 +18,7 @@ import { availablePaths } from './paths.js';
 import type { Plan } from './plan.js';
 import { oldestFinishedRun, type RetentionSettingsSource, runPass } from './prune.js';
 import { type ExpressionContext, eventContext, nodeError } from './run-state.js';
+import { createRunTracing } from './run-tracing.js';
 import { createSimulator, type Simulation } from './simulation.js';
 import * as runs from './store.js';
 import {
@@ -40,6 +42,10 @@ export interface WorkflowServiceDeps {
   actions?: {
     inputCheck(instanceId: string, action: string): Promise<(input: unknown) => string | undefined>;
   };
+  /** Runs answer the trace their spans are in (docs/observability.md). */
+  tracer?: Tracer;
+  /** SVC_TRACE_URL_TEMPLATE: where a trace is shown, `{trace_id}` standing for its id. */
+  traceUrlTemplate?: string;
 }
 
 /** Runs and introspection (docs/workflows.md "Runs and introspection") and the simulation endpoint. */
@@ -71,6 +77,17 @@ export function createWorkflowService(deps: WorkflowServiceDeps): WorkflowServic
 
   const runOrThrow = (id: string) => requireRun(deps.store.db, id);
   const simulator = createSimulator(deps);
+  const tracing = createRunTracing(deps.tracer);
+  /** A run with the trace its spans are in (the same ids every process computes). */
+  const traced = (run: WorkflowRun): WorkflowRun => {
+    const traceId = traceIdOf(tracing.run(run.id, run.trigger_event as CloudEvent)?.traceparent);
+    const template = deps.traceUrlTemplate;
+    return {
+      ...run,
+      trace_id: traceId,
+      trace_url: traceId && template ? template.replaceAll('{trace_id}', traceId) : null,
+    };
+  };
 
   /**
    * The context a node of a run saw (or would see): the trigger event and the outputs of the nodes
@@ -185,10 +202,13 @@ export function createWorkflowService(deps: WorkflowServiceDeps): WorkflowServic
       oldest: () => flows.oldestWindow(deps.store.db),
     }),
 
-    list: (page: Page, filters: RunFilters) => runs.listRuns(deps.store.db, page, filters),
+    async list(page: Page, filters: RunFilters) {
+      const listed = await runs.listRuns(deps.store.db, page, filters);
+      return { ...listed, items: listed.items.map(traced) };
+    },
 
     async get(id: string): Promise<WorkflowRun> {
-      return toRun(await runOrThrow(id));
+      return traced(toRun(await runOrThrow(id)));
     },
 
     async nodes(id: string) {

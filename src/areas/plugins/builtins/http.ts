@@ -7,6 +7,7 @@ import {
   type GuardOptions,
   guardedDispatcher,
 } from '../../../lib/net-guard.js';
+import { safeUrl } from '../../../lib/tracing.js';
 import { undici } from '../../../lib/undici.js';
 import { VERSION } from '../../../version.js';
 import { BodyTooLargeError, readCapped } from '../http-body.js';
@@ -221,6 +222,35 @@ export function retryAfter(value: string | undefined, now = Date.now()): number 
   if (/^\d+$/.test(text)) return Number(text) * 1000;
   const at = Date.parse(text);
   return Number.isNaN(at) ? undefined : Math.max(0, at - now);
+}
+
+/**
+ * The HTTP attributes of an `http` call's span (docs/observability.md "Spans"): method, URL without
+ * userinfo, query or fragment, and the answer's status. `mask` hides vault values (a webhook URL
+ * kept as a secret carries its token in its path).
+ */
+export function httpCallAttributes(
+  config: unknown,
+  input: unknown,
+  output: unknown,
+  mask: (text: string) => string,
+): Record<string, string | number | undefined> {
+  const req = input as Partial<HttpInput>;
+  let url: string | undefined;
+  try {
+    url =
+      typeof req.url === 'string'
+        ? safeUrl(targetUrl(req as HttpInput, (config ?? {}) as HttpConfig))
+        : undefined;
+  } catch {
+    url = undefined;
+  }
+  const status = (output as { status?: unknown } | null)?.status;
+  return {
+    'http.request.method': typeof req.method === 'string' ? req.method : undefined,
+    'url.full': url === undefined ? undefined : mask(url),
+    'http.response.status_code': typeof status === 'number' ? status : undefined,
+  };
 }
 
 function targetUrl(req: HttpInput, cfg: HttpConfig): string {

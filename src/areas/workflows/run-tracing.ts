@@ -1,0 +1,127 @@
+import {
+  eventTrace,
+  NO_SPAN,
+  NO_TRACING,
+  type Span,
+  type TraceContext,
+  type Tracer,
+} from '../../lib/tracing.js';
+import type { CloudEvent } from '../events/cloudevent.js';
+import type { RunFacts } from './run-events.js';
+import type { NodeState, RunState } from './run-state.js';
+import type { WorkflowRunTable } from './tables.js';
+
+/**
+ * A run's spans (docs/observability.md "Runs"). A run may wait for days and move between workers,
+ * so no span is held open across its waits:
+ * - the run's own span, `workflow.run`, has ids fixed by the run's id under its trigger event's
+ *   trace, and is recorded once, when the run ends, spanning its whole life;
+ * - each stretch a worker drives it is a `workflow.run.segment`, recorded as it ends, a child of the
+ *   run's span and linked to it;
+ * - each node that ran is a `workflow.node <TYPE>`, recorded when the node's end is written, a child
+ *   of the run's span, with ids fixed by the run and the node's key, so the calls its attempts made
+ *   (recorded earlier, in whichever process made them) are its children.
+ * Every process computes the same ids, so nothing about tracing is stored with a run.
+ */
+
+const TERMINAL_NODE = new Set(['completed', 'failed']);
+
+const ms = (at: string | null): number | undefined => (at === null ? undefined : Date.parse(at));
+
+export function createRunTracing(tracer: Tracer = NO_TRACING) {
+  /** Contexts already computed, by run id (a hash each; a run asks for its own many times). */
+  const contexts = new Map<string, TraceContext | undefined>();
+
+  /** The run's span context: fixed by its id under the trace its trigger event carries. */
+  function run(runId: string, event: CloudEvent): TraceContext | undefined {
+    if (!tracer.enabled) return undefined;
+    if (contexts.has(runId)) return contexts.get(runId);
+    const context = tracer.fixed(`run:${runId}`, eventTrace(event));
+    // Bounded: a busy engine asks for thousands of runs; the oldest are cheap to compute again.
+    if (contexts.size >= 10_000) contexts.delete(contexts.keys().next().value as string);
+    contexts.set(runId, context);
+    return context;
+  }
+
+  /** A node's span context: the parent of the calls its attempts make. */
+  function node(runId: string, event: CloudEvent, key: string): TraceContext | undefined {
+    if (!tracer.enabled) return undefined;
+    return tracer.fixed(`node:${runId}:${key}`, run(runId, event) ?? null);
+  }
+
+  return {
+    enabled: tracer.enabled,
+    run,
+    node,
+
+    /** A stretch of the run driven by this worker, ended by the caller. */
+    segment(state: RunState, facts: RunFacts): Span {
+      if (!tracer.enabled) return NO_SPAN;
+      const parent = run(state.id, facts.event);
+      return tracer.start('workflow.run.segment', {
+        parent,
+        links: [parent],
+        attributes: {
+          'svc.workflow_run.id': state.id,
+          'svc.event_subscription.id': facts.subscriptionId,
+        },
+      });
+    },
+
+    /** Records the spans of nodes whose end was just written. */
+    nodesEnded(state: RunState, facts: RunFacts, nodes: readonly NodeState[]): void {
+      if (!tracer.enabled) return;
+      for (const n of nodes) {
+        if (!TERMINAL_NODE.has(n.status) || n.completed_at === null) continue;
+        const span = tracer.start(`workflow.node ${n.type}`, {
+          id: node(state.id, facts.event, n.key),
+          parent: run(state.id, facts.event),
+          startTime: ms(n.started_at) ?? ms(n.completed_at),
+          attributes: {
+            'svc.workflow_run.id': state.id,
+            'svc.workflow_node.key': n.key,
+            'svc.workflow_node.type': n.type,
+            'svc.workflow_node.status': n.status,
+            'svc.workflow_node.attempts': n.attempts,
+          },
+        });
+        if (n.status === 'failed' && n.error !== null) span.fail(n.error);
+        span.end(ms(n.completed_at));
+      }
+    },
+
+    /** Records the run's span: it ended (completed, failed, cancelled or skipped) and that is written. */
+    runEnded(state: RunState, facts: RunFacts): void {
+      if (!tracer.enabled) return;
+      const end = ms(state.completed_at);
+      const span = tracer.start('workflow.run', {
+        id: run(state.id, facts.event),
+        parent: eventTrace(facts.event),
+        startTime: ms(state.started_at) ?? end,
+        attributes: {
+          'svc.workflow_run.id': state.id,
+          'svc.event_subscription.id': facts.subscriptionId,
+          'svc.workflow_run.graph_version': facts.graphVersion,
+          'svc.workflow_run.status': state.status,
+          'svc.event.id': facts.event.id,
+          'svc.event.type': facts.event.type,
+        },
+      });
+      if (state.status === 'failed' && state.error !== null) span.fail(state.error);
+      span.end(end);
+      contexts.delete(state.id);
+    },
+
+    /** Records the span of a run written ended, never driven (a guard or flow control skipped it). */
+    skipped(row: WorkflowRunTable, event: CloudEvent): void {
+      if (!tracer.enabled) return;
+      this.runEnded(row, {
+        subscriptionId: row.event_subscription_id,
+        graphVersion: row.graph_version,
+        event,
+      });
+    },
+  };
+}
+
+export type RunTracing = ReturnType<typeof createRunTracing>;

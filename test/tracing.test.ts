@@ -124,12 +124,6 @@ describe(`tracing on (${dialectName})`, () => {
       trace,
     );
 
-    // Its segment: a child of the run's span, linked to it.
-    const [segment] = await otlp.named('workflow.run.segment', inTrace);
-    expect(segment.parentSpanId).toBe(runSpan.spanId);
-    expect(segment.links).toEqual([{ traceId: trace, spanId: runSpan.spanId }]);
-    expect(segment.attributes['svc.workflow_run.segment.outcome']).toBe('ended');
-
     // Its nodes: children of the run, with type, key, attempts and status.
     const [compute] = await otlp.named('workflow.node COMPUTE', inTrace);
     const [action] = await otlp.named('workflow.node ACTION', inTrace);
@@ -168,6 +162,8 @@ describe(`tracing on (${dialectName})`, () => {
     expect(traceOf(body.traceparent)).toBe(trace);
     expect(parentOf(body.traceparent)).toBe(request.spanId);
 
+    // Driven from its start to its end in one stretch: no segment, its run span is that stretch.
+    expect(otlp.spans.filter((s) => s.name === 'workflow.run.segment' && inTrace(s))).toEqual([]);
     // Nothing of the query string, anywhere.
     expect(otlp.bodies.join('')).not.toContain('not-in-spans');
   });
@@ -321,6 +317,51 @@ describe(`tracing on (${dialectName})`, () => {
     expect(nextSpan.parentSpanId).toBe(topSpan.spanId);
   });
 
+  it('a caller that did not sample its trace is followed: nothing recorded, the context travels on', async () => {
+    const TYPE = 'com.example.unsampled';
+    expect((await a.call('POST', '/event_definition', { event_type: TYPE, description: 'u' })).status).toBe(
+      200,
+    );
+    const wf = await workflow(a, callGraph(http, site.url), { event_type: TYPE });
+    const caller = `00-${'e5'.repeat(16)}-${'f6'.repeat(8)}-00`;
+    const res = await t.app.inject({
+      method: 'POST',
+      url: '/api/v1/event',
+      headers: { ...a.h, 'content-type': 'application/cloudevents+json', traceparent: caller },
+      payload: JSON.stringify({
+        specversion: '1.0',
+        id: 'e-unsampled',
+        source: 'https://shop.example',
+        type: TYPE,
+        data: {},
+      }),
+    });
+    expect(res.statusCode).toBe(202);
+    const before = site.seen.length;
+    await settle(t);
+    const { run } = await onlyRun(a, wf.id);
+    expect(run.status).toBe('completed');
+    expect(run.trace_id).toBe('e5'.repeat(16));
+    // The call went out in the caller's trace, unsampled.
+    const sent = String(site.seen[before].traceparent);
+    expect(traceOf(sent)).toBe('e5'.repeat(16));
+    expect(sent.endsWith('-00')).toBe(true);
+    // A span recorded after this run's proves the export ran; none of the caller's trace is in it.
+    const made = await a.call('POST', '/user', {
+      email: 'after-unsampled@example.test',
+      password: 'Tr4ced-passw0rd!',
+    });
+    expect(made.status).toBe(200);
+    await otlp.named(
+      'POST /api/v1/user',
+      (s) => s.attributes['http.response.status_code'] === 200 && s.startMs >= 0,
+      1,
+    );
+    await settle(t);
+    await otlp.named('workflow.run', (s) => s.attributes['svc.event.type'] === 'svc.user.created', 1);
+    expect(otlp.spans.filter((s) => s.traceId === 'e5'.repeat(16))).toEqual([]);
+  });
+
   it('a failed node and its run are error spans, with the error as their message', async () => {
     const wf = await workflow(a, {
       nodes: [
@@ -391,7 +432,14 @@ describe(`tracing across a DELAY and a restart (${dialectName})`, () => {
         const segments = await otlp.named('workflow.run.segment', (s) => s.traceId === trace, 2);
         const [runSpan] = await otlp.named('workflow.run', (s) => s.traceId === trace);
         expect(runSpan.attributes['svc.workflow_run.id']).toBe(run.id);
-        for (const s of segments) expect(s.parentSpanId).toBe(runSpan.spanId);
+        expect(segments.map((s) => s.attributes['svc.workflow_run.segment.outcome'])).toEqual([
+          'released',
+          'ended',
+        ]);
+        for (const s of segments) {
+          expect(s.parentSpanId).toBe(runSpan.spanId);
+          expect(s.links).toEqual([{ traceId: trace, spanId: runSpan.spanId }]);
+        }
         // Its whole life: from the start before the restart to the end after it.
         expect(runSpan.endMs - runSpan.startMs).toBeGreaterThanOrEqual(60_000);
         const [after] = await otlp.named('workflow.node COMPUTE', (s) => s.traceId === trace);

@@ -29,6 +29,7 @@ import type { TracingConfig } from '../config/config.js';
 import {
   type Attributes,
   fixedIds,
+  NO_SPAN,
   type Span,
   type SpanKind as SvcSpanKind,
   type TraceContext,
@@ -160,7 +161,6 @@ export function createOtelTracer(config: TracingConfig, log: Logger): Tracer {
           name,
           {
             kind: KINDS[opts.kind ?? 'internal'],
-            attributes: opts.attributes ? defined(opts.attributes) : undefined,
             links,
             startTime: opts.startTime,
             root: parent === undefined,
@@ -173,10 +173,15 @@ export function createOtelTracer(config: TracingConfig, log: Logger): Tracer {
       const sc = span.spanContext();
       const traceparent = `00-${sc.traceId}-${sc.spanId}-${(sc.traceFlags & 1).toString(16).padStart(2, '0')}`;
       const tracestate = sc.traceState?.serialize();
+      const context = tracestate ? { traceparent, tracestate } : { traceparent };
+      // Not sampled: its context still travels (a caller's decision is kept downstream), nothing else.
+      if (!span.isRecording()) return { ...NO_SPAN, context, traceId: sc.traceId, spanId: sc.spanId };
+      if (opts.attributes) span.setAttributes(defined(opts.attributes));
       const made: Span = {
-        context: tracestate ? { traceparent, tracestate } : { traceparent },
+        context,
         traceId: sc.traceId,
         spanId: sc.spanId,
+        recording: true,
         set(attributes) {
           span.setAttributes(defined(attributes));
         },

@@ -36,13 +36,15 @@ export function traceRequests(app: FastifyInstance, tracer: Tracer): void {
       },
     });
     request.span = span;
-    // Lines written for this request (its completion line included) name its trace.
-    request.log = request.log.child(logFields(span));
-    reply.log = request.log;
+    // Lines written for a recorded request (its completion line included) name its trace.
+    if (span.recording) {
+      request.log = request.log.child(logFields(span));
+      reply.log = request.log;
+    }
   });
   app.addHook('onResponse', async (request, reply) => {
     const span = request.span;
-    if (!span) return;
+    if (!span?.recording) return;
     span.set({ 'http.response.status_code': reply.statusCode });
     if (reply.statusCode >= 500) span.fail(`HTTP ${reply.statusCode}`);
     span.end();

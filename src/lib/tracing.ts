@@ -40,6 +40,8 @@ export interface Span {
   readonly context: TraceContext;
   readonly traceId: string;
   readonly spanId: string;
+  /** Whether it is recorded (sampled): callers skip describing a span that is not. */
+  readonly recording: boolean;
   set(attributes: Attributes): void;
   /** Marks the span failed; `message` is what the API answers for the failure, never a secret. */
   fail(message: string): void;
@@ -68,6 +70,7 @@ export const NO_SPAN: Span = {
   context: NO_CONTEXT,
   traceId: '',
   spanId: '',
+  recording: false,
   set() {},
   fail() {},
   end() {},
@@ -114,9 +117,9 @@ export function eventTrace(event: { traceparent?: unknown; tracestate?: unknown 
     : { traceparent: event.traceparent };
 }
 
-/** A log line's fields for the span it was written under (none for NO_SPAN). */
+/** A log line's fields for the span it was written under (none for a span not recorded). */
 export function logFields(span: Span): { trace_id?: string; span_id?: string } {
-  return span.traceId === '' ? {} : { trace_id: span.traceId, span_id: span.spanId };
+  return span.recording ? { trace_id: span.traceId, span_id: span.spanId } : {};
 }
 
 /**

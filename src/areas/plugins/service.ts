@@ -286,7 +286,7 @@ export function createPluginService(deps: PluginDeps): PluginService {
       span?.fail(`${appError.code}: ${appError.message}`);
       throw appError;
     } finally {
-      if (span) {
+      if (span?.recording) {
         span.set({
           'svc.plugin.outcome': outcome,
           ...(name === 'http'

@@ -169,7 +169,7 @@ export function createAttempter(
         body: payload,
         timeoutMs: opts.timeoutMs,
       });
-      if (span !== NO_SPAN) {
+      if (span.recording) {
         span.set({ 'http.response.status_code': result.httpStatus ?? undefined });
         if (!result.success) span.fail(result.error ?? `HTTP ${result.httpStatus}`);
         span.end();

@@ -122,15 +122,15 @@ export function createDrive(deps: DriveDeps) {
    * throughout. When the run ends, calls still in flight are abandoned (their nodes are stopped).
    */
   async function drive(machine: RunMachine): Promise<void> {
-    const segment = deps.tracing.enabled
-      ? deps.tracing.segment(machine.run, {
-          subscriptionId: machine.plan.subscriptionId,
-          graphVersion: machine.plan.version,
-          event: machine.event,
-        })
-      : NO_SPAN;
+    // The stretch's span is recorded when it ends (run-tracing.ts): only its start is kept now.
+    const segmentStart = deps.tracing.enabled ? Date.now() : 0;
+    const firstDrive = writes.unwritten(machine);
     /** How this stretch ended, for its span: ended, released (it waits), or stopped (see the log). */
-    let outcome = 'stopped';
+    let outcome: 'ended' | 'released' | 'stopped' = 'stopped';
+    const segment = () =>
+      deps.tracing.enabled
+        ? deps.tracing.segment(machine, { start: segmentStart, outcome, first: firstDrive })
+        : NO_SPAN;
     const calls = new Map<string, Promise<void>>();
     // Made when the first call starts: most runs of side-effect-free nodes never need them, and an
     // AbortController (its abort builds a DOMException) or a heartbeat timer per run costs throughput.
@@ -253,17 +253,11 @@ export function createDrive(deps: DriveDeps) {
         signalled = false;
       }
     } catch (err) {
-      reportStopped(segment === NO_SPAN ? log : log.child(logFields(segment)), writes, machine, err);
+      const stopped = segment();
+      reportStopped(stopped === NO_SPAN ? log : log.child(logFields(stopped)), writes, machine, err);
       ended?.abort();
     } finally {
-      if (segment !== NO_SPAN) {
-        segment.set({
-          'svc.workflow_run.segment.outcome': outcome,
-          'svc.workflow_run.status': machine.run.status,
-        });
-        if (outcome === 'stopped') segment.fail('the drive stopped before the run ended or was released');
-        segment.end();
-      }
+      if (outcome !== 'stopped') segment();
       if (driving.get(machine.run.id)?.machine === machine) driving.delete(machine.run.id);
       writes.abandon(machine, new Error('the run stopped before its first write'));
       if (reserved) actionSlots.give();

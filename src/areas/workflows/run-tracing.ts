@@ -17,7 +17,7 @@ import type { WorkflowRunTable } from './tables.js';
  * - the run's own span, `workflow.run`, has ids fixed by the run's id under its trigger event's
  *   trace, and is recorded once, when the run ends, spanning its whole life;
  * - each stretch a worker drives it is a `workflow.run.segment`, recorded as it ends, a child of the
- *   run's span and linked to it;
+ *   run's span and linked to it (a run driven from start to end in one stretch has none);
  * - each node that ran is a `workflow.node <TYPE>`, recorded when the node's end is written, a child
  *   of the run's span, with ids fixed by the run and the node's key, so the calls its attempts made
  *   (recorded earlier, in whichever process made them) are its children.
@@ -25,6 +25,12 @@ import type { WorkflowRunTable } from './tables.js';
  */
 
 const TERMINAL_NODE = new Set(['completed', 'failed']);
+
+/**
+ * Whether a trace is recorded: every sampler svc offers decides once per trace (from its id or its
+ * caller's flag), so a run's spans are recorded exactly when its own context says sampled.
+ */
+const sampled = (context: TraceContext | undefined): boolean => context?.traceparent.endsWith('-01') ?? false;
 
 const ms = (at: string | null): number | undefined => (at === null ? undefined : Date.parse(at));
 
@@ -54,23 +60,35 @@ export function createRunTracing(tracer: Tracer = NO_TRACING) {
     run,
     node,
 
-    /** A stretch of the run driven by this worker, ended by the caller. */
-    segment(state: RunState, facts: RunFacts): Span {
-      if (!tracer.enabled) return NO_SPAN;
-      const parent = run(state.id, facts.event);
-      return tracer.start('workflow.run.segment', {
+    /**
+     * Records a stretch this worker drove the run, from `start` (ms) to now. A run driven from its
+     * start to its end in one stretch has none: its own span is that stretch.
+     */
+    segment(
+      machine: { run: RunState; plan: { subscriptionId: string }; event: CloudEvent },
+      stretch: { start: number; outcome: 'ended' | 'released' | 'stopped'; first: boolean },
+    ): Span {
+      const parent = run(machine.run.id, machine.event);
+      if (!sampled(parent) || (stretch.first && stretch.outcome === 'ended')) return NO_SPAN;
+      const span = tracer.start('workflow.run.segment', {
         parent,
         links: [parent],
+        startTime: stretch.start,
         attributes: {
-          'svc.workflow_run.id': state.id,
-          'svc.event_subscription.id': facts.subscriptionId,
+          'svc.workflow_run.id': machine.run.id,
+          'svc.event_subscription.id': machine.plan.subscriptionId,
+          'svc.workflow_run.status': machine.run.status,
+          'svc.workflow_run.segment.outcome': stretch.outcome,
         },
       });
+      if (stretch.outcome === 'stopped') span.fail('the drive stopped before the run ended or was released');
+      span.end();
+      return span;
     },
 
     /** Records the spans of nodes whose end was just written. */
     nodesEnded(state: RunState, facts: RunFacts, nodes: readonly NodeState[]): void {
-      if (!tracer.enabled) return;
+      if (!sampled(run(state.id, facts.event))) return;
       for (const n of nodes) {
         if (!TERMINAL_NODE.has(n.status) || n.completed_at === null) continue;
         const span = tracer.start(`workflow.node ${n.type}`, {
@@ -92,7 +110,10 @@ export function createRunTracing(tracer: Tracer = NO_TRACING) {
 
     /** Records the run's span: it ended (completed, failed, cancelled or skipped) and that is written. */
     runEnded(state: RunState, facts: RunFacts): void {
-      if (!tracer.enabled) return;
+      if (!sampled(run(state.id, facts.event))) {
+        contexts.delete(state.id);
+        return;
+      }
       const end = ms(state.completed_at);
       const span = tracer.start('workflow.run', {
         id: run(state.id, facts.event),

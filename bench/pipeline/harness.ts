@@ -38,6 +38,8 @@ export interface SvcOptions {
   keepStore?: boolean;
   /** Keep what the processes write (their log lines: one per request at info, so not under load). */
   captureOutput?: boolean;
+  /** Run this checkout's built `dist/` instead of BUILD's (two builds compared in one invocation). */
+  build?: string;
 }
 
 export interface SvcStore {
@@ -124,7 +126,7 @@ export async function startSvc(variant: string, options: SvcOptions = {}): Promi
   const [command, ...prefix] = [...wrap, process.execPath];
   const run = (role: string, extra: Record<string, string> = {}) =>
     spawn(command, [...prefix, ...nodeArgs, 'dist/cli/svc.js', role], {
-      cwd: BUILD,
+      cwd: options.build ?? BUILD,
       env: { ...env, ...extra },
       stdio: options.captureOutput ? ['ignore', 'pipe', 'pipe'] : 'ignore',
     });

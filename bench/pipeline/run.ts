@@ -12,6 +12,8 @@
  *   npm run bench -- pipeline --cost-model [--store sqlite,postgres] [--seconds 5]
  *   npm run bench -- pipeline --instructions 1000 [--store sqlite] [--reps 3] [--counted-concurrency 1]   (callgrind.ts)
  *   npm run bench -- pipeline --storage 10000 [--store sqlite,postgres]   (bytes per execution, storage.ts)
+ *   SVC_BENCH_BASELINE=<checkout> npm run bench -- pipeline --tracing [--store sqlite] [--connections 50]
+ *     (tracing off, always_on and ratio 0.01 to a local OTLP receiver, and optionally another build)
  *
  * `sqlite` and `postgres` run `svc serve` as it starts by default (SVC_WORKER=auto: on a SQLite file
  * with two cores or more the worker in a worker thread, on PostgreSQL on the API's thread);
@@ -22,6 +24,8 @@
  */
 import { spawn } from 'node:child_process';
 import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
@@ -50,6 +54,8 @@ const { values } = parseArgs({
     'counted-concurrency': { type: 'string', default: '10' },
     // Bytes stored per execution, table by table, over this many executions (storage.ts).
     storage: { type: 'string' },
+    // What tracing costs: off, on (always_on) and sampled (0.01), side by side (tracingCost).
+    tracing: { type: 'boolean', default: false },
   },
 });
 const SECONDS = Number(values.seconds);
@@ -312,6 +318,104 @@ async function storage(n: number) {
       await svc.stop();
     }
   }
+}
+
+/**
+ * What tracing costs (docs/observability.md "Cost"): svc with tracing off, on with every trace
+ * sampled, and on with a ratio of 0.01, each exporting OTLP/HTTP protobuf to a local receiver that
+ * accepts and counts the bytes; with SVC_BENCH_BASELINE=<checkout>, that checkout's build too (tracing
+ * off against a build without it). All run at once, idle but for the one measured: each repetition
+ * measures every variant and the ceiling in turn, in an order rotated between repetitions, and the
+ * ratios are taken within a repetition, so the machine's drift cancels.
+ */
+async function tracingCost(kind: string, connections: number) {
+  let exported = 0;
+  const sink = http.createServer((req, res) => {
+    req.on('data', (c: Buffer) => (exported += c.length));
+    req.on('end', () => res.writeHead(200, { 'content-type': 'application/x-protobuf' }).end());
+  });
+  await new Promise<void>((r) => sink.listen(0, '127.0.0.1', r));
+  const otlp = `http://127.0.0.1:${(sink.address() as AddressInfo).port}`;
+  const on = { OTEL_EXPORTER_OTLP_ENDPOINT: otlp, OTEL_EXPORTER_OTLP_PROTOCOL: 'http/protobuf' };
+  const variants = [
+    ...(process.env.SVC_BENCH_BASELINE
+      ? [{ name: 'baseline build, no tracing', env: {}, build: process.env.SVC_BENCH_BASELINE }]
+      : []),
+    { name: 'tracing off', env: {} },
+    { name: 'tracing on, always_on', env: { ...on, OTEL_TRACES_SAMPLER: 'always_on' } },
+    {
+      name: 'tracing on, ratio 0.01',
+      env: { ...on, OTEL_TRACES_SAMPLER: 'parentbased_traceidratio', OTEL_TRACES_SAMPLER_ARG: '0.01' },
+    },
+  ];
+  const running = [];
+  try {
+    for (const v of variants) {
+      const svc = await startSvc(kind, { env: v.env, ...('build' in v ? { build: v.build } : {}) });
+      running.push(svc);
+      const { request } = await setUp(svc.url, receiverUrl);
+      await measure(`${svc.url}${SUBMIT}`, request, connections, 3, rx.counts, []); // warm-up
+      Object.assign(v, { svc, request, pids: svc.processes.map((p) => p.pid as number), rows: [] });
+    }
+    const all = variants as Array<
+      (typeof variants)[number] & {
+        svc: (typeof running)[number];
+        request: { headers: Record<string, string>; body: string };
+        pids: number[];
+        rows: Array<Figures & { bytes: number; ceiling: number }>;
+      }
+    >;
+    for (let rep = 0; rep < REPS; rep++) {
+      const ceilingFigures = await measure(top.url, all[0].request, connections, SECONDS, rx.counts, []);
+      for (let i = 0; i < all.length; i++) {
+        const v = all[(i + rep) % all.length];
+        const bytes0 = exported;
+        const f = await measure(
+          `${v.svc.url}${SUBMIT}`,
+          v.request,
+          connections,
+          SECONDS,
+          rx.counts,
+          v.pids,
+          v.svc.url,
+        );
+        // Spans still batched are exported within OTEL_BSP_SCHEDULE_DELAY (5 s): counted with the window.
+        await new Promise((r) => setTimeout(r, 5_500));
+        v.rows.push({
+          ...f,
+          bytes: (exported - bytes0) / Math.max(1, f.execs * f.wall),
+          ceiling: ceilingFigures.execs,
+        });
+      }
+    }
+    const off = all.find((v) => v.name === 'tracing off') as (typeof all)[number];
+    console.log(
+      `\n| store | conc | variant | full exec/s | % of tracing off | % of ceiling | CPU ms per exec | OTLP bytes per exec |`,
+    );
+    console.log('|---|---|---|---|---|---|---|---|');
+    for (const v of all) {
+      const execs = v.rows.map((r) => r.execs);
+      const vsOff = v.rows.map((r, i) => (100 * r.execs) / off.rows[i].execs);
+      const vsTop = v.rows.map((r) => (100 * r.execs) / r.ceiling);
+      console.log(
+        `| ${kind} | ${connections} | ${v.name} | **${median(execs).toFixed(0)}** (${range(execs)}) | ` +
+          `${median(vsOff).toFixed(1)}% (${range(vsOff, 1)}) | ${median(vsTop).toFixed(1)}% (${range(vsTop, 1)}) | ` +
+          `${median(v.rows.map((r) => (1000 * r.cpu) / Math.max(1, r.execs))).toFixed(2)} | ${median(v.rows.map((r) => r.bytes)).toFixed(0)} |`,
+      );
+    }
+  } finally {
+    for (const svc of running) await svc.stop();
+    sink.close();
+  }
+}
+
+if (values.tracing) {
+  console.log(`pipeline tracing cost: ${SECONDS} s windows, ${REPS} repetitions, medians (min–max)`);
+  for (const kind of values.store.split(','))
+    for (const connections of values.connections.split(',').map(Number)) await tracingCost(kind, connections);
+  top.close();
+  rx.server.close();
+  process.exit(0);
 }
 
 if (values.storage) {

@@ -79,7 +79,7 @@ export function createWorkflowService(deps: WorkflowServiceDeps): WorkflowServic
   const simulator = createSimulator(deps);
   const tracing = createRunTracing(deps.tracer);
   /** A run with the trace its spans are in (the same ids every process computes). */
-  const traced = (run: WorkflowRun): WorkflowRun => {
+  const traced = <R extends WorkflowRun>(run: R): R => {
     const traceId = traceIdOf(tracing.run(run.id, run.trigger_event as CloudEvent)?.traceparent);
     const template = deps.traceUrlTemplate;
     return {
@@ -163,7 +163,7 @@ export function createWorkflowService(deps: WorkflowServiceDeps): WorkflowServic
       const graphs = new Map<string, ReturnType<typeof graphNodes>>();
       for await (const run of exportRuns(deps.store.db, filter)) {
         if (!runs.needsGraphInputs(run.nodes)) {
-          yield run;
+          yield traced(run);
           continue;
         }
         const key = `${run.event_subscription_id}/${run.graph_version}`;
@@ -172,7 +172,7 @@ export function createWorkflowService(deps: WorkflowServiceDeps): WorkflowServic
           graph = graphNodes(run.event_subscription_id, run.graph_version);
           graphs.set(key, graph);
         }
-        yield { ...run, nodes: runs.withGraphInputs(run.nodes, await graph) };
+        yield traced({ ...run, nodes: runs.withGraphInputs(run.nodes, await graph) });
       }
     },
 

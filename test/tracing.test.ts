@@ -362,6 +362,24 @@ describe(`tracing on (${dialectName})`, () => {
     expect(otlp.spans.filter((s) => s.traceId === 'e5'.repeat(16))).toEqual([]);
   });
 
+  it('a run cancelled while it waits is recorded then, and the cancel answers its trace', async () => {
+    const wf = await workflow(a, { nodes: [{ key: 'nap', type: 'DELAY', config: { delay_ms: 3_600_000 } }] });
+    const made = await a.call('POST', '/user', {
+      email: 'cancelled@example.test',
+      password: 'Tr4ced-passw0rd!',
+    });
+    expect(made.status).toBe(200);
+    await settle(t);
+    const { run } = await onlyRun(a, wf.id);
+    expect(run.status).toBe('running');
+    const cancelled = await a.call('POST', `/workflow_run/${run.id}/cancel`);
+    expect(cancelled.status).toBe(200);
+    expect(cancelled.body).toMatchObject({ status: 'cancelled', trace_id: run.trace_id });
+    const [span] = await otlp.named('workflow.run', (s) => s.attributes['svc.workflow_run.id'] === run.id);
+    expect(span.traceId).toBe(run.trace_id);
+    expect(span.attributes['svc.workflow_run.status']).toBe('cancelled');
+  });
+
   it('a failed node and its run are error spans, with the error as their message', async () => {
     const wf = await workflow(a, {
       nodes: [

@@ -312,6 +312,7 @@ export function createServices(deps: ServiceDeps): Services {
     publisher: events,
     pastEvents: (type, from, to, limit) => events.eventsBetween(type, from, to, limit),
     tracer,
+    traceUrlTemplate: deps.config.traceUrlTemplate,
   });
   // Retention (docs/reliability.md "Retention"): each area removes its own finished records.
   const pruners = [

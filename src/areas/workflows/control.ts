@@ -30,8 +30,10 @@ export interface RunControlDeps {
   wake(): void;
   /** Publishes svc.workflow_run.cancelled with the cancel. */
   publisher?: Pick<EventPublisher, 'publish'>;
-  /** The span of a run cancelled here (docs/observability.md). */
+  /** The span of a run cancelled here, and the trace runs answer (docs/observability.md). */
   tracer?: Tracer;
+  /** SVC_TRACE_URL_TEMPLATE */
+  traceUrlTemplate?: string;
   /** The events area's past events of a type in a time range (replay), oldest first. */
   pastEvents?(
     eventType: string,
@@ -151,7 +153,10 @@ export function createRunControlService(deps: RunControlDeps): RunControlService
   const expressions = new CompiledCache(100);
   const runOrThrow = (id: string) => requireRun(deps.store.db, id);
 
-  const cancelDeps = { publisher: deps.publisher, wake: deps.wake, tracing: createRunTracing(deps.tracer) };
+  const tracing = createRunTracing(deps.tracer, deps.traceUrlTemplate);
+  const cancelDeps = { publisher: deps.publisher, wake: deps.wake, tracing };
+  /** A run as GET /workflow_run/{id} answers it. */
+  const answer = (row: WorkflowRunTable): WorkflowRun => tracing.answered(toRun(row));
   const cancelIn = (tx: Tx, userId: string, row: WorkflowRunTable, at: string) =>
     cancelInTx(tx, cancelDeps, row, `cancelled by user ${userId}`, at);
 
@@ -169,7 +174,7 @@ export function createRunControlService(deps: RunControlDeps): RunControlService
           );
         }
       });
-      return toRun(await runOrThrow(id));
+      return answer(await runOrThrow(id));
     },
 
     async cancelMany(userId, where) {
@@ -201,7 +206,7 @@ export function createRunControlService(deps: RunControlDeps): RunControlService
       const { row, nodes } = newRun(plan, event, iso(deps.clock.now()), original.id);
       await deps.store.transaction((tx) => runs.insertRuns(tx.db, [{ run: row, nodes }]));
       deps.wake();
-      return toRun(row);
+      return answer(row);
     },
 
     async replay(_userId, subscriptionId, range) {
@@ -255,7 +260,7 @@ export function createRunControlService(deps: RunControlDeps): RunControlService
         }
       });
       deps.wake();
-      return toRun(await runOrThrow(id));
+      return answer(await runOrThrow(id));
     },
   };
 }

@@ -5,6 +5,7 @@ import {
   type Span,
   type TraceContext,
   type Tracer,
+  traceIdOf,
 } from '../../lib/tracing.js';
 import type { CloudEvent } from '../events/cloudevent.js';
 import type { RunFacts } from './run-events.js';
@@ -34,7 +35,7 @@ const sampled = (context: TraceContext | undefined): boolean => context?.tracepa
 
 const ms = (at: string | null): number | undefined => (at === null ? undefined : Date.parse(at));
 
-export function createRunTracing(tracer: Tracer = NO_TRACING) {
+export function createRunTracing(tracer: Tracer = NO_TRACING, traceUrlTemplate?: string) {
   /** Contexts already computed, by run id (a hash each; a run asks for its own many times). */
   const contexts = new Map<string, TraceContext | undefined>();
 
@@ -59,6 +60,18 @@ export function createRunTracing(tracer: Tracer = NO_TRACING) {
     enabled: tracer.enabled,
     run,
     node,
+
+    /** A run as the API answers it: with the trace its spans are in, and that trace's link. */
+    answered<R extends { id: string; trigger_event: unknown }>(
+      r: R,
+    ): R & { trace_id: string | null; trace_url: string | null } {
+      const traceId = traceIdOf(run(r.id, r.trigger_event as CloudEvent)?.traceparent);
+      return {
+        ...r,
+        trace_id: traceId,
+        trace_url: traceId && traceUrlTemplate ? traceUrlTemplate.replaceAll('{trace_id}', traceId) : null,
+      };
+    },
 
     /**
      * Records a stretch this worker drove the run, from `start` (ms) to now. A run driven from its

@@ -3,7 +3,7 @@ import type { Store } from '../../db/store.js';
 import { AppError } from '../../http/errors.js';
 import type { ListResult, Page } from '../../http/list.js';
 import { type Clock, iso } from '../../lib/clock.js';
-import { type Tracer, traceIdOf } from '../../lib/tracing.js';
+import type { Tracer } from '../../lib/tracing.js';
 import type { CloudEvent } from '../events/cloudevent.js';
 import type { EventEnricher } from '../events/publish.js';
 import type { Pruner } from '../retention/job.js';
@@ -77,17 +77,9 @@ export function createWorkflowService(deps: WorkflowServiceDeps): WorkflowServic
 
   const runOrThrow = (id: string) => requireRun(deps.store.db, id);
   const simulator = createSimulator(deps);
-  const tracing = createRunTracing(deps.tracer);
+  const tracing = createRunTracing(deps.tracer, deps.traceUrlTemplate);
   /** A run with the trace its spans are in (the same ids every process computes). */
-  const traced = <R extends WorkflowRun>(run: R): R => {
-    const traceId = traceIdOf(tracing.run(run.id, run.trigger_event as CloudEvent)?.traceparent);
-    const template = deps.traceUrlTemplate;
-    return {
-      ...run,
-      trace_id: traceId,
-      trace_url: traceId && template ? template.replaceAll('{trace_id}', traceId) : null,
-    };
-  };
+  const traced = <R extends WorkflowRun>(run: R): R => tracing.answered(run);
 
   /**
    * The context a node of a run saw (or would see): the trigger event and the outputs of the nodes

@@ -27,7 +27,6 @@ import {
 import type { Logger } from 'pino';
 import type { TracingConfig } from '../config/config.js';
 import {
-  type Attributes,
   fixedIds,
   NO_SPAN,
   type Span,
@@ -109,12 +108,6 @@ class PresetIds {
   }
 }
 
-const defined = (attributes: Attributes): OtelAttributes => {
-  const out: OtelAttributes = {};
-  for (const [k, v] of Object.entries(attributes)) if (v !== undefined) out[k] = v;
-  return out;
-};
-
 export function createOtelTracer(config: TracingConfig, log: Logger): Tracer {
   const options = { url: config.url, headers: config.headers, timeoutMillis: config.timeoutMs };
   const exporter =
@@ -176,14 +169,15 @@ export function createOtelTracer(config: TracingConfig, log: Logger): Tracer {
       const context = tracestate ? { traceparent, tracestate } : { traceparent };
       // Not sampled: its context still travels (a caller's decision is kept downstream), nothing else.
       if (!span.isRecording()) return { ...NO_SPAN, context, traceId: sc.traceId, spanId: sc.spanId };
-      if (opts.attributes) span.setAttributes(defined(opts.attributes));
+      // An undefined value is left out by the SDK itself.
+      if (opts.attributes) span.setAttributes(opts.attributes as OtelAttributes);
       const made: Span = {
         context,
         traceId: sc.traceId,
         spanId: sc.spanId,
         recording: true,
         set(attributes) {
-          span.setAttributes(defined(attributes));
+          span.setAttributes(attributes as OtelAttributes);
         },
         fail(message) {
           span.setStatus({ code: SpanStatusCode.ERROR, message });

@@ -16,14 +16,17 @@ export function traceRequests(app: FastifyInstance, tracer: Tracer): void {
     const given = request.headers.traceparent;
     const state = request.headers.tracestate;
     const route = request.routeOptions.url;
-    const [host, port] = (request.headers.host ?? '').split(':');
     const span = tracer.start(route ? `${request.method} ${route}` : request.method, {
       kind: 'server',
       parent:
         typeof given === 'string'
           ? { traceparent: given, ...(typeof state === 'string' ? { tracestate: state } : {}) }
           : null,
-      attributes: {
+    });
+    // Described only when recorded: a trace sampled out costs its context and nothing more.
+    if (span.recording) {
+      const [host, port] = (request.headers.host ?? '').split(':');
+      span.set({
         'http.request.method': request.method,
         'http.route': route,
         'url.path': request.url.split('?', 1)[0],
@@ -33,8 +36,8 @@ export function traceRequests(app: FastifyInstance, tracer: Tracer): void {
         'client.address': request.ip,
         'network.protocol.version': request.raw.httpVersion,
         'user_agent.original': request.headers['user-agent'],
-      },
-    });
+      });
+    }
     request.span = span;
     // Lines written for a recorded request (its completion line included) name its trace.
     if (span.recording) {

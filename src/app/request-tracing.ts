@@ -37,13 +37,11 @@ export function traceRequests(app: FastifyInstance, tracer: Tracer): void {
         'network.protocol.version': request.raw.httpVersion,
         'user_agent.original': request.headers['user-agent'],
       });
-    }
-    request.span = span;
-    // Lines written for a recorded request (its completion line included) name its trace.
-    if (span.recording) {
+      // Lines written for a recorded request (its completion line included) name its trace.
       request.log = request.log.child(logFields(span));
       reply.log = request.log;
     }
+    request.span = span;
   });
   app.addHook('onResponse', async (request, reply) => {
     const span = request.span;

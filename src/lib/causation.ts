@@ -51,12 +51,11 @@ export function withTrace(
   return { depth: causation?.depth ?? 0, id: causation?.id ?? null, trace };
 }
 
-/** An event's tracing attributes (CloudEvents Distributed Tracing) for what caused it. */
-export function traceAttributes(causation: Causation | undefined): {
+/** An event's tracing attributes (CloudEvents Distributed Tracing) for the span it is made under. */
+export function traceAttributes(trace: TraceContext | undefined): {
   traceparent?: string;
   tracestate?: string;
 } {
-  const trace = causation?.trace;
   if (!trace) return {};
   return trace.tracestate
     ? { traceparent: trace.traceparent, tracestate: trace.tracestate }

@@ -105,7 +105,7 @@ export function createEventPublisher(deps: {
         event.svcdepth = input.causation.depth;
         if (input.causation.id) event.causationid = input.causation.id;
       }
-      if (input.causation?.trace) Object.assign(event, traceAttributes(input.causation));
+      if (input.causation?.trace) Object.assign(event, traceAttributes(input.causation.trace));
       const held = deps.drain?.claim() ?? null;
       const row = taskRow(event, now, held);
       await insertTask(tx.db, row);

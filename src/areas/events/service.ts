@@ -171,6 +171,6 @@ function received(event: Record<string, unknown>, acting: Acting, now: string): 
     if (causation.id) out.causationid = causation.id;
   }
   // An event that carries a trace of its own stays in it; any other joins the request's.
-  if (out.traceparent === undefined) Object.assign(out, traceAttributes(causation));
+  if (out.traceparent === undefined) Object.assign(out, traceAttributes(causation?.trace));
   return out as unknown as CloudEvent<unknown>;
 }

@@ -4,12 +4,12 @@ import { type CallLimits, hasLimits } from '../../db/call-limits.js';
 import type { Store } from '../../db/store.js';
 import { AppError } from '../../http/errors.js';
 import type { ListResult, Page } from '../../http/list.js';
-import type { Causation } from '../../lib/causation.js';
+import { type Causation, withTrace } from '../../lib/causation.js';
 import { type Clock, iso } from '../../lib/clock.js';
 import { coalescing } from '../../lib/coalesce.js';
 import { newId } from '../../lib/ids.js';
 import type { GuardOptions } from '../../lib/net-guard.js';
-import { NO_TRACING, type Tracer } from '../../lib/tracing.js';
+import { contextOf, NO_TRACING, type Tracer } from '../../lib/tracing.js';
 import { maskSecrets, secretValues } from '../vault/references.js';
 import { corePlugin } from './builtins/core.js';
 import { emailPlugin } from './builtins/email.js';
@@ -258,9 +258,7 @@ export function createPluginService(deps: PluginDeps): PluginService {
         config,
         input,
         idempotencyKey: req.idempotencyKey,
-        causation: span
-          ? { depth: req.causation?.depth ?? 0, id: req.causation?.id ?? null, trace: span.context }
-          : req.causation,
+        causation: span ? withTrace(req.causation, contextOf(span)) : req.causation,
         signal: req.signal,
       });
       try {

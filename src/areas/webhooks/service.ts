@@ -351,7 +351,7 @@ export function createWebhookService(deps: WebhookDeps): WebhookService {
         id: newId(),
         time: now,
         svctest: true,
-        ...traceAttributes(causation),
+        ...traceAttributes(causation?.trace),
       } as unknown as CloudEvent;
       const row = deliveries.deliveryRow(hook.id, event, now);
       const created = await store.transaction(async (tx) => {

@@ -87,11 +87,7 @@ export function createChildRuns(deps: ChildRunsDeps) {
           data: data as Record<string, unknown>,
           svcdepth: depth,
           causationid: machine.run.id,
-          ...traceAttributes({
-            depth,
-            id: machine.run.id,
-            trace: deps.tracing.node(machine.run.id, machine.event, inv.node.key),
-          }),
+          ...traceAttributes(deps.tracing.node(machine.run.id, machine.event, inv.node.key)),
         };
         const child = newRun(plan, event, at, null, {
           runId: machine.run.id,

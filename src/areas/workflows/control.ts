@@ -106,14 +106,7 @@ export async function cancelInTx(
     started_at: row.started_at,
     completed_at: at,
   };
-  const event = JSON.parse(row.trigger_event) as CloudEvent;
-  const facts = {
-    subscriptionId: row.event_subscription_id,
-    graphVersion: row.graph_version,
-    event,
-    rerunOf: row.rerun_of,
-    trace: deps.tracing.run(row.id, event),
-  };
+  const facts = deps.tracing.factsOf(row);
   const ended = runEndedEvent(state, facts);
   if (ended) await deps.publisher?.publish(tx, ended);
   if (deps.tracing.enabled) tx.afterCommit(() => deps.tracing.runEnded(state, facts));

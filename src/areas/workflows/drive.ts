@@ -253,7 +253,8 @@ export function createDrive(deps: DriveDeps) {
         signalled = false;
       }
     } catch (err) {
-      const stopped = segment();
+      // A new run whose first write did not create it (or never came) has no trace to add to.
+      const stopped = writes.unwritten(machine) || writes.dropped(machine) ? NO_SPAN : segment();
       reportStopped(stopped === NO_SPAN ? log : log.child(logFields(stopped)), writes, machine, err);
       ended?.abort();
     } finally {

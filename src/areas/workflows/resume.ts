@@ -93,14 +93,7 @@ export async function resumeRuns(rows: WorkflowRunTable[], deps: ResumeDeps): Pr
             wait_key: null,
           }),
         );
-      const event = JSON.parse(row.trigger_event) as CloudEvent;
-      const facts = {
-        subscriptionId: row.event_subscription_id,
-        graphVersion: row.graph_version,
-        event,
-        rerunOf: row.rerun_of,
-        trace: deps.tracing.run(row.id, event),
-      };
+      const facts = deps.tracing.factsOf(row);
       const ended = runEndedEvent(failed, facts);
       const written = await writeRun({
         run: failed,

@@ -54,16 +54,22 @@ export function createRunPersister(deps: RunPersisterDeps) {
   }
 
   async function write(machine: RunMachine, lease: Lease) {
-    const facts = {
-      subscriptionId: machine.plan.subscriptionId,
-      graphVersion: machine.plan.version,
-      event: machine.event,
-      trace: deps.tracing.run(machine.run.id, machine.event),
-    };
     const over = machine.run.status !== 'running';
+    // Made only where read (a run's end, or its spans): most writes need neither.
+    const facts =
+      over || deps.tracing.enabled
+        ? {
+            subscriptionId: machine.plan.subscriptionId,
+            graphVersion: machine.plan.version,
+            event: machine.event,
+            trace: deps.tracing.run(machine.run.id, machine.event),
+          }
+        : undefined;
     // Decided before the write's transaction (the interest check may read the store).
     const ended =
-      over && (await deps.publishesEnd(machine.run.status)) ? runEndedEvent(machine.run, facts) : undefined;
+      facts && over && (await deps.publishesEnd(machine.run.status))
+        ? runEndedEvent(machine.run, facts)
+        : undefined;
     const changes = machine.takeChanges();
     const at = iso(deps.clock.now());
     if (dropped.has(machine)) throw new Dropped();
@@ -97,7 +103,7 @@ export function createRunPersister(deps: RunPersisterDeps) {
     }
     if (!ok) throw new LeaseLost(`run ${machine.run.id} is no longer held by this worker`);
     countFinishedNodes(changes.nodes, deps.metrics);
-    if (deps.tracing.enabled) {
+    if (facts && deps.tracing.enabled) {
       deps.tracing.nodesEnded(machine.run, facts, changes.nodes);
       if (over) deps.tracing.runEnded(machine.run, facts);
     }

@@ -56,6 +56,45 @@ export function createRunTracing(tracer: Tracer = NO_TRACING, traceUrlTemplate?:
     return tracer.fixed(`node:${runId}:${key}`, run(runId, event) ?? null);
   }
 
+  /** Records the run's span: it ended (completed, failed, cancelled or skipped) and that is written. */
+  function runEnded(state: RunState, facts: RunFacts): void {
+    if (!sampled(run(state.id, facts.event))) {
+      contexts.delete(state.id);
+      return;
+    }
+    const end = ms(state.completed_at);
+    const span = tracer.start('workflow.run', {
+      id: run(state.id, facts.event),
+      parent: eventTrace(facts.event),
+      startTime: ms(state.started_at) ?? end,
+      attributes: {
+        'svc.workflow_run.id': state.id,
+        'svc.event_subscription.id': facts.subscriptionId,
+        'svc.workflow_run.graph_version': facts.graphVersion,
+        'svc.workflow_run.status': state.status,
+        'svc.event.id': facts.event.id,
+        'svc.event.type': facts.event.type,
+      },
+    });
+    if (state.status === 'failed' && state.error !== null) span.fail(state.error);
+    span.end(end);
+    contexts.delete(state.id);
+  }
+
+  /**
+   * What a stored run's end is known by (its end event's facts), with its span context: for runs
+   * ended outside the engine's drive (cancelled, skipped, an unloadable graph).
+   */
+  function factsOf(row: WorkflowRunTable, event = JSON.parse(row.trigger_event) as CloudEvent): RunFacts {
+    return {
+      subscriptionId: row.event_subscription_id,
+      graphVersion: row.graph_version,
+      event,
+      rerunOf: row.rerun_of,
+      trace: run(row.id, event),
+    };
+  }
+
   return {
     enabled: tracer.enabled,
     run,
@@ -121,39 +160,13 @@ export function createRunTracing(tracer: Tracer = NO_TRACING, traceUrlTemplate?:
       }
     },
 
-    /** Records the run's span: it ended (completed, failed, cancelled or skipped) and that is written. */
-    runEnded(state: RunState, facts: RunFacts): void {
-      if (!sampled(run(state.id, facts.event))) {
-        contexts.delete(state.id);
-        return;
-      }
-      const end = ms(state.completed_at);
-      const span = tracer.start('workflow.run', {
-        id: run(state.id, facts.event),
-        parent: eventTrace(facts.event),
-        startTime: ms(state.started_at) ?? end,
-        attributes: {
-          'svc.workflow_run.id': state.id,
-          'svc.event_subscription.id': facts.subscriptionId,
-          'svc.workflow_run.graph_version': facts.graphVersion,
-          'svc.workflow_run.status': state.status,
-          'svc.event.id': facts.event.id,
-          'svc.event.type': facts.event.type,
-        },
-      });
-      if (state.status === 'failed' && state.error !== null) span.fail(state.error);
-      span.end(end);
-      contexts.delete(state.id);
-    },
+    runEnded,
+
+    factsOf,
 
     /** Records the span of a run written ended, never driven (a guard or flow control skipped it). */
     skipped(row: WorkflowRunTable, event: CloudEvent): void {
-      if (!tracer.enabled) return;
-      this.runEnded(row, {
-        subscriptionId: row.event_subscription_id,
-        graphVersion: row.graph_version,
-        event,
-      });
+      if (tracer.enabled) runEnded(row, factsOf(row, event));
     },
   };
 }

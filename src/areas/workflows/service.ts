@@ -77,9 +77,8 @@ export function createWorkflowService(deps: WorkflowServiceDeps): WorkflowServic
 
   const runOrThrow = (id: string) => requireRun(deps.store.db, id);
   const simulator = createSimulator(deps);
+  /** Runs are answered with the trace their spans are in (the same ids every process computes). */
   const tracing = createRunTracing(deps.tracer, deps.traceUrlTemplate);
-  /** A run with the trace its spans are in (the same ids every process computes). */
-  const traced = <R extends WorkflowRun>(run: R): R => tracing.answered(run);
 
   /**
    * The context a node of a run saw (or would see): the trigger event and the outputs of the nodes
@@ -155,7 +154,7 @@ export function createWorkflowService(deps: WorkflowServiceDeps): WorkflowServic
       const graphs = new Map<string, ReturnType<typeof graphNodes>>();
       for await (const run of exportRuns(deps.store.db, filter)) {
         if (!runs.needsGraphInputs(run.nodes)) {
-          yield traced(run);
+          yield tracing.answered(run);
           continue;
         }
         const key = `${run.event_subscription_id}/${run.graph_version}`;
@@ -164,7 +163,7 @@ export function createWorkflowService(deps: WorkflowServiceDeps): WorkflowServic
           graph = graphNodes(run.event_subscription_id, run.graph_version);
           graphs.set(key, graph);
         }
-        yield traced({ ...run, nodes: runs.withGraphInputs(run.nodes, await graph) });
+        yield tracing.answered({ ...run, nodes: runs.withGraphInputs(run.nodes, await graph) });
       }
     },
 
@@ -196,11 +195,11 @@ export function createWorkflowService(deps: WorkflowServiceDeps): WorkflowServic
 
     async list(page: Page, filters: RunFilters) {
       const listed = await runs.listRuns(deps.store.db, page, filters);
-      return { ...listed, items: listed.items.map(traced) };
+      return { ...listed, items: listed.items.map((r) => tracing.answered(r)) };
     },
 
     async get(id: string): Promise<WorkflowRun> {
-      return traced(toRun(await runOrThrow(id)));
+      return tracing.answered(toRun(await runOrThrow(id)));
     },
 
     async nodes(id: string) {

@@ -1,5 +1,3 @@
-import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { manualClock } from '../src/lib/clock.js';
 import { startTestApp, type TestApp } from './helpers/app.js';
@@ -19,29 +17,10 @@ const SERVER = 2;
 const CLIENT = 3;
 const ERROR = 2;
 
-/** A target for the `http` action: records the headers of every request. */
-async function target(): Promise<{ url: string; seen: IncomingHttpHeaders[]; close(): Promise<void> }> {
-  const seen: IncomingHttpHeaders[] = [];
-  const server: Server = createServer((req, res) => {
-    seen.push(req.headers);
-    req.resume();
-    req.on('end', () => res.writeHead(200, { 'content-type': 'application/json' }).end('{"ok":true}'));
-  });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  return {
-    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
-    seen,
-    async close() {
-      server.closeAllConnections();
-      await new Promise((resolve) => server.close(resolve));
-    },
-  };
-}
-
 const parentOf = (traceparent: unknown) => String(traceparent).split('-')[2];
 const traceOf = (traceparent: unknown) => String(traceparent).split('-')[1];
 
-/** A subscription whose graph computes, then calls `url` with the `http` action. */
+/** A subscription's graph that computes, then calls `url` (a query added) with the `http` action. */
 const callGraph = (http: string, url: string) => ({
   nodes: [
     { key: 'shape', type: 'COMPUTE', config: { logic: { cat: ['user ', { var: 'event.data.email' }] } } },
@@ -53,7 +32,7 @@ const callGraph = (http: string, url: string) => ({
         plugin_action: 'request',
         input_mapping: {
           method: 'POST',
-          url: `${url}/hook?token=not-in-spans`,
+          url: `${url}?token=not-in-spans`,
           body: { var: 'nodes.shape.output' },
         },
       },
@@ -68,12 +47,12 @@ describe(`tracing on (${dialectName})`, () => {
   let t: TestApp;
   let a: Api;
   let http: string;
-  let site: Awaited<ReturnType<typeof target>>;
+  let site: Receiver;
   let rx: Receiver;
 
   beforeAll(async () => {
     otlp = await new OtlpReceiver().start();
-    site = await target();
+    site = await receiver();
     rx = await receiver();
     t = await startTestApp({
       clock,
@@ -86,6 +65,15 @@ describe(`tracing on (${dialectName})`, () => {
     await t.close();
     await Promise.all([otlp.close(), site.close(), rx.close()]);
   });
+
+  /** Registers a custom event type the test publishes or subscribes to. */
+  const registerType = async (type: string) => {
+    const res = await a.call('POST', '/event_definition', { event_type: type, description: type });
+    expect(res.status, JSON.stringify(res.body)).toBe(200);
+  };
+  /** A subscription on `type` whose graph is one COMPUTE. */
+  const computeOn = (type: string, logic: unknown = 1) =>
+    workflow(a, { nodes: [{ key: 'n', type: 'COMPUTE', config: { logic } }] }, { event_type: type });
 
   it('a request, its event, the run, its nodes, the http call and the webhook are one trace', async () => {
     const wf = await workflow(a, callGraph(http, site.url));
@@ -108,6 +96,10 @@ describe(`tracing on (${dialectName})`, () => {
     });
     const trace = request.traceId;
     const inTrace = (s: ReceivedSpan) => s.traceId === trace;
+    // The request's log lines (its completion line among them) name its trace and span.
+    const lines = t.logs.filter((l) => l.trace_id === trace);
+    expect(lines.length).toBeGreaterThan(0);
+    expect(lines.every((l) => l.span_id === request.spanId)).toBe(true);
 
     // The run: a child of the request (its event was published inside it), answering its trace.
     const { run } = await onlyRun(a, wf.id);
@@ -143,12 +135,12 @@ describe(`tracing on (${dialectName})`, () => {
       'svc.plugin.name': 'http',
       'http.request.method': 'POST',
       'http.response.status_code': 200,
-      'url.full': `${site.url}/hook`,
+      'url.full': site.url,
     });
     // The site got the call's context.
-    expect(site.seen).toHaveLength(1);
-    expect(traceOf(site.seen[0].traceparent)).toBe(trace);
-    expect(parentOf(site.seen[0].traceparent)).toBe(call.spanId);
+    expect(site.received).toHaveLength(1);
+    expect(traceOf(site.received[0].headers.traceparent)).toBe(trace);
+    expect(parentOf(site.received[0].headers.traceparent)).toBe(call.spanId);
 
     // The webhook: its request carries the attempt's span; its body the event's context (the request's).
     const [deliver] = await otlp.named('webhook.deliver', inTrace);
@@ -170,16 +162,8 @@ describe(`tracing on (${dialectName})`, () => {
 
   it("POST /event joins the trace of an event that carries one, or else the request's", async () => {
     const TYPE = 'com.example.traced';
-    expect(
-      (await a.call('POST', '/event_definition', { event_type: TYPE, description: 'traced' })).status,
-    ).toBe(200);
-    const wf = await workflow(
-      a,
-      { nodes: [{ key: 'n', type: 'COMPUTE', config: { logic: 1 } }] },
-      {
-        event_type: TYPE,
-      },
-    );
+    await registerType(TYPE);
+    const wf = await computeOn(TYPE);
     const producer = `00-${'a1'.repeat(16)}-${'b2'.repeat(8)}-01`;
     const post = (event: Record<string, unknown>, headers: Record<string, string> = {}) =>
       t.app.inject({
@@ -236,14 +220,8 @@ describe(`tracing on (${dialectName})`, () => {
 
   it("a schedule's fire starts a trace of its own, which its runs join", async () => {
     const TYPE = 'com.example.tick';
-    expect(
-      (await a.call('POST', '/event_definition', { event_type: TYPE, description: 'tick' })).status,
-    ).toBe(200);
-    const wf = await workflow(
-      a,
-      { nodes: [{ key: 'n', type: 'COMPUTE', config: { logic: 1 } }] },
-      { event_type: TYPE },
-    );
+    await registerType(TYPE);
+    const wf = await computeOn(TYPE);
     const made = await a.call('POST', '/schedule', {
       name: 'every minute',
       event_type: TYPE,
@@ -264,14 +242,8 @@ describe(`tracing on (${dialectName})`, () => {
 
   it("a CALL's child run and a run started by a run's end event are in the causing run's trace", async () => {
     const TYPE = 'com.example.called';
-    expect(
-      (await a.call('POST', '/event_definition', { event_type: TYPE, description: 'called' })).status,
-    ).toBe(200);
-    const child = await workflow(
-      a,
-      { nodes: [{ key: 'c', type: 'COMPUTE', config: { logic: 2 } }] },
-      { event_type: TYPE },
-    );
+    await registerType(TYPE);
+    const child = await computeOn(TYPE, 2);
     // The parent calls the child, then fails: its end event (always published when a run fails)
     // starts a run of `after`, a run caused by a run.
     const parent = await workflow(a, {
@@ -319,9 +291,7 @@ describe(`tracing on (${dialectName})`, () => {
 
   it('a caller that did not sample its trace is followed: nothing recorded, the context travels on', async () => {
     const TYPE = 'com.example.unsampled';
-    expect((await a.call('POST', '/event_definition', { event_type: TYPE, description: 'u' })).status).toBe(
-      200,
-    );
+    await registerType(TYPE);
     const wf = await workflow(a, callGraph(http, site.url), { event_type: TYPE });
     const caller = `00-${'e5'.repeat(16)}-${'f6'.repeat(8)}-00`;
     const res = await t.app.inject({
@@ -337,13 +307,13 @@ describe(`tracing on (${dialectName})`, () => {
       }),
     });
     expect(res.statusCode).toBe(202);
-    const before = site.seen.length;
+    const before = site.received.length;
     await settle(t);
     const { run } = await onlyRun(a, wf.id);
     expect(run.status).toBe('completed');
     expect(run.trace_id).toBe('e5'.repeat(16));
     // The call went out in the caller's trace, unsampled.
-    const sent = String(site.seen[before].traceparent);
+    const sent = String(site.received[before].headers.traceparent);
     expect(traceOf(sent)).toBe('e5'.repeat(16));
     expect(sent.endsWith('-00')).toBe(true);
     // A span recorded after this run's proves the export ran; none of the caller's trace is in it.
@@ -476,12 +446,12 @@ describe(`tracing off (${dialectName})`, () => {
   let otlp: OtlpReceiver;
   let t: TestApp;
   let a: Api;
-  let site: Awaited<ReturnType<typeof target>>;
+  let site: Receiver;
   let rx: Receiver;
 
   beforeAll(async () => {
     otlp = await new OtlpReceiver().start();
-    site = await target();
+    site = await receiver();
     rx = await receiver();
     // The receiver listens, but nothing names it: tracing is off.
     t = await startTestApp({ env: { SVC_ALLOW_PRIVATE_NETWORKS: 'true' } });
@@ -508,8 +478,8 @@ describe(`tracing off (${dialectName})`, () => {
     expect(run.status).toBe('completed');
     expect(run.trace_id).toBe(null);
     expect(run.trigger_event.traceparent).toBeUndefined();
-    expect(site.seen).toHaveLength(1);
-    expect(site.seen[0].traceparent).toBeUndefined();
+    expect(site.received).toHaveLength(1);
+    expect(site.received[0].headers.traceparent).toBeUndefined();
     const got = rx.received.find((r) => JSON.parse(r.body).type === 'svc.user.created');
     expect(got?.headers.traceparent).toBeUndefined();
     expect(JSON.parse(got?.body ?? '{}').traceparent).toBeUndefined();

@@ -4,6 +4,7 @@ import { afterEach, expect, it } from 'vitest';
 import { eventually } from '../events/helpers.js';
 import { startTestApp } from '../helpers/app.js';
 import { SvcProcess } from '../helpers/process.js';
+import { ownerOfLoopbackPort } from '../helpers/socket-owner.js';
 import { describePg, freshDatabase } from '../helpers/store.js';
 import { api, nodesOf, pluginInstance, publish, runsOf, workflow } from '../workflows/helpers.js';
 
@@ -32,8 +33,13 @@ describePg('plugin instance limits with two `svc worker` processes', () => {
     const arrivals: number[] = [];
     let inFlight = 0;
     let most = 0;
-    const server: Server = createServer((_req, res) => {
+    // Which processes made the calls: the owner of each request's connection, asked while it is open.
+    const callers = new Set<number>();
+    let workerPids: number[] = [];
+    const server: Server = createServer((req, res) => {
       arrivals.push(Date.now());
+      const owner = ownerOfLoopbackPort(req.socket.remotePort!, workerPids);
+      if (owner !== undefined) callers.add(owner);
       inFlight++;
       most = Math.max(most, inFlight);
       res.on('close', () => inFlight--);
@@ -56,6 +62,7 @@ describePg('plugin instance limits with two `svc worker` processes', () => {
       return w;
     });
     await Promise.all(workers.map((w) => w.said('outbox: listening for notifications')));
+    workerPids = workers.map((w) => w.pid);
 
     const a = await api(t);
     const http = await pluginInstance(a, 'http');
@@ -78,29 +85,10 @@ describePg('plugin instance limits with two `svc worker` processes', () => {
       ],
     });
 
-    // Which processes run the calls: sampled from the runs' claims while they run.
-    const callers = new Set<string>();
-    let sampling = true;
-    const sampler = (async () => {
-      while (sampling) {
-        const rows = await t.ctx.store.db
-          .selectFrom('workflow_run')
-          .select('locked_by')
-          .where('event_subscription_id', '=', wf.id)
-          .where('locked_by', 'is not', null)
-          .execute();
-        for (const r of rows)
-          for (const w of workers) if (r.locked_by?.startsWith(w.lockPrefix)) callers.add(w.lockPrefix);
-        await new Promise((r) => setTimeout(r, 25));
-      }
-    })();
-
     for (let n = 0; n < EVENTS; n++) await publish(t, { n });
     const completed = async () =>
       (await runsOf(a, wf.id)).filter((r: { status: string }) => r.status === 'completed').length;
     await eventually(async () => (await completed()) === EVENTS, 60_000, `${EVENTS} runs completed`);
-    sampling = false;
-    await sampler;
 
     expect(arrivals).toHaveLength(EVENTS);
     expect(most).toBeLessThanOrEqual(MAX_CONCURRENCY);

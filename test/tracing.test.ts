@@ -1,8 +1,13 @@
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { manualClock } from '../src/lib/clock.js';
 import { startTestApp, type TestApp } from './helpers/app.js';
 import { admin } from './helpers/auth.js';
 import { OtlpReceiver, type ReceivedSpan } from './helpers/otlp-receiver.js';
+import { SvcProcess } from './helpers/process.js';
 import { dialectName, sharedDatabase } from './helpers/store.js';
 import { createHook, type Receiver, receiver } from './webhooks/helpers.js';
 import { type Api, api, job, onlyRun, pluginInstance, settle, workflow } from './workflows/helpers.js';
@@ -485,4 +490,41 @@ describe(`tracing off (${dialectName})`, () => {
     expect(JSON.parse(got?.body ?? '{}').traceparent).toBeUndefined();
     expect(otlp.requests).toBe(0);
   });
+});
+
+describe(`the OpenTelemetry SDK in a svc process (${dialectName})`, () => {
+  /** The @opentelemetry modules a `svc serve` process imported while it started and answered a request. */
+  const importedBy = async (env: Record<string, string>): Promise<string[]> => {
+    const dir = mkdtempSync(join(tmpdir(), 'svc-imports-'));
+    const log = join(dir, 'imports');
+    writeFileSync(log, '');
+    const db = await sharedDatabase('svc-sdk-');
+    const serve = new SvcProcess('serve', db.url, {
+      NODE_OPTIONS: `--import ${fileURLToPath(new URL('./helpers/record-imports.mjs', import.meta.url))}`,
+      SVC_RECORD_IMPORTS_TO: log,
+      SVC_RECORD_IMPORTS_MATCHING: '/node_modules/@opentelemetry/',
+      ...env,
+    });
+    try {
+      await serve.ready();
+      const health = await fetch(`${serve.address}/healthz`);
+      expect(health.status).toBe(200);
+      return readFileSync(log, 'utf8').split('\n').filter(Boolean);
+    } finally {
+      await serve.stop();
+      await db.drop();
+      rmSync(dir, { recursive: true, force: true });
+    }
+  };
+
+  it('is never imported with tracing off, and is with an endpoint set', async () => {
+    expect(await importedBy({})).toEqual([]);
+    const otlp = await new OtlpReceiver().start();
+    try {
+      const on = await importedBy(otlp.env());
+      expect(on.some((url) => url.includes('/@opentelemetry/sdk-trace-base/'))).toBe(true);
+    } finally {
+      await otlp.close();
+    }
+  }, 120_000);
 });

@@ -135,11 +135,24 @@ export function createOtelTracer(config: TracingConfig, log: Logger): Tracer {
     spanProcessors: [new BatchSpanProcessor(exporter, config.batch)],
   });
   const tracer = provider.getTracer('svc', VERSION);
+  // A parent-based sampler records no span under a parent that was not sampled. Such a span is not
+  // started at all: it passes its parent's context on unchanged (the trace id, the caller's decision),
+  // which is all anyone downstream can see of it.
+  const followsParent = config.sampler.startsWith('parentbased_');
+  const passedOn = (given: TraceContext, parent: SpanContext): TraceContext | undefined =>
+    followsParent && (parent.traceFlags & 1) === 0
+      ? parent.traceState
+        ? { traceparent: given.traceparent, tracestate: given.tracestate }
+        : { traceparent: given.traceparent }
+      : undefined;
 
   return {
     enabled: true,
     start(name, opts = {}) {
       const parent = spanContextOf(opts.parent);
+      const unsampled = parent && !opts.id ? passedOn(opts.parent as TraceContext, parent) : undefined;
+      if (parent && unsampled)
+        return { ...NO_SPAN, context: unsampled, traceId: parent.traceId, spanId: parent.spanId };
       const ctx: Context = parent ? trace.setSpanContext(ROOT_CONTEXT, parent) : ROOT_CONTEXT;
       const links: Link[] = [];
       for (const l of opts.links ?? []) {
@@ -190,6 +203,8 @@ export function createOtelTracer(config: TracingConfig, log: Logger): Tracer {
     },
     fixed(seed, given) {
       const parent = spanContextOf(given);
+      const unsampled = parent ? passedOn(given as TraceContext, parent) : undefined;
+      if (unsampled) return unsampled;
       const { traceId: rootTrace, spanId } = fixedIds(seed);
       const traceId = parent?.traceId ?? rootTrace;
       // The sampler's answer now is the one it gives when the span is recorded: the same parent, the

@@ -55,9 +55,10 @@ export function createRunPersister(deps: RunPersisterDeps) {
 
   async function write(machine: RunMachine, lease: Lease) {
     const over = machine.run.status !== 'running';
-    // Made only where read (a run's end, or its spans): most writes need neither.
+    const recorded = deps.tracing.enabled && deps.tracing.recorded(machine.run.id, machine.event);
+    // Made only where read (a run's end, or its recorded spans): most writes need neither.
     const facts =
-      over || deps.tracing.enabled
+      over || recorded
         ? {
             subscriptionId: machine.plan.subscriptionId,
             graphVersion: machine.plan.version,
@@ -104,7 +105,8 @@ export function createRunPersister(deps: RunPersisterDeps) {
     if (!ok) throw new LeaseLost(`run ${machine.run.id} is no longer held by this worker`);
     countFinishedNodes(changes.nodes, deps.metrics);
     if (facts && deps.tracing.enabled) {
-      deps.tracing.nodesEnded(machine.run, facts, changes.nodes);
+      if (recorded) deps.tracing.nodesEnded(machine.run, facts, changes.nodes);
+      // Also for a run not recorded: it forgets the run's context.
       if (over) deps.tracing.runEnded(machine.run, facts);
     }
   }

@@ -100,6 +100,9 @@ export function createRunTracing(tracer: Tracer = NO_TRACING, traceUrlTemplate?:
     run,
     node,
 
+    /** Whether the run's spans are recorded (its trace is sampled). */
+    recorded: (runId: string, event: CloudEvent): boolean => sampled(run(runId, event)),
+
     /** A run as the API answers it: with the trace its spans are in, and that trace's link. */
     answered<R extends { id: string; trigger_event: unknown }>(
       r: R,

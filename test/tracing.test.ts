@@ -103,8 +103,7 @@ describe(`tracing on (${dialectName})`, () => {
     const inTrace = (s: ReceivedSpan) => s.traceId === trace;
     // The request's log lines (its completion line among them) name its trace and span.
     const lines = t.logs.filter((l) => l.trace_id === trace);
-    expect(lines.length).toBeGreaterThan(0);
-    expect(lines.every((l) => l.span_id === request.spanId)).toBe(true);
+    expect(lines.filter((l) => l.span_id === request.spanId).length).toBeGreaterThan(0);
 
     // The run: a child of the request (its event was published inside it), answering its trace.
     const { run } = await onlyRun(a, wf.id);
@@ -120,6 +119,10 @@ describe(`tracing on (${dialectName})`, () => {
     expect((await a.call('GET', `/workflow_run?event_subscription_id=${wf.id}`)).body.runs[0].trace_id).toBe(
       trace,
     );
+    // The run's end line names the run's span; every line in the trace is the request's or the run's.
+    const ended = lines.filter((l) => l.msg === 'workflow run completed');
+    expect(ended.map((l) => [l.run_id, l.span_id])).toEqual([[run.id, runSpan.spanId]]);
+    expect(lines.every((l) => l.span_id === request.spanId || l.span_id === runSpan.spanId)).toBe(true);
 
     // Its nodes: children of the run, with type, key, attempts and status.
     const [compute] = await otlp.named('workflow.node COMPUTE', inTrace);
@@ -354,18 +357,27 @@ describe(`tracing on (${dialectName})`, () => {
     expect(span.attributes['svc.workflow_run.status']).toBe('cancelled');
   });
 
-  it('a failed node and its run are error spans, with the error as their message', async () => {
+  it('a failed node, its run and a failed webhook attempt are error spans; their log lines name them', async () => {
     const wf = await workflow(a, {
       nodes: [
         { key: 'boom', type: 'COMPUTE', config: { logic: { '/': [1, { var: 'event.data.nope.deeper' }] } } },
       ],
     });
+    const refusing = await receiver();
+    refusing.reply = { status: 503 };
+    await createHook(t, a.h, { name: 'refusing', url: refusing.url, event_types: ['svc.user.created'] });
     const made = await a.call('POST', '/user', {
       email: 'failing@example.test',
       password: 'Tr4ced-passw0rd!',
     });
     expect(made.status).toBe(200);
     await settle(t);
+    await t.ctx.services.webhookEngine.deliverDue();
+    await refusing.close();
+    const [attempt] = await otlp.named('webhook.deliver', (s) => s.attributes['http.response.status_code'] === 503);
+    expect(attempt.status).toBe(ERROR);
+    const failedLine = t.logs.find((l) => l.msg === 'webhook attempt failed' && l.http_status === 503);
+    expect(failedLine).toMatchObject({ trace_id: attempt.traceId, span_id: attempt.spanId });
     const { run } = await onlyRun(a, wf.id);
     expect(run.status).toBe('failed');
     const [runSpan] = await otlp.named('workflow.run', (s) => s.attributes['svc.workflow_run.id'] === run.id);
@@ -377,6 +389,8 @@ describe(`tracing on (${dialectName})`, () => {
     );
     expect(node.status).toBe(ERROR);
     expect(node.attributes['svc.workflow_node.status']).toBe('failed');
+    const failedRun = t.logs.find((l) => l.msg === 'workflow run failed' && l.run_id === run.id);
+    expect(failedRun).toMatchObject({ trace_id: runSpan.traceId, span_id: runSpan.spanId });
   });
 });
 

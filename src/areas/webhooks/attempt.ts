@@ -7,6 +7,7 @@ import type { GuardOptions } from '../../lib/net-guard.js';
 import {
   contextOf,
   eventTrace,
+  logFields,
   NO_SPAN,
   type Span,
   safeUrl,
@@ -123,6 +124,8 @@ export function createAttempter(
     const startedAt = opts.clock.now();
     let result: Awaited<ReturnType<typeof sendAttempt>>;
     let signedAt: number | null = null;
+    /** The attempt's client span: NO_SPAN for an attempt that sent nothing, or with tracing off. */
+    let span = NO_SPAN;
     const secret = hook && payload !== undefined ? signingKey(hook) : undefined;
     if (!hook || payload === undefined) {
       result = {
@@ -158,7 +161,7 @@ export function createAttempter(
         timestamp: signedAt,
         body: payload,
       });
-      const span = opts.tracer.enabled ? attemptSpan(opts.tracer, row, hook.url, payload) : NO_SPAN;
+      span = opts.tracer.enabled ? attemptSpan(opts.tracer, row, hook.url, payload) : NO_SPAN;
       result = await sendAttempt(opts.http(), {
         url: hook.url,
         headers: {
@@ -212,6 +215,7 @@ export function createAttempter(
           duration_ms: result.durationMs,
           error: result.error,
           next: next.status === 'PENDING' ? changes.next_attempt_at : 'FAILED (attempts exhausted)',
+          ...logFields(span),
         },
         'webhook attempt failed',
       );

@@ -131,6 +131,9 @@ export function createDrive(deps: DriveDeps) {
       deps.tracing.enabled
         ? deps.tracing.segment(machine, { start: segmentStart, outcome, first: firstDrive })
         : NO_SPAN;
+    // Lines about a recorded run name its trace and the run's span.
+    const traced = deps.tracing.enabled ? deps.tracing.logFields(machine.run.id, machine.event) : undefined;
+    const runLog = traced ? log.child(traced) : log;
     const calls = new Map<string, Promise<void>>();
     // Made when the first call starts: most runs of side-effect-free nodes never need them, and an
     // AbortController (its abort builds a DOMException) or a heartbeat timer per run costs throughput.
@@ -161,7 +164,7 @@ export function createDrive(deps: DriveDeps) {
           if (calls.size > 0) ended?.abort();
           await writes.persist(machine, { wake_at: null, locked_by: null });
           outcome = 'ended';
-          reportRunFinished(machine, log, deps.metrics);
+          reportRunFinished(machine, runLog, deps.metrics);
           await children.cancelOrphans(machine);
           if (machine.waitedForLimit) await deps.forgetLimitWaits(machine.run.id);
           return;
@@ -192,7 +195,7 @@ export function createDrive(deps: DriveDeps) {
           const call = invoke(machine, inv, ended.signal)
             .catch((err) => {
               // The store failed while recording the attempt: the run resumes after its lease.
-              log.error(
+              runLog.error(
                 { run_id: machine.run.id, node: inv.node.key, err },
                 'workflow engine: ACTION attempt failed to start',
               );

@@ -103,6 +103,14 @@ export function createRunTracing(tracer: Tracer = NO_TRACING, traceUrlTemplate?:
     /** Whether the run's spans are recorded (its trace is sampled). */
     recorded: (runId: string, event: CloudEvent): boolean => sampled(run(runId, event)),
 
+    /** A log line's fields for the run's span: its trace and span ids, or none when not recorded. */
+    logFields(runId: string, event: CloudEvent): { trace_id: string; span_id: string } | undefined {
+      const context = run(runId, event);
+      if (!sampled(context)) return undefined;
+      const [, traceId, spanId] = (context as TraceContext).traceparent.split('-');
+      return { trace_id: traceId, span_id: spanId };
+    },
+
     /** A run as the API answers it: with the trace its spans are in, and that trace's link. */
     answered<R extends { id: string; trigger_event: unknown }>(
       r: R,

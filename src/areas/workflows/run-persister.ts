@@ -24,6 +24,19 @@ interface Unwritten {
 
 type Lease = { wake_at: string | null; locked_by: string | null };
 
+/** Where one run stands with its writes. */
+interface RunWrites {
+  /**
+   * `unwritten`: new, its first write (which inserts it) still to come; `written`; `dropped`: new,
+   * and its first write did not create it, so nothing more of it is ever written.
+   */
+  phase: 'unwritten' | 'written' | 'dropped';
+  /** While unwritten: the row to insert, and the router waiting for the first write. */
+  first?: Unwritten;
+  /** The run's latest write, which the next one follows. */
+  last?: Promise<void>;
+}
+
 export interface RunPersisterDeps {
   clock: Clock;
   metrics: WorkflowMetrics;
@@ -43,14 +56,21 @@ export interface RunPersisterDeps {
  * more of it is ever written.
  */
 export function createRunPersister(deps: RunPersisterDeps) {
-  const unwritten = new WeakMap<RunMachine, Unwritten>();
-  const dropped = new WeakSet<RunMachine>();
-  const persisting = new WeakMap<RunMachine, Promise<void>>();
+  /** Where each run stands with its writes; a run resumed from the store starts `written`. */
+  const runs = new WeakMap<RunMachine, RunWrites>();
+  const writesOf = (machine: RunMachine): RunWrites => {
+    let w = runs.get(machine);
+    if (w === undefined) {
+      w = { phase: 'written' };
+      runs.set(machine, w);
+    }
+    return w;
+  };
 
   /** A new run's first write is over: one that did not create the run is never written again. */
-  function endFirstWrite(machine: RunMachine, created: boolean) {
-    unwritten.delete(machine);
-    if (!created) dropped.add(machine);
+  function endFirstWrite(w: RunWrites, created: boolean) {
+    w.phase = created ? 'written' : 'dropped';
+    w.first = undefined;
   }
 
   async function write(machine: RunMachine, lease: Lease) {
@@ -73,8 +93,9 @@ export function createRunPersister(deps: RunPersisterDeps) {
         : undefined;
     const changes = machine.takeChanges();
     const at = iso(deps.clock.now());
-    if (dropped.has(machine)) throw new Dropped();
-    const fresh = unwritten.get(machine);
+    const w = writesOf(machine);
+    if (w.phase === 'dropped') throw new Dropped();
+    const fresh = w.phase === 'unwritten' ? w.first : undefined;
     let ok: boolean;
     try {
       ok = await deps.writeRun({
@@ -92,13 +113,13 @@ export function createRunPersister(deps: RunPersisterDeps) {
     } catch (err) {
       // A failed first write: the event comes again, and this copy must never be written later.
       if (fresh) {
-        endFirstWrite(machine, false);
+        endFirstWrite(w, false);
         fresh.failed(err);
       }
       throw err;
     }
     if (fresh) {
-      endFirstWrite(machine, ok);
+      endFirstWrite(w, ok);
       fresh.written(ok);
       if (!ok) throw new Dropped();
     }
@@ -118,40 +139,42 @@ export function createRunPersister(deps: RunPersisterDeps) {
      * one (each takes the changes made up to its own turn).
      */
     persist(machine: RunMachine, lease: Lease): Promise<void> {
-      const previous = persisting.get(machine);
+      const w = writesOf(machine);
+      const previous = w.last;
       // The common case (one branch, or nothing written yet) writes at once: no chain to join. A
       // write queued behind one that succeeded and left nothing new (attempts started together:
       // the first write took them all) has nothing to make durable while the run stays held.
       const next = previous
         ? previous.then(
             () =>
-              lease.locked_by !== null && !machine.hasChanges() && !unwritten.has(machine)
+              lease.locked_by !== null && !machine.hasChanges() && w.phase !== 'unwritten'
                 ? undefined
                 : write(machine, lease),
             () => write(machine, lease),
           )
         : write(machine, lease);
-      persisting.set(machine, next);
+      w.last = next;
       return next;
     },
     /** A new run to be written at its first persist point; answers whether that write created it. */
     first(machine: RunMachine, row: WorkflowRunTable): Promise<boolean> {
       return new Promise<boolean>((resolve, reject) => {
-        unwritten.set(machine, { row, written: resolve, failed: reject });
+        runs.set(machine, { phase: 'unwritten', first: { row, written: resolve, failed: reject } });
       });
     },
     /** Whether the run is new and not written yet. */
-    unwritten: (machine: RunMachine) => unwritten.has(machine),
+    unwritten: (machine: RunMachine) => runs.get(machine)?.phase === 'unwritten',
     /** Whether the run was new and its first write did not create it. */
-    dropped: (machine: RunMachine) => dropped.has(machine),
+    dropped: (machine: RunMachine) => runs.get(machine)?.phase === 'dropped',
     /**
      * The run's drive ended: a new run still unwritten fails its hand-over (nothing of it is stored,
      * and the event comes again). Answers whether it was one.
      */
     abandon(machine: RunMachine, err: unknown): boolean {
-      const fresh = unwritten.get(machine);
-      if (!fresh) return false;
-      endFirstWrite(machine, false);
+      const w = runs.get(machine);
+      if (w?.phase !== 'unwritten' || w.first === undefined) return false;
+      const fresh = w.first;
+      endFirstWrite(w, false);
       fresh.failed(err);
       return true;
     },

@@ -99,12 +99,21 @@ export function createDeliveryEngine(opts: EngineOptions): DeliveryEngine {
     return dispatcher;
   };
 
-  let closed = false;
+  /**
+   * What the engine is doing, by activity. `lifecycle`: `closed` once close() began (nothing is
+   * claimed or started after). `claim`: a claim from the store is on its way (one at a time).
+   * `batch`: a batch taken from `ready` is reading its webhooks' url and secret, its slots reserved
+   * (one at a time; slots freed meanwhile join the next). A claim and a batch may overlap.
+   */
+  const mode: {
+    lifecycle: 'open' | 'closed';
+    claim: 'idle' | 'claiming';
+    batch: 'idle' | 'starting';
+  } = { lifecycle: 'open', claim: 'idle', batch: 'idle' };
+  const closed = () => mode.lifecycle === 'closed';
   let inflight = 0;
   /** Claimed, not started yet, oldest first, with the event body (read once, at claim: it never changes). */
   const ready: Array<{ row: deliveries.DeliveryRow; payload: string | undefined; claimedAt: number }> = [];
-  /** A batch taken from `ready` is reading its webhooks' url and secret (its slots are reserved). */
-  let starting = false;
   /** Buffered plus in flight, per webhook: the per-webhook cap counts both. */
   const perWebhook = new Map<string, number>();
   const settleWaiters: Array<() => void> = [];
@@ -116,7 +125,7 @@ export function createDeliveryEngine(opts: EngineOptions): DeliveryEngine {
   }
 
   function scheduleRetryWake(at: Date) {
-    if (!closed) retryTimer.arm(at.getTime());
+    if (!closed()) retryTimer.arm(at.getTime());
   }
 
   const results = createResultRecorder(store, log, notifySettled, opts.publisher);
@@ -137,27 +146,23 @@ export function createDeliveryEngine(opts: EngineOptions): DeliveryEngine {
    */
   function pump() {
     // The batch in progress pumps again when it has started (slots freed meanwhile join the next one).
-    if (starting || closed || ready.length === 0 || inflight >= globalCap) return;
-    starting = true;
+    if (mode.batch === 'starting' || closed() || ready.length === 0 || inflight >= globalCap) return;
+    mode.batch = 'starting';
     setImmediate(takeBatch);
   }
 
   function takeBatch() {
     const stale: deliveries.DeliveryRow[] = [];
     const batch: (typeof ready)[number][] = [];
-    while (!closed && inflight + batch.length < globalCap && ready.length > 0) {
+    while (!closed() && inflight + batch.length < globalCap && ready.length > 0) {
       const next = ready.shift() as (typeof ready)[number];
       // Never start an attempt its lease might not cover (only after an unusually long wait).
-      if (performance.now() - next.claimedAt > maxBufferWaitMs) {
-        stale.push(next.row);
-        release(next.row.webhook_id);
-        continue;
-      }
-      batch.push(next);
+      if (performance.now() - next.claimedAt > maxBufferWaitMs) stale.push(next.row);
+      else batch.push(next);
     }
-    if (stale.length > 0) void giveBack(stale);
+    if (stale.length > 0) void handBack(stale);
     if (batch.length === 0) {
-      starting = false;
+      mode.batch = 'idle';
       notifySettled();
       return;
     }
@@ -196,13 +201,12 @@ export function createDeliveryEngine(opts: EngineOptions): DeliveryEngine {
       log.error({ err, count: batch.length }, 'reading webhooks for sending failed; deliveries handed back');
       targets = undefined;
     }
-    starting = false;
-    if (closed || !targets) {
-      for (const { row } of sendable) release(row.webhook_id);
-      await giveBack(sendable.map((b) => b.row));
+    mode.batch = 'idle';
+    if (closed() || !targets) {
+      await handBack(sendable.map((b) => b.row));
       inflight -= sendable.length;
       notifySettled();
-      if (!closed) opts.wake();
+      if (!closed()) opts.wake();
       return;
     }
     for (const { row, payload } of sendable) {
@@ -217,14 +221,18 @@ export function createDeliveryEngine(opts: EngineOptions): DeliveryEngine {
           release(row.webhook_id);
           pump();
           notifySettled();
-          if (!closed) opts.wake();
+          if (!closed()) opts.wake();
         });
     }
     pump();
   }
 
-  /** Hands claimed deliveries that were never sent back to the store, uncounted. */
-  async function giveBack(rows: deliveries.DeliveryRow[]): Promise<void> {
+  /**
+   * Hands claimed deliveries that were never sent back to the store, uncounted, and frees their
+   * places in the per-webhook counts.
+   */
+  async function handBack(rows: deliveries.DeliveryRow[]): Promise<void> {
+    for (const r of rows) release(r.webhook_id);
     try {
       const byLease = new Map<string, string[]>();
       for (const r of rows) byLease.set(r.locked_by ?? '', [...(byLease.get(r.locked_by ?? '') ?? []), r.id]);
@@ -236,7 +244,6 @@ export function createDeliveryEngine(opts: EngineOptions): DeliveryEngine {
     notifySettled();
   }
 
-  let claiming = false;
   let lastClaimShort = false;
 
   /** Claims into the free room (pool plus buffer) and starts what the pool can take. */
@@ -244,7 +251,7 @@ export function createDeliveryEngine(opts: EngineOptions): DeliveryEngine {
     pump();
     const busy = inflight + ready.length;
     const room = globalCap + bufferCap - busy;
-    if (closed || claiming || room <= 0) return { claimed: 0, asked: 0, deferred: false };
+    if (closed() || mode.claim === 'claiming' || room <= 0) return { claimed: 0, asked: 0, deferred: false };
     // Claim in batches (a claim per freed slot would run the claim query once per attempt), but
     // never wait long for a batch: slots held by slow endpoints must not keep the rest idle.
     // After a claim that found less than it asked for (nothing more due, or every webhook at its
@@ -253,7 +260,7 @@ export function createDeliveryEngine(opts: EngineOptions): DeliveryEngine {
     if (busy > 0 && waitForBatch && performance.now() - lastClaimAt < CLAIM_BATCH_WAIT_MS) {
       return { claimed: 0, asked: 0, deferred: true };
     }
-    claiming = true;
+    mode.claim = 'claiming';
     try {
       lastClaimAt = performance.now();
       const asked = Math.min(room, 512);
@@ -279,6 +286,8 @@ export function createDeliveryEngine(opts: EngineOptions): DeliveryEngine {
         }),
       );
       lastClaimShort = claimed.length < asked;
+      // Counted from the claim on: every way a claimed delivery leaves (an attempt's end, handBack) frees it.
+      for (const row of claimed) perWebhook.set(row.webhook_id, (perWebhook.get(row.webhook_id) ?? 0) + 1);
       let bodies: Map<string, string>;
       try {
         bodies = await deliveries.payloadsOf(
@@ -290,30 +299,23 @@ export function createDeliveryEngine(opts: EngineOptions): DeliveryEngine {
           { err, count: claimed.length },
           'reading webhook event bodies failed; deliveries handed back',
         );
-        await giveBack(claimed);
+        await handBack(claimed);
         return { claimed: 0, asked, deferred: false };
       }
       const claimedAt = performance.now();
-      for (const row of claimed) {
-        perWebhook.set(row.webhook_id, (perWebhook.get(row.webhook_id) ?? 0) + 1);
-        ready.push({ row, payload: bodies.get(row.event_id), claimedAt });
-      }
-      if (closed) {
-        const unsent = ready.splice(0);
-        for (const r of unsent) release(r.row.webhook_id);
-        void giveBack(unsent.map((r) => r.row));
-      }
+      for (const row of claimed) ready.push({ row, payload: bodies.get(row.event_id), claimedAt });
+      if (closed()) void handBack(ready.splice(0).map((r) => r.row));
       pump();
       return { claimed: claimed.length, asked, deferred: false };
     } finally {
-      claiming = false;
+      mode.claim = 'idle';
       notifySettled();
     }
   }
 
   /** Wakes the job once the batch wait is over, in case no attempt finishes meanwhile. */
   function wakeAfterBatchWait() {
-    if (claimTimer || closed) return;
+    if (claimTimer || closed()) return;
     claimTimer = setTimeout(() => {
       claimTimer = undefined;
       opts.wake();
@@ -326,17 +328,17 @@ export function createDeliveryEngine(opts: EngineOptions): DeliveryEngine {
   }
 
   async function idle(): Promise<void> {
-    while (inflight > 0 || ready.length > 0 || claiming || results.pending() > 0) await nextSettle();
+    while (inflight > 0 || ready.length > 0 || mode.claim === 'claiming' || results.pending() > 0)
+      await nextSettle();
   }
 
   async function close(): Promise<void> {
-    closed = true;
+    mode.lifecycle = 'closed';
     retryTimer.clear();
     clearTimeout(claimTimer);
     // Buffered deliveries go back to the store at once rather than waiting out their leases.
     const unsent = ready.splice(0);
-    for (const r of unsent) release(r.row.webhook_id);
-    if (unsent.length > 0) await giveBack(unsent.map((r) => r.row));
+    if (unsent.length > 0) await handBack(unsent.map((r) => r.row));
     await idle();
     const d = dispatcher;
     dispatcher = undefined;
@@ -360,7 +362,8 @@ export function createDeliveryEngine(opts: EngineOptions): DeliveryEngine {
       for (;;) {
         const { claimed, deferred } = await claimAndStart();
         if (claimed === 0) {
-          if (inflight === 0 && ready.length === 0 && !claiming && results.pending() === 0) return;
+          if (inflight === 0 && ready.length === 0 && mode.claim === 'idle' && results.pending() === 0)
+            return;
           await (deferred
             ? Promise.race([nextSettle(), new Promise((r) => setTimeout(r, CLAIM_BATCH_WAIT_MS))])
             : nextSettle());

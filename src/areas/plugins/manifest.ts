@@ -1,5 +1,6 @@
 import { type Static, Type } from '@sinclair/typebox';
 import { Ajv } from 'ajv';
+import { AppError } from '../../http/errors.js';
 import type { Causation } from '../../lib/causation.js';
 import { assertValidSchema } from './json-schema.js';
 
@@ -126,4 +127,46 @@ function checkSchema(schema: unknown, where: string): void {
 export interface PluginModule {
   manifest: unknown;
   handlers: Record<string, ActionHandler>;
+}
+
+/** An action as its callers see it: how it is retried and timed, and what it takes and answers. */
+export interface ActionDescription {
+  idempotent: boolean;
+  timeout_seconds: number;
+  input_schema: Readonly<Record<string, unknown>>;
+  output_schema: Readonly<Record<string, unknown>>;
+}
+
+/** The description of `action`, the action `actionName` of a plugin; a 404 when it has none. */
+export function describeAction({
+  row,
+  actionName,
+  action,
+  actions,
+}: {
+  row: { definition_name: string };
+  actionName: string;
+  action: PluginAction | undefined;
+  actions: PluginAction[];
+}): ActionDescription {
+  if (!action) throw actionNotFound(row.definition_name, actionName, actions);
+  // The schemas are the parsed definition's own, shared by every caller (hence read-only).
+  return {
+    idempotent: action.idempotent,
+    timeout_seconds: action.timeout_seconds,
+    input_schema: action.input_schema,
+    output_schema: action.output_schema,
+  };
+}
+
+export function actionNotFound(plugin: string, action: string, actions: PluginAction[]): AppError {
+  const available = actions.map((a) => a.name);
+  return new AppError(
+    'PLUGIN.ACTION_NOT_FOUND',
+    `Plugin "${plugin}" has no action "${action}"; it has: ${available.join(', ')}`,
+    {
+      field: 'action',
+      allowed_values: available,
+    },
+  );
 }

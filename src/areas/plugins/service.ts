@@ -19,7 +19,7 @@ import { discoverPlugins, type LoadedPlugin } from './discovery.js';
 import { runWithTimeout, toPluginError } from './invocation.js';
 import { checkConfig, describeErrors, inputChecker, validate } from './json-schema.js';
 import { type CallPermit, createCallLimiter, type LimitAnswer, rateLimited } from './limits.js';
-import type { PluginAction } from './manifest.js';
+import { type ActionDescription, actionNotFound, describeAction, type PluginAction } from './manifest.js';
 import type { PluginMetrics } from './metrics.js';
 import type { CreateInstance, UpdateInstance } from './schemas.js';
 import type { PluginDefinition, PluginInstance } from './store.js';
@@ -45,13 +45,6 @@ export interface InvokeRequest {
    * instance with limits admits the call itself and refuses it with 429 PLUGIN.RATE_LIMITED.
    */
   permit?: CallPermit;
-}
-
-export interface ActionDescription {
-  idempotent: boolean;
-  timeout_seconds: number;
-  input_schema: Readonly<Record<string, unknown>>;
-  output_schema: Readonly<Record<string, unknown>>;
 }
 
 export interface DiscoveryReport {
@@ -391,13 +384,13 @@ export function createPluginService(deps: PluginDeps): PluginService {
     },
 
     async describeAction(instanceId, actionName) {
-      return describeTarget(await target(instanceId, actionName));
+      return describeAction(await target(instanceId, actionName));
     },
 
     async prepareAction(instanceId, actionName) {
       const found = await target(instanceId, actionName);
       return {
-        description: describeTarget(found),
+        description: describeAction(found),
         limited: hasLimits(limitsOf(found.row)),
         admit: (holder, callMs) => admit(found.row, holder, callMs + LEASE_MARGIN_MS, 'wait'),
         invoke: (req) => invokeTarget(found, req),
@@ -412,40 +405,7 @@ export function createPluginService(deps: PluginDeps): PluginService {
 
     async inputCheck(instanceId, actionName) {
       const found = await target(instanceId, actionName);
-      return inputChecker(`${found.row.definition_name}.${actionName}`, describeTarget(found).input_schema);
+      return inputChecker(`${found.row.definition_name}.${actionName}`, describeAction(found).input_schema);
     },
   };
-}
-
-function describeTarget({
-  row,
-  actionName,
-  action,
-  actions,
-}: {
-  row: { definition_name: string };
-  actionName: string;
-  action: PluginAction | undefined;
-  actions: PluginAction[];
-}): ActionDescription {
-  if (!action) throw actionNotFound(row.definition_name, actionName, actions);
-  // The schemas are the parsed definition's own, shared by every caller (hence read-only).
-  return {
-    idempotent: action.idempotent,
-    timeout_seconds: action.timeout_seconds,
-    input_schema: action.input_schema,
-    output_schema: action.output_schema,
-  };
-}
-
-function actionNotFound(plugin: string, action: string, actions: PluginAction[]): AppError {
-  const available = actions.map((a) => a.name);
-  return new AppError(
-    'PLUGIN.ACTION_NOT_FOUND',
-    `Plugin "${plugin}" has no action "${action}"; it has: ${available.join(', ')}`,
-    {
-      field: 'action',
-      allowed_values: available,
-    },
-  );
 }

@@ -100,16 +100,15 @@ export function createDeliveryEngine(opts: EngineOptions): DeliveryEngine {
   };
 
   /**
-   * What the engine is doing, by activity. `lifecycle`: `closed` once close() began (nothing is
-   * claimed or started after). `claim`: a claim from the store is on its way (one at a time).
-   * `batch`: a batch taken from `ready` is reading its webhooks' url and secret, its slots reserved
-   * (one at a time; slots freed meanwhile join the next). A claim and a batch may overlap.
+   * What the engine is doing: `closed` once close() began (nothing is claimed or started after); a
+   * claim on its way from the store; a batch taken from `ready` reading its webhooks' url and secret,
+   * its slots reserved. One claim and one batch at a time, and they may overlap.
    */
-  const mode: {
-    lifecycle: 'open' | 'closed';
-    claim: 'idle' | 'claiming';
-    batch: 'idle' | 'starting';
-  } = { lifecycle: 'open', claim: 'idle', batch: 'idle' };
+  const mode = {
+    lifecycle: 'open' as 'open' | 'closed',
+    claim: 'idle' as 'idle' | 'claiming',
+    batch: 'idle' as 'idle' | 'starting',
+  };
   const closed = () => mode.lifecycle === 'closed';
   let inflight = 0;
   /** Claimed, not started yet, oldest first, with the event body (read once, at claim: it never changes). */
@@ -233,14 +232,7 @@ export function createDeliveryEngine(opts: EngineOptions): DeliveryEngine {
    */
   async function handBack(rows: deliveries.DeliveryRow[]): Promise<void> {
     for (const r of rows) release(r.webhook_id);
-    try {
-      const byLease = new Map<string, string[]>();
-      for (const r of rows) byLease.set(r.locked_by ?? '', [...(byLease.get(r.locked_by ?? '') ?? []), r.id]);
-      for (const [lease, ids] of byLease) await store.write((db) => sending.releaseUnsent(db, ids, lease));
-    } catch (err) {
-      // Their leases expire instead; the reaper then counts one attempt too many, nothing worse.
-      log.error({ err, count: rows.length }, 'returning unsent webhook deliveries failed');
-    }
+    await returnUnsent(store, log, rows);
     notifySettled();
   }
 
@@ -327,9 +319,12 @@ export function createDeliveryEngine(opts: EngineOptions): DeliveryEngine {
     return new Promise((resolve) => settleWaiters.push(resolve));
   }
 
+  /** Nothing claimed, buffered, in flight or unrecorded. */
+  const settled = () =>
+    inflight === 0 && ready.length === 0 && mode.claim === 'idle' && results.pending() === 0;
+
   async function idle(): Promise<void> {
-    while (inflight > 0 || ready.length > 0 || mode.claim === 'claiming' || results.pending() > 0)
-      await nextSettle();
+    while (!settled()) await nextSettle();
   }
 
   async function close(): Promise<void> {
@@ -362,8 +357,7 @@ export function createDeliveryEngine(opts: EngineOptions): DeliveryEngine {
       for (;;) {
         const { claimed, deferred } = await claimAndStart();
         if (claimed === 0) {
-          if (inflight === 0 && ready.length === 0 && mode.claim === 'idle' && results.pending() === 0)
-            return;
+          if (settled()) return;
           await (deferred
             ? Promise.race([nextSettle(), new Promise((r) => setTimeout(r, CLAIM_BATCH_WAIT_MS))])
             : nextSettle());
@@ -374,4 +368,16 @@ export function createDeliveryEngine(opts: EngineOptions): DeliveryEngine {
     close,
     inFlight: () => inflight,
   };
+}
+
+/** Gives claimed deliveries that were never sent back to the store, uncounted, each under its lease. */
+async function returnUnsent(store: Store, log: Logger, rows: deliveries.DeliveryRow[]): Promise<void> {
+  try {
+    const byLease = new Map<string, string[]>();
+    for (const r of rows) byLease.set(r.locked_by ?? '', [...(byLease.get(r.locked_by ?? '') ?? []), r.id]);
+    for (const [lease, ids] of byLease) await store.write((db) => sending.releaseUnsent(db, ids, lease));
+  } catch (err) {
+    // Their leases expire instead; the reaper then counts one attempt too many, nothing worse.
+    log.error({ err, count: rows.length }, 'returning unsent webhook deliveries failed');
+  }
 }

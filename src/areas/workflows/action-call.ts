@@ -3,6 +3,7 @@ import type { Causation } from '../../lib/causation.js';
 import type { Clock } from '../../lib/clock.js';
 import { interruptionIsFree } from '../../worker/retry-policy.js';
 import { describeThrown } from './jsonlogic.js';
+import { askLimit, limitAdmitted, limitWait } from './machine/limits.js';
 import type { RunMachine } from './machine.js';
 import { type Invoke, nodeRetryPolicy } from './run-state.js';
 import type { RunTracing } from './run-tracing.js';
@@ -155,13 +156,13 @@ export function createActionCaller(deps: ActionCallDeps) {
     let permit: { release(): Promise<void> } | undefined;
     if (prepared.limited) {
       // docs/plugins.md "Limits": over the instance's limit the attempt waits, uncounted, holding no slot.
-      machine.askLimit(b);
+      askLimit(machine, b);
       const answer = await prepared.admit(holder, limit);
       if (!answer.go) {
-        machine.limitWait(b, answer.retryAt, answer.limit, instanceId, deps.clock.now());
+        limitWait(machine, b, answer.retryAt, answer.limit, instanceId, deps.clock.now());
         return;
       }
-      machine.limitAdmitted(b);
+      limitAdmitted(machine, b);
       permit = answer.permit;
       if (!machine.wants(b)) {
         await permit.release();

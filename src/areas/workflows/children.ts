@@ -11,6 +11,7 @@ import { cancelInTx } from './control.js';
 import type { GraphSource } from './graph-source.js';
 import * as items from './item-store.js';
 import { describeThrown } from './jsonlogic.js';
+import { awaitedChildren, childRead, childStarted } from './machine/calls.js';
 import type { RunMachine } from './machine.js';
 import type { Plan } from './plan.js';
 import { newRun } from './router.js';
@@ -94,7 +95,7 @@ export function createChildRuns(deps: ChildRunsDeps) {
           nodeKey: inv.node.key,
           awaited: inv.item !== undefined || call.wait,
         });
-        machine.childStarted(inv, { run: child.row, nodes: child.nodes }, now);
+        childStarted(machine, inv, { run: child.row, nodes: child.nodes }, now);
       } catch (err) {
         if (!machine.wants(inv)) return;
         const now = clock.now();
@@ -110,12 +111,12 @@ export function createChildRuns(deps: ChildRunsDeps) {
         waits.map((w) => w.runId),
       );
       const now = clock.now();
-      for (const w of waits) machine.childRead(w, outcomes.get(w.runId), now);
+      for (const w of waits) childRead(machine, w, outcomes.get(w.runId), now);
     },
 
     /** After releasing a run that waits for children: due now if one ended while it was held. */
     async afterRelease(machine: RunMachine): Promise<void> {
-      const ids = machine.awaitedChildren();
+      const ids = awaitedChildren(machine);
       if (ids.length === 0) return;
       if (!(await items.anyEnded(store.db, ids))) return;
       if (await store.write((db) => wakeReleased(db, machine.run.id, iso(clock.now())))) deps.woken();

@@ -5,6 +5,9 @@ import type { DueTimer } from '../../worker/due-timer.js';
 import type { Slots } from '../../worker/slots.js';
 import type { ChildRuns } from './children.js';
 import type { EventWaits } from './event-waits.js';
+import { awaitedChildren } from './machine/calls.js';
+import { limitFreed as freeLimitWait } from './machine/limits.js';
+import { waitingForEvents } from './machine/waits.js';
 import type { RunMachine } from './machine.js';
 import type { WorkflowMetrics } from './metrics.js';
 import { reportRunFinished } from './reporting.js';
@@ -97,11 +100,11 @@ async function release(
   wakeAt: string | null,
   ctx: { writes: RunPersister; dueTimer: DueTimer } & OutsideWaits,
 ): Promise<void> {
-  const awaited = machine.awaitedChildren().length > 0;
+  const awaited = awaitedChildren(machine).length > 0;
   if (wakeAt === null && !awaited) throw new Error('the run has nothing to run and nothing to wait for');
   await ctx.writes.persist(machine, { wake_at: wakeAt, locked_by: null });
   if (wakeAt !== null) ctx.dueTimer.arm(Date.parse(wakeAt));
-  await ctx.eventWaits.afterRelease(machine.run.id, machine.waitingForEvents());
+  await ctx.eventWaits.afterRelease(machine.run.id, waitingForEvents(machine));
   if (awaited) await ctx.children.afterRelease(machine);
 }
 
@@ -277,7 +280,7 @@ export function createDrive(deps: DriveDeps) {
    */
   function limitFreed(runId: string, nodeKey: string, index: number | undefined): boolean {
     const driven = driving.get(runId);
-    if (!driven?.machine.limitFreed(nodeKey, index, clock.now())) return false;
+    if (!driven || !freeLimitWait(driven.machine, nodeKey, index, clock.now())) return false;
     driven.wake();
     return true;
   }

@@ -5,6 +5,7 @@ import type { CloudEvent } from '../events/cloudevent.js';
 import type { EventHandler } from '../events/handlers.js';
 import * as claims from './claim-store.js';
 import { CompiledCache } from './jsonlogic.js';
+import { waitResolved, waitTimedOut } from './machine/waits.js';
 import type { RunMachine } from './machine.js';
 import type { Plan } from './plan.js';
 import type { NodeState } from './run-state.js';
@@ -111,9 +112,10 @@ export function createEventWaits(deps: EventWaitsDeps): EventWaits {
     async settleTimeouts(machine, timeouts) {
       for (const st of timeouts) {
         const taken = await store.write((db) => waits.takeByTimeout(db, st.id));
-        if (taken.timedOut) machine.waitTimedOut(st, clock.now());
+        if (taken.timedOut) waitTimedOut(machine, st, clock.now());
         else
-          machine.waitResolved(
+          waitResolved(
+            machine,
             st,
             taken.output === null ? null : JSON.parse(taken.output),
             taken.completedAt,

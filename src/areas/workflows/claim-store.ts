@@ -1,7 +1,6 @@
 import { sql } from 'kysely';
 import { batches, prepared } from '../../db/prepared.js';
 import { type Db, updatedAny } from '../../db/store.js';
-import { LIMIT_WAIT } from './run-state.js';
 import type { WorkflowRunTable } from './tables.js';
 
 /** SQL of the engine's leases on runs: claiming due runs, renewing a lease while a run executes. */
@@ -164,7 +163,7 @@ export async function wakeLimitWaiters(db: Db, holders: readonly string[], at: s
         .where('workflow_run_id', '=', runId)
         .where('node_key', '=', nodeKey)
         .where('status', '=', 'running')
-        .where('wait_key', 'like', `${LIMIT_WAIT}%`)
+        .where('wait_kind', '=', 'limit')
         .execute();
     } else {
       await db

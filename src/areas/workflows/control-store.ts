@@ -119,7 +119,14 @@ export async function cancelRun(db: Db, id: string, at: string, reason: string):
     ['pending', { status: 'skipped', skip_reason: CANCELLED_SKIP, completed_at: at, resume_at: null }],
     [
       'running',
-      { status: 'failed', error: CANCELLED_WHILE_RUNNING, completed_at: at, resume_at: null, wait_key: null },
+      {
+        status: 'failed',
+        error: CANCELLED_WHILE_RUNNING,
+        completed_at: at,
+        resume_at: null,
+        wait_kind: null,
+        wait_key: null,
+      },
     ],
   ]);
   if (moved) {

@@ -36,7 +36,6 @@ import {
   type ItemState,
   invokeKey,
   isFinished,
-  LIMIT_WAIT,
   type NodeState,
   nodeError,
   nodeRetryPolicy,
@@ -143,6 +142,7 @@ export class RunMachine {
         attempts: 0,
         interruptions: 0,
         resume_at: null,
+        wait_kind: null,
         wait_key: null,
       });
     }
@@ -255,7 +255,7 @@ export class RunMachine {
         if (node.type === 'DELAY') {
           // A wait that ended completes the DELAY; a retry of a failed until_template (the last
           // attempt's error is kept while waiting) renders it again.
-          if (st.error !== null) startDelay(this, node, st, now);
+          if (st.wait_kind === 'retry') startDelay(this, node, st, now);
           else {
             const input = (st.input ?? {}) as { delay_ms?: number; until?: string };
             this.complete(st, { until: st.resume_at, delay_ms: input.delay_ms ?? 0 }, nowIso);
@@ -303,6 +303,8 @@ export class RunMachine {
     st.status = 'running';
     st.started_at ??= now.toISOString();
     st.resume_at = null;
+    st.wait_kind = null;
+    st.wait_key = null;
     this.dirty.add(st);
     this.observer?.('start', st.key);
   }
@@ -326,7 +328,6 @@ export class RunMachine {
   beginInvoke(inv: Invoke, now: Date): void {
     const item = inv.item;
     if (item === undefined) {
-      if (inv.state.wait_key?.startsWith(LIMIT_WAIT)) inv.state.wait_key = null;
       this.beginAttempt(inv.state, now);
       return;
     }
@@ -387,6 +388,7 @@ export class RunMachine {
       st.status = 'running';
       st.error = message;
       st.wait_key = null;
+      st.wait_kind = 'retry';
       st.resume_at = retryAt(next.delayMs, now, retryAfterMs);
       this.dirty.add(st);
       return;
@@ -399,6 +401,7 @@ export class RunMachine {
     st.error = message;
     st.completed_at = nowIso;
     st.resume_at = null;
+    st.wait_kind = null;
     st.wait_key = null;
     this.dirty.add(st);
     this.observer?.('finish', st.key);
@@ -426,6 +429,7 @@ export class RunMachine {
     st.error = null;
     st.completed_at = nowIso;
     st.resume_at = null;
+    st.wait_kind = null;
     st.wait_key = null;
     this.context.nodes[st.key] = { output };
     this.dirty.add(st);

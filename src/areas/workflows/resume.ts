@@ -90,6 +90,7 @@ export async function resumeRuns(rows: WorkflowRunTable[], deps: ResumeDeps): Pr
             error: `run failed: ${error}`,
             completed_at: at,
             resume_at: null,
+            wait_kind: null,
             wait_key: null,
           }),
         );

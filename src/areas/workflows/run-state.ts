@@ -43,8 +43,13 @@ export interface NodeState {
   attempts: number;
   /** Attempts interrupted by a crash (not counted against retry_policy.max_attempts). */
   interruptions: number;
-  /** While `running`: when a DELAY ends or the next retry is due; null while an attempt is in flight. */
+  /**
+   * While `running` and waiting: when the wait ends (a DELAY's end, a retry, a JOIN's or a
+   * WAIT_EVENT's timeout, a limit's turn); null while an attempt is in flight.
+   */
   resume_at: string | null;
+  /** While `running` and waiting: what for (WaitKind); null while an attempt is in flight. */
+  wait_kind: WaitKind | null;
   /**
    * A WAIT_EVENT waiting: the key an event takes it by (event-waits.ts); a CALL waiting for its child
    * run: `run:<child run id>`; an ACTION waiting for its plugin instance's limit: `limit:...`
@@ -52,6 +57,13 @@ export interface NodeState {
    */
   wait_key: string | null;
 }
+
+/**
+ * What a running node waits for: a DELAY's end (`delay`), its next attempt after a failure
+ * (`retry`), a JOIN's timeout while branches are still to arrive (`join_timeout`), a WAIT_EVENT's
+ * event or timeout (`event`), a CALL's child run (`child`), an ACTION's plugin limits (`limit`).
+ */
+export type WaitKind = 'delay' | 'retry' | 'join_timeout' | 'event' | 'child' | 'limit';
 
 /**
  * An ACTION waiting for its plugin instance's limit carries `limit:<limit>:<instance id>` as its wait

@@ -72,11 +72,12 @@ const nodeDocuments = (r: Pick<WorkflowRunNodeTable, 'input' | 'output' | 'skip_
 export const toRunNode = ({
   interruptions: _i,
   wait_key,
+  wait_kind,
   updated_at: _u,
   ...r
 }: WorkflowRunNodeTable): WorkflowRunNode => {
   const node: WorkflowRunNode = { ...r, ...nodeDocuments(r) };
-  const waiting = r.status === 'running' ? limitWaitOf(wait_key) : undefined;
+  const waiting = r.status === 'running' && wait_kind === 'limit' ? limitWaitOf(wait_key) : undefined;
   if (waiting) node.waiting_for_limit = waiting;
   return node;
 };
@@ -116,6 +117,7 @@ export function nodeRow(runId: string, s: NodeState, at: string): WorkflowRunNod
     attempts: s.attempts,
     interruptions: s.interruptions,
     resume_at: s.resume_at,
+    wait_kind: s.wait_kind,
     wait_key: s.wait_key,
     created_at: at,
     updated_at: at,
@@ -284,6 +286,7 @@ const upsertNodesStatement = prepared((db, _dialect, nodes: WorkflowRunNodeTable
         attempts: eb.ref('excluded.attempts'),
         interruptions: eb.ref('excluded.interruptions'),
         resume_at: eb.ref('excluded.resume_at'),
+        wait_kind: eb.ref('excluded.wait_kind'),
         wait_key: eb.ref('excluded.wait_key'),
         updated_at: eb.ref('excluded.updated_at'),
       })),

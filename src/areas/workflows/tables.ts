@@ -1,3 +1,5 @@
+import type { WaitKind } from './run-state.js';
+
 /** Workflow runs and run nodes (migration 0006_workflows). */
 export interface WorkflowRunTable {
   id: string;
@@ -70,8 +72,10 @@ export interface WorkflowRunNodeTable {
   completed_at: string | null;
   attempts: number;
   interruptions: number;
-  /** While running: when the DELAY ends or the next retry is due; null while an attempt is in flight. */
+  /** While running and waiting: when the wait ends; null while an attempt is in flight. */
   resume_at: string | null;
+  /** While running and waiting: what for (run-state.ts WaitKind). */
+  wait_kind: WaitKind | null;
   /**
    * A WAIT_EVENT waiting for its event: `<spec id>:<key as JSON>` (event-waits.ts); null otherwise,
    * and once an event or the timeout took the wait.

@@ -58,6 +58,7 @@ export async function takeByEvent(
       error: null,
       completed_at: at,
       resume_at: null,
+      wait_kind: null,
       wait_key: null,
       updated_at: at,
     })

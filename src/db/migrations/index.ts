@@ -22,6 +22,7 @@ import * as m0020 from './0020_workflows_failure_edges.js';
 import * as m0021 from './0021_workflows_event_waits.js';
 import * as m0022 from './0022_workflows_children.js';
 import * as m0023 from './0023_call_limits.js';
+import * as m0024 from './0024_workflows_wait_kind.js';
 
 /**
  * Every migration, in order. One set serves SQLite and PostgreSQL; a dialect branch is allowed only
@@ -56,4 +57,5 @@ export const migrations: Record<string, Migration> = {
   '0021_workflows_event_waits': m0021,
   '0022_workflows_children': m0022,
   '0023_call_limits': m0023,
+  '0024_workflows_wait_kind': m0024,
 };

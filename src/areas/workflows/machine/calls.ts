@@ -16,7 +16,7 @@ export const CHILD_WAIT = 'run:';
 
 /** The child run a running CALL waits for, or null. */
 export const awaitedChild = (st: NodeState): string | null =>
-  st.status === 'running' && st.wait_key?.startsWith(CHILD_WAIT)
+  st.status === 'running' && st.wait_kind === 'child' && st.wait_key !== null
     ? st.wait_key.slice(CHILD_WAIT.length)
     : null;
 
@@ -114,6 +114,7 @@ export function childStarted(m: RunMachine, inv: Invoke, child: ChildSpawn, now:
     m.complete(st, { run_id: runId }, now.toISOString());
     return;
   }
+  st.wait_kind = 'child';
   st.wait_key = `${CHILD_WAIT}${runId}`;
   m.childrenSeen.add(runId);
   m.dirty.add(st);
@@ -147,6 +148,7 @@ export function settleChild(
     inv.item.child_run_id = null;
   } else {
     if (runId !== null && awaitedChild(inv.state) !== runId) return;
+    inv.state.wait_kind = null;
     inv.state.wait_key = null;
   }
   const name = runId === null ? 'the simulated child run' : `child run ${runId}`;

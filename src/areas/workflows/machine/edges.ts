@@ -65,6 +65,7 @@ export function reach(
   st.skip_reason = { message: skipMessage(falseEdges), edges: falseEdges };
   st.completed_at = nowIso;
   st.resume_at = null;
+  st.wait_kind = null;
   m.dirty.add(st);
   m.observer?.('skip', st.key);
   return 'skipped';

@@ -14,7 +14,7 @@ export function stepJoin(m: RunMachine, node: PlanNode, st: NodeState, now: Date
   const timerAhead = st.resume_at !== null && st.resume_at > nowIso;
   // Once its timeout ran out, a JOIN is judged on the branches that arrived by then: one that
   // finished later (in the same step, after a pause of the worker) does not count.
-  const cutoff = st.status === 'running' && st.error === null && !timerAhead ? st.resume_at : null;
+  const cutoff = st.wait_kind === 'join_timeout' && !timerAhead ? st.resume_at : null;
   const finishedBy = (k: string) => {
     const p = m.state(k);
     return isFinished(p) && (cutoff === null || (p.completed_at as string) <= cutoff);
@@ -23,7 +23,7 @@ export function stepJoin(m: RunMachine, node: PlanNode, st: NodeState, now: Date
   const all = node.preds.every(finishedBy);
   const verdict = joinVerdict(node, (k) => asJoinSees(m, node, k), finishedBy);
   // A failed attempt waiting for its retry (retry_policy applies to every node type).
-  if (st.status === 'running' && st.error !== null && timerAhead) return false;
+  if (st.wait_kind === 'retry' && timerAhead) return false;
   if (verdict.state === 'waiting') {
     if (st.status === 'pending') {
       const timeoutMs = joinTimeout(node);
@@ -37,6 +37,7 @@ export function stepJoin(m: RunMachine, node: PlanNode, st: NodeState, now: Date
       m.beginAttempt(st, now);
       st.input = null;
       st.resume_at = new Date(Math.min(...arrivals) + timeoutMs).toISOString();
+      st.wait_kind = 'join_timeout';
       return true;
     }
     if (timerAhead || st.resume_at === null) return false;
@@ -55,7 +56,7 @@ export function stepJoin(m: RunMachine, node: PlanNode, st: NodeState, now: Date
     if (reach(m, node, st, nowIso, all ? node.in : finishedEdges) !== 'run') return true;
     m.beginAttempt(st, now);
     st.input = null;
-  } else if (st.error !== null) {
+  } else if (st.wait_kind === 'retry') {
     // The retry of a failed JOIN is due: a new attempt, decided on the predecessors as they are.
     m.beginAttempt(st, now);
   } else {

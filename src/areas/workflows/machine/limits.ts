@@ -41,6 +41,7 @@ export function limitWait(
   const st = inv.state;
   st.status = 'running';
   st.resume_at = at;
+  st.wait_kind = 'limit';
   st.wait_key = `${LIMIT_WAIT}${limit}:${instanceId}`;
   m.dirty.add(st);
 }
@@ -59,7 +60,7 @@ export function limitFreed(m: RunMachine, nodeKey: string, index: number | undef
   if (!st || !m.accepts(st)) return false;
   const at = now.toISOString();
   if (index === undefined) {
-    if (st.resume_at === null || !st.wait_key?.startsWith(LIMIT_WAIT)) return false;
+    if (st.resume_at === null || st.wait_kind !== 'limit') return false;
     st.resume_at = at;
     m.dirty.add(st);
     return true;

@@ -28,6 +28,7 @@ export function stopRunning(m: RunMachine, nowIso: string): void {
           : why;
     st.completed_at = nowIso;
     st.resume_at = null;
+    st.wait_kind = null;
     st.wait_key = null;
     m.dirty.add(st);
     m.observer?.('finish', st.key);

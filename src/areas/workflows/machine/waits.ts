@@ -47,6 +47,7 @@ export function startWait(m: RunMachine, node: PlanNode, st: NodeState, now: Dat
   }
   // A persisted wait: the run is released until the timeout; an event that brings the key ends it sooner.
   st.resume_at = timeoutAt;
+  st.wait_kind = 'event';
   st.wait_key = waiting;
   m.dirty.add(st);
 }
@@ -65,11 +66,14 @@ export function waitResolved(m: RunMachine, st: NodeState, output: unknown, comp
   m.complete(st, output, completedAt);
 }
 
-/** The WAIT_EVENTs waiting now: what a release must check an event did not take meanwhile. */
+/**
+ * The WAIT_EVENTs waiting now: what a release must check an event did not take meanwhile (one whose
+ * key was cleared was taken at its timeout, and completes as timed out).
+ */
 export function waitingForEvents(m: RunMachine): NodeState[] {
   const out: NodeState[] = [];
   for (const st of m.nodes.values())
-    if (st.type === 'WAIT_EVENT' && st.wait_key !== null && st.status === 'running') out.push(st);
+    if (st.wait_kind === 'event' && st.wait_key !== null && st.status === 'running') out.push(st);
   return out;
 }
 
@@ -98,7 +102,7 @@ export function startDelay(m: RunMachine, node: PlanNode, st: NodeState, now: Da
   // additive: the instant it ends.
   const wait = Math.max(0, untilMs - nowMs);
   st.input = { delay_ms: wait, until };
-  // Rendered: an earlier attempt's error no longer applies (and marks the wait as a delay, not a retry).
+  // Rendered: an earlier attempt's error no longer applies.
   st.error = null;
   if (m.simulate) {
     m.complete(st, { simulated: true, skipped_delay: true, until, delay_ms: wait }, now.toISOString());
@@ -110,5 +114,6 @@ export function startDelay(m: RunMachine, node: PlanNode, st: NodeState, now: Da
   }
   // A persisted timer: the engine releases the run until `until`; no process sleeps through it.
   st.resume_at = until;
+  st.wait_kind = 'delay';
   m.dirty.add(st);
 }

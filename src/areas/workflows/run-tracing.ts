@@ -1,3 +1,4 @@
+import { Lru } from '../../lib/lru.js';
 import {
   eventTrace,
   NO_SPAN,
@@ -36,18 +37,18 @@ const sampled = (context: TraceContext | undefined): boolean => context?.tracepa
 const ms = (at: string | null): number | undefined => (at === null ? undefined : Date.parse(at));
 
 export function createRunTracing(tracer: Tracer = NO_TRACING, traceUrlTemplate?: string) {
-  /** Contexts already computed, by run id (a hash each; a run asks for its own many times). */
-  const contexts = new Map<string, TraceContext | undefined>();
+  /**
+   * Contexts already computed, by run id (a run asks for its own many times). Bounded: a busy engine
+   * asks for thousands of runs, and one forgotten is cheap to compute again.
+   */
+  const contexts = new Lru<TraceContext | null>(10_000);
 
   /** The run's span context: fixed by its id under the trace its trigger event carries. */
   function run(runId: string, event: CloudEvent): TraceContext | undefined {
     if (!tracer.enabled) return undefined;
-    if (contexts.has(runId)) return contexts.get(runId);
-    const context = tracer.fixed(`run:${runId}`, eventTrace(event));
-    // Bounded: a busy engine asks for thousands of runs; the oldest are cheap to compute again.
-    if (contexts.size >= 10_000) contexts.delete(contexts.keys().next().value as string);
-    contexts.set(runId, context);
-    return context;
+    return (
+      contexts.getOrCreate(runId, () => tracer.fixed(`run:${runId}`, eventTrace(event)) ?? null) ?? undefined
+    );
   }
 
   /** A node's span context: the parent of the calls its attempts make. */
@@ -131,8 +132,9 @@ export function createRunTracing(tracer: Tracer = NO_TRACING, traceUrlTemplate?:
       machine: { run: RunState; plan: { subscriptionId: string }; event: CloudEvent },
       stretch: { start: number; outcome: 'ended' | 'released' | 'stopped'; first: boolean },
     ): Span {
+      if (stretch.first && stretch.outcome === 'ended') return NO_SPAN;
       const parent = run(machine.run.id, machine.event);
-      if (!sampled(parent) || (stretch.first && stretch.outcome === 'ended')) return NO_SPAN;
+      if (!sampled(parent)) return NO_SPAN;
       const span = tracer.start('workflow.run.segment', {
         parent,
         links: [parent],

@@ -374,7 +374,10 @@ describe(`tracing on (${dialectName})`, () => {
     await settle(t);
     await t.ctx.services.webhookEngine.deliverDue();
     await refusing.close();
-    const [attempt] = await otlp.named('webhook.deliver', (s) => s.attributes['http.response.status_code'] === 503);
+    const [attempt] = await otlp.named(
+      'webhook.deliver',
+      (s) => s.attributes['http.response.status_code'] === 503,
+    );
     expect(attempt.status).toBe(ERROR);
     const failedLine = t.logs.find((l) => l.msg === 'webhook attempt failed' && l.http_status === 503);
     expect(failedLine).toMatchObject({ trace_id: attempt.traceId, span_id: attempt.spanId });

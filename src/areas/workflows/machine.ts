@@ -40,15 +40,9 @@ import {
   nodeError,
   nodeRetryPolicy,
   type RunState,
+  retryAt,
   type Step,
 } from './run-state.js';
-
-/** The longest wait a server's Retry-After may impose (a day: longer is a lost cause, not a pause). */
-const MAX_RETRY_AFTER_MS = 86_400_000;
-
-/** When a retry is due: after the policy's delay, or a server's Retry-After (at most a day) if longer. */
-export const retryAt = (delayMs: number, now: Date, retryAfterMs?: number): string =>
-  new Date(now.getTime() + Math.max(delayMs, Math.min(retryAfterMs ?? 0, MAX_RETRY_AFTER_MS))).toISOString();
 
 /**
  * A run's state and the transitions every node type shares. The transitions of each kind of node

@@ -4,7 +4,11 @@ import type { PlanNode } from '../plan.js';
 import type { ChildOutcome, ChildWait, Invoke, NodeState } from '../run-state.js';
 import type { WorkflowRunNodeTable, WorkflowRunTable } from '../tables.js';
 
-/** CALL nodes and FOREACH items that call (docs/workflows.md "CALL"): child runs, started and awaited. */
+/**
+ * The nodes whose attempts the engine makes (ACTION, CALL): their inputs when reached, the simulated
+ * attempt, and the child runs of CALLs and of FOREACH items that call (docs/workflows.md "CALL").
+ */
+
 /** A child run to create with the parent's next write (CALL, FOREACH with call). */
 export interface ChildSpawn {
   run: WorkflowRunTable;

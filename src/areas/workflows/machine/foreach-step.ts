@@ -2,7 +2,7 @@ import { newId } from '../../../lib/ids.js';
 import { nextAttempt } from '../../../worker/retry-policy.js';
 import { ItemRun, kindOf, newItem } from '../foreach.js';
 import { describeThrown } from '../jsonlogic.js';
-import { type RunMachine, retryAt } from '../machine.js';
+import type { RunMachine } from '../machine.js';
 import { FOREACH_LIMITS } from '../node-config.js';
 import type { PlanNode } from '../plan.js';
 import {
@@ -12,6 +12,7 @@ import {
   isFinished,
   type NodeState,
   nodeRetryPolicy,
+  retryAt,
 } from '../run-state.js';
 import { noteChild } from './calls.js';
 import { reach } from './edges.js';
